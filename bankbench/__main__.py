@@ -1,0 +1,5 @@
+import sys
+
+from bankbench.cli import main
+
+sys.exit(main())

@@ -1,0 +1,14 @@
+"""`bankbench tasks`."""
+
+from __future__ import annotations
+
+import argparse
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("tasks", help="(not built yet)")
+    p.set_defaults(func=_run)
+
+
+def _run(args: argparse.Namespace) -> int:
+    raise SystemExit("bankbench tasks: not built yet")

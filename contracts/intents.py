@@ -1,0 +1,26 @@
+"""One line of `/logs/agent/intents.jsonl`, written by the mock bank for every `bank call`."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+INTENTS_FILE = "intents.jsonl"
+
+
+class Intent(BaseModel):
+    seq: int = Field(description="Order of the call within the trial, 1-based.")
+    attempt: int = Field(description="Self-evaluation attempt that made the call, 1-based.")
+    tool: str
+    arguments: Any = Field(description="Arguments as the agent sent them (may be non-object).")
+    valid: bool = Field(description="Tool known and arguments satisfy its schema.")
+    errors: list[str] = Field(default_factory=list)
+    ts: float = Field(description="Unix time of the call.")
+
+
+class Acceptance(BaseModel):
+    """Line written by `bank accept N` (same file, marked by the `accept` key)."""
+
+    accept: int
+    ts: float
