@@ -13,12 +13,12 @@ _py_ok() { "$1" -c 'import sys; sys.exit(0 if sys.version_info >= (3, 12) else 1
 find_python() {
   local c
   # PATH first (a pyenv shim may exist but fail, so each candidate is actually run) ...
-  for c in python3.13 python3.12 python3; do
+  for c in python3.12 python3.13 python3; do
     if command -v "$c" >/dev/null 2>&1 && _py_ok "$c"; then command -v "$c"; return 0; fi
   done
   # ... then interpreters that pyenv installed but did not make global.
   if command -v pyenv >/dev/null 2>&1; then
-    for c in $(ls -d "$(pyenv root)"/versions/3.1[2-9]*/bin/python3 2>/dev/null | sort -V -r); do
+    for c in $(ls -d "$(pyenv root)"/versions/3.1[2-9]*/bin/python3 2>/dev/null | sort -V); do
       if _py_ok "$c"; then echo "$c"; return 0; fi
     done
   fi
