@@ -10,7 +10,7 @@ LLM_CALLS_FILE = "llm_calls.jsonl"
 
 
 class CallError(BaseModel):
-    type: str = Field(description="Error class, e.g. 'timeout', 'http_429', 'connection', 'bad_stream'.")
+    type: str = Field(description="Error class: 'timeout', 'http_429', 'connection', ...")
     message: str = Field(description="Human-readable cause. Never contains credentials.")
 
 

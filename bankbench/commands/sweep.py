@@ -1,14 +1,141 @@
-"""`bankbench sweep`."""
+"""`bankbench sweep`: one Harbor job per concurrency level against one server, then a report."""
 
 from __future__ import annotations
 
 import argparse
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+
+DEFAULT_LEVELS = "1,2,4,8"
+
+
+def _key_values(items: list[str], option: str) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise SystemExit(f"bankbench sweep: {option} {item!r}: expected key=value")
+        out[key] = value
+    return out
+
+
+def _levels(text: str) -> list[int]:
+    try:
+        return [int(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"{text!r}: expected comma-separated integers, e.g. 1,2,4,8"
+        ) from None
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("sweep", help="(not built yet)")
+    p = sub.add_parser(
+        "sweep",
+        help="run the banking agent at several concurrency levels and report",
+        description=(
+            "Run one Harbor job per concurrency level (harbor run -n LEVEL) of the banking "
+            "agent against one server, scrape the server's /metrics before and after each "
+            "level, and write sweep.json plus a report (report.md, plots, summary.csv). "
+            "Either launch a server profile (--profile, brought down at the end) or point at "
+            "a running OpenAI-compatible server (--base-url with --model)."
+        ),
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    p.add_argument("--levels", type=_levels, default=_levels(DEFAULT_LEVELS),
+                   help="comma-separated concurrency levels")
+    p.add_argument("--attempts", "-k", type=int, default=1,
+                   help="Harbor attempts per task at each level (repeats for pass@k spread)")
+    server = p.add_argument_group("server (one of)")
+    server.add_argument("--profile", help="launch this serve profile (cpu-tiny, cpu-mocker, gpu-…)")
+    server.add_argument("--base-url", help="use a running OpenAI-compatible server (…/v1)")
+    p.add_argument("--model", help="served model name (required with --base-url)")
+    p.add_argument("--router", default="round-robin", choices=["round-robin", "random", "kv"],
+                   help="Dynamo router mode for a launched profile")
+    p.add_argument("--workers", type=int, default=1, help="engine workers for a launched profile")
+    p.add_argument("--set", dest="server_set", action="append", default=[], metavar="KEY=VALUE",
+                   help="profile override, repeatable (see `bankbench serve up --help`)")
+    tasks = p.add_argument_group("tasks")
+    tasks.add_argument("--tasks", help="existing task directory (otherwise built in the sweep)")
+    tasks.add_argument("--source", default="auto",
+                       help="dataset when building: auto (hub, else the bundled sample) | hf | "
+                            "sample | DIR")
+    tasks.add_argument("--limit", type=int, help="only the first N scenarios")
+    tasks.add_argument("--mode", default="goals", choices=["goals", "first-message"])
+    tasks.add_argument("--labels", default="match", help="keyword | match | file:PATH")
+    p.add_argument("--env", default="local",
+                   help="Harbor environment: local (no Docker), docker, or module:Class")
+    p.add_argument("--ak", action="append", default=[], metavar="KEY=VALUE",
+                   help="agent option passed to harbor --ak, repeatable (e.g. self_eval=true)")
+    p.add_argument("--out", default="jobs", help="parent folder of sweep directories")
+    p.add_argument("--name", help="sweep directory name (default: sweep-<UTC timestamp>)")
+    p.add_argument("--resume", metavar="SWEEP_DIR",
+                   help="continue an interrupted sweep (same options as it was started with)")
     p.set_defaults(func=_run)
 
 
 def _run(args: argparse.Namespace) -> int:
-    raise SystemExit("bankbench sweep: not built yet")
+    from pydantic import ValidationError
+
+    from bankbench.sweep.config import SweepConfig
+    from bankbench.sweep.runner import SweepError, load_manifest, run_sweep
+
+    if args.resume:
+        sweep_dir = Path(args.resume)
+        try:
+            stored = load_manifest(sweep_dir)
+        except SweepError as exc:
+            print(f"bankbench sweep: {exc}", file=sys.stderr)
+            return 2
+        explicit = _explicit_options(args)
+        if explicit:
+            # Given options must match the stored ones; check_resumable names any difference.
+            fields = dict(stored.config, **explicit)
+        else:
+            fields = stored.config
+    else:
+        name = args.name or "sweep-" + datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
+        sweep_dir = Path(args.out) / name
+        fields = _explicit_options(args, all_fields=True)
+    try:
+        config = SweepConfig.model_validate(fields)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(x) for x in first["loc"]) or "options"
+        print(f"bankbench sweep: {where}: {first['msg']}", file=sys.stderr)
+        return 2
+    try:
+        report = run_sweep(config, sweep_dir, resume=bool(args.resume))
+    except KeyboardInterrupt:
+        return 130
+    except (SweepError, FileNotFoundError, ValueError) as exc:
+        print(f"bankbench sweep: {exc}", file=sys.stderr)
+        return 1
+    except Exception as exc:
+        # Server start failures carry their own one-line cause and log tail.
+        if exc.__class__.__name__ == "ServeError":
+            print(f"bankbench sweep: server failed to start: {exc}", file=sys.stderr)
+            return 1
+        raise
+    print(f"\nreport: {report}")
+    return 0
+
+
+def _explicit_options(args: argparse.Namespace, all_fields: bool = False) -> dict:
+    """SweepConfig fields from the command line. For --resume only those the user typed."""
+    fields = {
+        "levels": args.levels, "attempts": args.attempts, "profile": args.profile,
+        "router": args.router, "workers": args.workers,
+        "server_options": _key_values(args.server_set, "--set"), "base_url": args.base_url,
+        "model": args.model, "source": args.source, "tasks": args.tasks, "limit": args.limit,
+        "mode": args.mode, "labels": args.labels, "env": args.env,
+        "agent_kwargs": _key_values(args.ak, "--ak"),
+    }
+    if all_fields:
+        return fields
+    defaults = {
+        "levels": _levels(DEFAULT_LEVELS), "attempts": 1, "router": "round-robin", "workers": 1,
+        "server_options": {}, "source": "auto", "mode": "goals", "labels": "match",
+        "env": "local", "agent_kwargs": {},
+    }
+    return {k: v for k, v in fields.items() if v is not None and v != defaults.get(k)}

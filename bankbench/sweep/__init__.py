@@ -1,0 +1,1 @@
+"""The concurrency sweep: one Harbor job per concurrency level against one server."""

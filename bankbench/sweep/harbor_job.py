@@ -1,0 +1,158 @@
+"""One Harbor job as a child process: its command line, its state on disk, and running it with
+progress lines while it works. The sweep loop (runner.py) calls these once per level."""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from enum import StrEnum
+from pathlib import Path
+
+from bankbench.sweep.config import AGENT_IMPORT_PATH, SweepConfig
+
+
+class JobState(StrEnum):
+    ABSENT = "absent"
+    PARTIAL = "partial"
+    COMPLETE = "complete"
+
+
+class HarborFailed(RuntimeError):
+    pass
+
+
+def harbor_executable() -> str:
+    """The `harbor` next to this interpreter (the project venv), else whatever is on PATH."""
+    beside = Path(sys.executable).with_name("harbor")
+    return str(beside) if beside.exists() else "harbor"
+
+
+def run_command(
+    config: SweepConfig, *, tasks_dir: Path, sweep_dir: Path, job_name: str, level: int,
+    base_url: str, model: str,
+) -> list[str]:
+    cmd = [
+        harbor_executable(), "run",
+        "--path", str(tasks_dir),
+        "--agent", AGENT_IMPORT_PATH,
+        "--env", config.environment,
+        "-m", model,
+        "-n", str(level),
+        "-k", str(config.attempts),
+        "--jobs-dir", str(sweep_dir),
+        "--job-name", job_name,
+        "--quiet", "--yes",
+        "--ak", f"base_url={base_url}",
+    ]
+    for key, value in sorted(config.agent_kwargs.items()):
+        cmd += ["--ak", f"{key}={value}"]
+    if config.limit:
+        cmd += ["--n-tasks", str(config.limit)]
+    return cmd
+
+
+def resume_command(job_dir: Path) -> list[str]:
+    return [harbor_executable(), "job", "resume", "--job-path", str(job_dir)]
+
+
+def trial_dirs(job_dir: Path) -> list[Path]:
+    """Trial folders of a job (each has its own config.json)."""
+    if not job_dir.is_dir():
+        return []
+    return sorted(p for p in job_dir.iterdir() if p.is_dir() and (p / "config.json").exists())
+
+
+def finished_trials(job_dir: Path) -> list[Path]:
+    return [p for p in trial_dirs(job_dir) if (p / "result.json").exists()]
+
+
+def job_state(job_dir: Path) -> JobState:
+    if not (job_dir / "config.json").exists():
+        return JobState.ABSENT
+    try:
+        result = json.loads((job_dir / "result.json").read_text())
+    except (OSError, ValueError):
+        return JobState.PARTIAL
+    total = result.get("n_total_trials")
+    if result.get("finished_at") and isinstance(total, int):
+        if len(finished_trials(job_dir)) >= total:
+            return JobState.COMPLETE
+    return JobState.PARTIAL
+
+
+def _die_with_parent() -> None:
+    """In the child: receive SIGTERM if the sweep process dies (even by SIGKILL), so no orphan
+    Harbor job keeps writing into a directory a resumed sweep is about to use."""
+    try:
+        libc = ctypes.CDLL("libc.so.6", use_errno=True)
+        libc.prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+    except OSError:
+        pass
+
+
+def run_job(
+    cmd: list[str], *, log_path: Path, job_dir: Path,
+    progress: Callable[[Path], str | None] | None = None,
+    poll_s: float = 2.0, report_every_s: float = 10.0,
+) -> None:
+    """Run Harbor to completion, printing a progress line whenever it changes (at most every
+    `report_every_s`). Ctrl-C stops Harbor's whole process group before re-raising."""
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    env = dict(os.environ, HARBOR_TELEMETRY="0", LITELLM_LOCAL_MODEL_COST_MAP="True")
+    with log_path.open("ab") as log:
+        log.write(("\n$ " + " ".join(cmd) + "\n").encode())
+        log.flush()
+        proc = subprocess.Popen(
+            cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env,
+            start_new_session=True, preexec_fn=_die_with_parent,
+        )
+        last_line, last_time = None, 0.0
+        try:
+            while proc.poll() is None:
+                time.sleep(poll_s)
+                if progress is None:
+                    continue
+                line = progress(job_dir)
+                now = time.monotonic()
+                if line and line != last_line and now - last_time >= report_every_s:
+                    print(line, flush=True)
+                    last_line, last_time = line, now
+        except KeyboardInterrupt:
+            stop_process_group(proc)
+            raise
+    if progress is not None:
+        line = progress(job_dir)
+        if line and line != last_line:
+            print(line, flush=True)
+    if proc.returncode != 0:
+        raise HarborFailed(
+            f"harbor exited with {proc.returncode}; last lines of {log_path}:\n" + tail(log_path)
+        )
+
+
+def stop_process_group(proc: subprocess.Popen, grace_s: float = 20.0) -> None:
+    """SIGINT (Harbor finishes writing what it can), then SIGTERM, then SIGKILL."""
+    for sig, wait_s in ((signal.SIGINT, grace_s), (signal.SIGTERM, 10.0), (signal.SIGKILL, 5.0)):
+        if proc.poll() is not None:
+            return
+        try:
+            os.killpg(proc.pid, sig)
+        except ProcessLookupError:
+            return
+        try:
+            proc.wait(timeout=wait_s)
+        except subprocess.TimeoutExpired:
+            continue
+
+
+def tail(path: Path, lines: int = 20) -> str:
+    try:
+        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+    except OSError:
+        return "(no log)"

@@ -1,0 +1,209 @@
+"""The sweep loop: build tasks, bring a server up (or use one), run one Harbor job per
+concurrency level with /metrics scraped around it, record sweep.json, write the report.
+
+Every step is resumable: a level whose Harbor job is complete is skipped, a partial one is
+continued with `harbor job resume` (Harbor reruns only unfinished trials), and a changed
+configuration is refused.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+from datetime import UTC, datetime
+from pathlib import Path
+
+from bankbench.sweep import harbor_job, progress
+from bankbench.sweep.config import SweepConfig, level_dir, level_dir_name
+from bankbench.sweep.provenance import git_sha, versions
+from bankbench.sweep.tasks import prepare_tasks
+from contracts.sweep import (
+    METRICS_AFTER,
+    METRICS_BEFORE,
+    SWEEP_FILE,
+    LevelRecord,
+    SweepManifest,
+)
+
+
+class SweepError(RuntimeError):
+    """A sweep cannot start or go on; the message says why and what to do."""
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
+
+
+def load_manifest(sweep_dir: Path) -> SweepManifest:
+    path = sweep_dir / SWEEP_FILE
+    try:
+        return SweepManifest.model_validate_json(path.read_text())
+    except FileNotFoundError:
+        raise SweepError(f"{path} not found: is {sweep_dir} a sweep directory?") from None
+    except ValueError as exc:
+        raise SweepError(f"{path} is corrupt ({exc.__class__.__name__}); cannot resume") from exc
+
+
+def save_manifest(sweep_dir: Path, manifest: SweepManifest) -> None:
+    path = sweep_dir / SWEEP_FILE
+    tmp = path.with_suffix(".json.tmp")
+    tmp.write_text(manifest.model_dump_json(indent=2))
+    os.replace(tmp, path)  # never leave a half-written manifest behind
+
+
+def check_resumable(config: SweepConfig, sweep_dir: Path) -> SweepManifest:
+    manifest = load_manifest(sweep_dir)
+    earlier = SweepConfig.model_validate(manifest.config)
+    if earlier.fingerprint() != config.fingerprint():
+        diff = "; ".join(config.differences(earlier))
+        raise SweepError(
+            f"refusing to resume {sweep_dir}: the configuration changed ({diff}). "
+            "Start a new sweep, or resume with the original options."
+        )
+    return manifest
+
+
+def _scrape(base_url: str, out: Path) -> bool:
+    """Prometheus /metrics of the frontend; False (and no file) when the server has none."""
+    from bankbench.serve import metrics
+
+    try:
+        metrics.scrape(base_url, out)
+        return True
+    except Exception as exc:  # an external server without /metrics is normal
+        print(f"  (no /metrics from {base_url}: {exc.__class__.__name__})", flush=True)
+        return False
+
+
+def run_sweep(config: SweepConfig, sweep_dir: Path, *, resume: bool = False) -> Path:
+    """Run (or continue) a sweep in `sweep_dir`; returns the path of report.md."""
+    sweep_dir = sweep_dir.resolve()
+    if resume:
+        manifest: SweepManifest | None = check_resumable(config, sweep_dir)
+    else:
+        if (sweep_dir / SWEEP_FILE).exists():
+            raise SweepError(
+                f"{sweep_dir} already holds a sweep; continue it with --resume {sweep_dir}, "
+                "or choose another --name"
+            )
+        manifest = None
+    sweep_dir.mkdir(parents=True, exist_ok=True)
+
+    tasks_dir, n_tasks, dataset = prepare_tasks(config, sweep_dir, reuse=resume)
+    too_big = [n for n in config.levels if n > n_tasks * config.attempts]
+    if too_big:
+        print(
+            f"note: levels {too_big} exceed the {n_tasks * config.attempts} trials per level "
+            f"({n_tasks} tasks x {config.attempts} attempts); raise --attempts to load them fully",
+            flush=True,
+        )
+
+    server = None
+    try:
+        if config.profile:
+            from bankbench.serve import api
+
+            print(f"starting server profile {config.profile} ...", flush=True)
+            server = api.up(
+                config.profile, router=config.router, workers=config.workers,
+                model=config.model, options=dict(config.server_options),
+                state_dir=sweep_dir / "server",
+            )
+            base_url, model = server.base_url, server.model
+            print(f"server ready: {base_url} model {model}", flush=True)
+        else:
+            base_url, model = str(config.base_url), str(config.model)
+
+        if manifest is None:
+            manifest = SweepManifest(
+                name=sweep_dir.name, config=config.model_dump(mode="json"),
+                fingerprint=config.fingerprint(), levels=config.levels,
+                attempts=config.attempts, server_profile=config.profile, base_url=base_url,
+                model=model, router=config.router if config.profile else None,
+                tasks_dir=str(tasks_dir), n_tasks=n_tasks, dataset=dataset,
+                versions=versions(), git_sha=git_sha(),
+                host={"cpus": os.cpu_count(), "platform": platform.platform()},
+                started_at=_now(),
+                level_records=[
+                    LevelRecord(level=n, job_dir=level_dir_name(n)) for n in config.levels
+                ],
+            )
+        else:
+            manifest.base_url, manifest.model = base_url, model
+        save_manifest(sweep_dir, manifest)
+
+        for record in manifest.level_records:
+            _run_level(config, sweep_dir, manifest, record, tasks_dir, base_url, model)
+
+        manifest.finished_at = _now()
+        save_manifest(sweep_dir, manifest)
+    except KeyboardInterrupt:
+        print(
+            f"\nsweep interrupted; finished trials are kept. Continue with:\n"
+            f"  bankbench sweep --resume {sweep_dir}",
+            flush=True,
+        )
+        raise
+    finally:
+        if server is not None:
+            from bankbench.serve import api
+
+            print("stopping the server this sweep started ...", flush=True)
+            api.down(server)
+
+    from analysis.report import write_report
+
+    report = write_report(sweep_dir)
+    manifest.report = str(report)
+    save_manifest(sweep_dir, manifest)
+    return report
+
+
+def _run_level(
+    config: SweepConfig, sweep_dir: Path, manifest: SweepManifest, record: LevelRecord,
+    tasks_dir: Path, base_url: str, model: str,
+) -> None:
+    level = record.level
+    job_dir = level_dir(sweep_dir, level)
+    state = harbor_job.job_state(job_dir)
+    if state is harbor_job.JobState.COMPLETE:
+        print(f"level {level}: already complete, skipped", flush=True)
+        record.state = "complete"
+        save_manifest(sweep_dir, manifest)
+        return
+
+    resumed = state is harbor_job.JobState.PARTIAL
+    print(f"level {level}: {'resuming' if resumed else 'running'} (-n {level})", flush=True)
+    record.state, record.resumed = "running", record.resumed or resumed
+    record.started_at = record.started_at or _now()
+    save_manifest(sweep_dir, manifest)
+
+    # Scrape after Harbor has created the job folder would be racy; scrape into the sweep dir
+    # first and move it in once the job folder exists.
+    before = sweep_dir / f".{level_dir_name(level)}-{METRICS_BEFORE}"
+    have_before = _scrape(base_url, before)
+    if resumed:
+        cmd = harbor_job.resume_command(job_dir)
+    else:
+        cmd = harbor_job.run_command(
+            config, tasks_dir=tasks_dir, sweep_dir=sweep_dir, job_name=level_dir_name(level),
+            level=level, base_url=base_url, model=model,
+        )
+    log_path = sweep_dir / "logs" / f"{level_dir_name(level)}.harbor.log"
+    try:
+        harbor_job.run_job(
+            cmd, log_path=log_path, job_dir=job_dir,
+            progress=lambda d: progress.line(level, d),
+        )
+    except harbor_job.HarborFailed as exc:
+        record.state = "failed"
+        save_manifest(sweep_dir, manifest)
+        raise SweepError(f"level {level}: {exc}") from exc
+
+    have_after = _scrape(base_url, job_dir / METRICS_AFTER) if job_dir.exists() else False
+    if have_before and job_dir.exists():
+        os.replace(before, job_dir / METRICS_BEFORE)
+    record.metrics = have_before and have_after
+    record.state = harbor_job.job_state(job_dir).value
+    record.finished_at = _now()
+    save_manifest(sweep_dir, manifest)
