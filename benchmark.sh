@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# The concurrency sweep, on the embedded default unless told otherwise: installs what it needs,
+# starts the cpu-tiny server (a real SmolLM2-135M behind the real Dynamo frontend, CPU only),
+# runs the banking agent at a few concurrency levels and prints where the report is.
+#
+#   ./benchmark.sh                                   # embedded default, no GPU/Docker/API key
+#   ./benchmark.sh --profile cpu-mocker --levels 1,4,16
+#   ./benchmark.sh --base-url http://host:8000/v1 --model my-model --levels 1,8,32
+#   ./benchmark.sh --resume jobs/sweep-20261122-101500
+#
+# Any option of `bankbench sweep --help` may be given; they replace the defaults below.
+set -euo pipefail
+source "$(dirname "$0")/scripts/bootstrap.sh"
+cd "$BANKBENCH_ROOT"
+
+if [ "$#" -eq 0 ]; then
+  set -- --profile cpu-tiny --levels 1,2,4 --limit 6 --source auto
+fi
+exec bankbench sweep "$@"

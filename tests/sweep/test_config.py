@@ -1,0 +1,94 @@
+import json
+
+import pytest
+from pydantic import ValidationError
+
+from bankbench.sweep import harbor_job
+from bankbench.sweep.config import SweepConfig
+from bankbench.sweep.runner import SweepError, check_resumable, save_manifest
+from contracts.sweep import SweepManifest
+
+
+def _config(**kw):
+    base = {"levels": [1, 2], "base_url": "http://127.0.0.1:9/v1", "model": "m"}
+    base.update(kw)
+    return SweepConfig.model_validate(base)
+
+
+def test_exactly_one_server_source_is_required():
+    with pytest.raises(ValidationError, match="exactly one"):
+        SweepConfig(levels=[1])
+    with pytest.raises(ValidationError, match="exactly one"):
+        SweepConfig(levels=[1], profile="cpu-mocker", base_url="http://x/v1", model="m")
+    with pytest.raises(ValidationError, match="needs --model"):
+        SweepConfig(levels=[1], base_url="http://x/v1")
+
+
+@pytest.mark.parametrize("levels", [[], [0], [1, 1]])
+def test_bad_levels_are_rejected(levels):
+    with pytest.raises(ValidationError):
+        _config(levels=levels)
+
+
+def test_fingerprint_tracks_what_is_measured():
+    assert _config().fingerprint() == _config().fingerprint()
+    assert _config().fingerprint() != _config(attempts=2).fingerprint()
+    assert _config().differences(_config(levels=[1, 4])) == ["levels: [1, 4] -> [1, 2]"]
+
+
+def _manifest(config: SweepConfig) -> SweepManifest:
+    return SweepManifest(
+        name="s", config=config.model_dump(mode="json"), fingerprint=config.fingerprint(),
+        levels=config.levels, attempts=config.attempts, server_profile=None,
+        base_url="http://127.0.0.1:9/v1", model="m", tasks_dir="t", n_tasks=1,
+        started_at="2026-01-01T00:00:00Z",
+    )
+
+
+def test_resume_refuses_a_changed_configuration(tmp_path):
+    save_manifest(tmp_path, _manifest(_config()))
+    assert check_resumable(_config(), tmp_path).fingerprint == _config().fingerprint()
+    with pytest.raises(SweepError, match="attempts: 1 -> 3"):
+        check_resumable(_config(attempts=3), tmp_path)
+
+
+def test_resume_of_a_corrupt_manifest_names_the_file(tmp_path):
+    (tmp_path / "sweep.json").write_text("{not json")
+    with pytest.raises(SweepError, match="sweep.json is corrupt"):
+        check_resumable(_config(), tmp_path)
+
+
+def _trial(job, name, finished):
+    d = job / name
+    d.mkdir(parents=True)
+    (d / "config.json").write_text("{}")
+    if finished:
+        (d / "result.json").write_text("{}")
+
+
+def test_job_state_from_disk(tmp_path):
+    job = tmp_path / "c1"
+    assert harbor_job.job_state(job) is harbor_job.JobState.ABSENT
+    job.mkdir()
+    (job / "config.json").write_text("{}")
+    _trial(job, "banking-000__a", finished=True)
+    _trial(job, "banking-001__b", finished=False)
+    assert harbor_job.job_state(job) is harbor_job.JobState.PARTIAL
+    (job / "result.json").write_text(json.dumps({"finished_at": "x", "n_total_trials": 2}))
+    # The job says finished but one trial has no result: still partial (killed mid-write).
+    assert harbor_job.job_state(job) is harbor_job.JobState.PARTIAL
+    (job / "banking-001__b" / "result.json").write_text("{}")
+    assert harbor_job.job_state(job) is harbor_job.JobState.COMPLETE
+
+
+def test_run_command_carries_level_attempts_and_agent_options(tmp_path):
+    cfg = _config(attempts=3, agent_kwargs={"self_eval": "true"})
+    cmd = harbor_job.run_command(
+        cfg, tasks_dir=tmp_path / "t", sweep_dir=tmp_path, job_name="c2", level=2,
+        base_url="http://h/v1", model="m",
+    )
+    joined = " ".join(cmd)
+    assert "-n 2" in joined and "-k 3" in joined and "--job-name c2" in joined
+    assert "--ak base_url=http://h/v1" in joined and "--ak self_eval=true" in joined
+    assert "agents.banking:BankingAgent" in cmd
+    assert "environments.local:LocalEnvironment" in cmd
