@@ -1,0 +1,366 @@
+#!/usr/bin/env python3
+"""Score one trial's tool selection from the calls the mock bank recorded.
+
+Reads the expected calls (tests/expected.json) and the intents log the bank wrote
+(/logs/agent/intents.jsonl), picks the attempt to score (the last `accept` line, else the
+highest attempt seen), and writes:
+
+- <out-dir>/reward.json: flat numbers only (tsq, precision, recall, param_validity,
+  multiset_f1, goal_coverage), one Harbor metric each;
+- <out-dir>/tsq.json: how those numbers came about (names actual vs expected, per-goal
+  matches, every attempt's calls and scores, which attempt was scored and why, any reason
+  for a zero).
+
+It never crashes: unreadable inputs score 0.0 with the reason in tsq.json. Standard library
+only; runs on Python 3.8+.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+import traceback
+from collections import Counter
+from typing import Any, Iterable
+
+VERIFIER_VERSION = "1"
+REWARD_KEYS = ("tsq", "precision", "recall", "param_validity", "multiset_f1", "goal_coverage")
+DEFAULT_INTENTS = "/logs/agent/intents.jsonl"
+DEFAULT_OUT_DIR = "/logs/verifier"
+MAX_CORRUPT_EXAMPLES = 10
+
+
+class InputError(Exception):
+    """An input file the score depends on is missing or malformed."""
+
+
+# ---------------------------------------------------------------- the metrics
+
+
+def normalise_tool_name(name: str) -> str:
+    """`bank__Get-Balance` -> `getbalance`; `tools.get_balance` -> `getbalance`.
+
+    A `prefix__tool` name keeps what follows the first `__`; a dotted `module.tool` keeps the
+    last part; then lower-case and drop `_` and `-`.
+    """
+    name = name.strip()
+    if "__" in name:
+        name = name.split("__", 1)[1]
+    name = name.rsplit(".", 1)[-1]
+    return name.lower().replace("_", "").replace("-", "")
+
+
+def tool_selection_quality(
+    actual: Iterable[str], expected: Iterable[str]
+) -> tuple[float, float, float]:
+    """TSQ: the F1 of the *sets* of normalised tool names. Returns (tsq, precision, recall).
+
+    actual   = every tool name the scored attempt called (valid or not, known or not);
+    expected = the tool names expected.json lists.
+    precision = |A ∩ E| / |A|, recall = |A ∩ E| / |E|, tsq = 2PR / (P + R) (0 when P + R = 0).
+    Both sets empty -> (1, 1, 1): nothing was needed and nothing was called.
+    Exactly one empty -> (0, 0, 0).
+    """
+    actual_set = {normalise_tool_name(n) for n in actual}
+    expected_set = {normalise_tool_name(n) for n in expected}
+    if not actual_set and not expected_set:
+        return 1.0, 1.0, 1.0
+    if not actual_set or not expected_set:
+        return 0.0, 0.0, 0.0
+    hits = len(actual_set & expected_set)
+    return f1_from_counts(hits, len(actual_set), len(expected_set))
+
+
+def multiset_f1(actual: Iterable[str], expected: Iterable[str]) -> float:
+    """As TSQ, but repeats count: intersection is the Counter minimum per name."""
+    actual_counts = Counter(normalise_tool_name(n) for n in actual)
+    expected_counts = Counter(normalise_tool_name(n) for n in expected)
+    n_actual, n_expected = sum(actual_counts.values()), sum(expected_counts.values())
+    if not n_actual and not n_expected:
+        return 1.0
+    if not n_actual or not n_expected:
+        return 0.0
+    hits = sum((actual_counts & expected_counts).values())
+    return f1_from_counts(hits, n_actual, n_expected)[0]
+
+
+def f1_from_counts(hits: int, n_actual: int, n_expected: int) -> tuple[float, float, float]:
+    """(f1, precision, recall) from the overlap size and both sizes (both > 0)."""
+    precision, recall = hits / n_actual, hits / n_expected
+    f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
+    return f1, precision, recall
+
+
+def param_validity(calls: list[dict[str, Any]]) -> float:
+    """Share of the attempt's calls the bank accepted as valid; no calls -> 0.0."""
+    if not calls:
+        return 0.0
+    return sum(1 for call in calls if call["valid"]) / len(calls)
+
+
+def goal_matches(goals: list[dict[str, Any]], actual: Iterable[str]) -> list[dict[str, Any]]:
+    """Per goal: which of its expected tools were called (None where the goal has no tools)."""
+    called = {normalise_tool_name(n) for n in actual}
+    rows = []
+    for goal in goals:
+        tools = goal.get("tools")
+        known = bool(tools)
+        hit = [t for t in tools if normalise_tool_name(t) in called] if known else []
+        rows.append({
+            "index": goal.get("index"),
+            "text": goal.get("text"),
+            "tools": tools,
+            "called": hit,
+            "covered": bool(hit) if known else None,
+        })
+    return rows
+
+
+def goal_coverage(matches: list[dict[str, Any]], recall: float) -> float:
+    """Share of goals with known tools where one of them was called; none known -> recall."""
+    known = [m for m in matches if m["covered"] is not None]
+    if not known:
+        return recall
+    return sum(1 for m in known if m["covered"]) / len(known)
+
+
+def score_calls(calls: list[dict[str, Any]], expected: dict[str, Any]) -> dict[str, Any]:
+    """Every reward number for one attempt's calls, plus the per-goal matches."""
+    names = [call["tool"] for call in calls]
+    tsq, precision, recall = tool_selection_quality(names, expected["expected_tools"])
+    matches = goal_matches(expected["goals"], names)
+    reward = {
+        "tsq": tsq,
+        "precision": precision,
+        "recall": recall,
+        "param_validity": param_validity(calls),
+        "multiset_f1": multiset_f1(names, expected["expected_tools"]),
+        "goal_coverage": goal_coverage(matches, recall),
+    }
+    return {"reward": reward, "goals": matches}
+
+
+# ---------------------------------------------------------------- reading inputs
+
+
+def load_expected(path: str) -> dict[str, Any]:
+    """expected.json, checked enough that scoring cannot trip over it."""
+    try:
+        with open(path, encoding="utf-8") as handle:
+            data = json.load(handle)
+    except OSError as exc:
+        raise InputError(f"expected file {path} unreadable: {exc}") from exc
+    except ValueError as exc:
+        raise InputError(f"expected file {path} is not valid JSON: {exc}") from exc
+    if not isinstance(data, dict):
+        raise InputError(f"expected file {path}: top level must be an object")
+    tools = data.get("expected_tools")
+    if not isinstance(tools, list) or not all(isinstance(t, str) for t in tools):
+        raise InputError(f"expected file {path}: expected_tools must be a list of tool names")
+    goals = data.get("goals", [])
+    if goals is None:
+        goals = []
+    if not isinstance(goals, list):
+        raise InputError(f"expected file {path}: goals must be a list")
+    for position, goal in enumerate(goals):
+        goal_tools = goal.get("tools") if isinstance(goal, dict) else "not an object"
+        if goal_tools is not None and not (
+            isinstance(goal_tools, list) and all(isinstance(t, str) for t in goal_tools)
+        ):
+            raise InputError(
+                f"expected file {path}: goals[{position}].tools must be null or a list of names"
+            )
+    return dict(data, expected_tools=tools, goals=goals)
+
+
+def read_intents(path: str) -> dict[str, Any]:
+    """Calls and acceptances from the intents log; unreadable lines are skipped and counted."""
+    log: dict[str, Any] = {"path": path, "exists": False, "lines": 0, "calls": [],
+                           "accepts": [], "corrupt_lines": 0, "corrupt_examples": []}
+    try:
+        with open(path, "rb") as handle:
+            content = handle.read()
+    except FileNotFoundError:
+        return log
+    except OSError as exc:
+        log["read_error"] = str(exc)
+        return log
+    log["exists"] = True
+    for number, raw in enumerate(content.splitlines(), start=1):
+        if not raw.strip():
+            continue
+        log["lines"] += 1
+        entry = parse_intent_line(raw)
+        if entry is None:
+            log["corrupt_lines"] += 1
+            if len(log["corrupt_examples"]) < MAX_CORRUPT_EXAMPLES:
+                log["corrupt_examples"].append(
+                    {"line": number, "text": raw[:200].decode("utf-8", "replace")})
+        elif "accept" in entry:
+            log["accepts"].append(entry)
+        else:
+            log["calls"].append(entry)
+    return log
+
+
+def parse_intent_line(raw: bytes) -> dict[str, Any] | None:
+    """A call {seq, attempt, tool, valid, errors} or an acceptance {accept}, else None."""
+    try:
+        entry = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError, RecursionError):
+        return None
+    if not isinstance(entry, dict):
+        return None
+    if "accept" in entry:
+        accepted = entry["accept"]
+        if isinstance(accepted, int) and not isinstance(accepted, bool) and accepted >= 1:
+            return {"accept": accepted}
+        return None
+    tool, attempt = entry.get("tool"), entry.get("attempt", 1)
+    if not isinstance(tool, str) or isinstance(attempt, bool) or not isinstance(attempt, int):
+        return None
+    errors = entry.get("errors")
+    return {
+        "seq": entry.get("seq"),
+        "attempt": attempt,
+        "tool": tool,
+        "valid": entry.get("valid") is True,
+        "errors": errors if isinstance(errors, list) else [],
+    }
+
+
+def choose_attempt(log: dict[str, Any]) -> tuple[int, str]:
+    """The accepted attempt (the last accept line), else the highest attempt with calls."""
+    if log["accepts"]:
+        accepted = log["accepts"][-1]["accept"]
+        why = f"accepted: the last accept line names attempt {accepted}"
+        if len(log["accepts"]) > 1:
+            why += f" ({len(log['accepts'])} accept lines)"
+        return accepted, why
+    attempts = sorted({call["attempt"] for call in log["calls"]})
+    if attempts:
+        return attempts[-1], f"no accept line: highest attempt seen ({attempts[-1]})"
+    return 1, "no accept line and no calls"
+
+
+# ---------------------------------------------------------------- the report
+
+
+def zero_reward() -> dict[str, float]:
+    return {key: 0.0 for key in REWARD_KEYS}
+
+
+def no_calls_reason(log: dict[str, Any]) -> str | None:
+    if "read_error" in log:
+        return f"intents file {log['path']} unreadable: {log['read_error']}"
+    if not log["exists"]:
+        return f"intents file {log['path']} missing: the agent made no bank call"
+    if not log["lines"]:
+        return f"intents file {log['path']} empty: the agent made no bank call"
+    if not log["calls"] and log["corrupt_lines"]:
+        return (f"intents file {log['path']}: no readable call "
+                f"({log['corrupt_lines']} corrupt lines)")
+    return None
+
+
+def build_report(expected_path: str, intents_path: str) -> dict[str, Any]:
+    """Everything tsq.json holds; its `reward` is what reward.json gets."""
+    log = read_intents(intents_path)
+    report: dict[str, Any] = {
+        "verifier_version": VERIFIER_VERSION,
+        "expected_path": expected_path,
+        "intents": {k: v for k, v in log.items() if k not in ("calls", "accepts")},
+        "reward": zero_reward(),
+        "reason": None,
+    }
+    report["intents"]["n_calls"] = len(log["calls"])
+    report["intents"]["n_accepts"] = len(log["accepts"])
+    try:
+        expected = load_expected(expected_path)
+    except InputError as exc:
+        report["reason"] = str(exc)
+        return report
+    report["scenario_id"] = expected.get("scenario_id")
+    attempt, why = choose_attempt(log)
+    by_attempt: dict[int, list[dict[str, Any]]] = {}
+    for call in log["calls"]:
+        by_attempt.setdefault(call["attempt"], []).append(call)
+    report["attempts"] = [
+        {"attempt": n, "calls": calls, "reward": score_calls(calls, expected)["reward"]}
+        for n, calls in sorted(by_attempt.items())
+    ]
+    scored_calls = by_attempt.get(attempt, [])
+    if log["calls"] and not scored_calls:
+        why += f"; attempt {attempt} has no recorded calls"
+    scored = score_calls(scored_calls, expected)
+    actual_names = [call["tool"] for call in scored_calls]
+    actual_norm = sorted({normalise_tool_name(n) for n in actual_names})
+    expected_norm = sorted({normalise_tool_name(n) for n in expected["expected_tools"]})
+    report.update({
+        "scored_attempt": attempt,
+        "attempt_selection": why,
+        "reward": scored["reward"],
+        "actual_tools": actual_names,
+        "actual_normalised": actual_norm,
+        "expected_tools": expected["expected_tools"],
+        "expected_normalised": expected_norm,
+        "matched": sorted(set(actual_norm) & set(expected_norm)),
+        "missing": sorted(set(expected_norm) - set(actual_norm)),
+        "extra": sorted(set(actual_norm) - set(expected_norm)),
+        "goals": scored["goals"],
+    })
+    if not scored_calls:
+        report["reason"] = no_calls_reason(log) or f"attempt {attempt} made no bank call"
+    return report
+
+
+def write_json(path: str, payload: Any) -> None:
+    """Write via a temporary file and rename, so readers never see half a file."""
+    directory = os.path.dirname(path) or "."
+    fd, temporary = tempfile.mkstemp(dir=directory, prefix=".tmp-", suffix=".json")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            json.dump(payload, handle, indent=2, ensure_ascii=False)
+            handle.write("\n")
+        os.replace(temporary, path)
+    except BaseException:
+        if os.path.exists(temporary):
+            os.unlink(temporary)
+        raise
+
+
+def parse_args(argv: list[str]) -> argparse.Namespace:
+    here = os.path.dirname(os.path.abspath(__file__))
+    parser = argparse.ArgumentParser(description="Score tool selection for one trial.")
+    parser.add_argument("--expected", default=os.path.join(here, "expected.json"),
+                        help="expected calls (default: expected.json beside this script)")
+    parser.add_argument("--intents", default=os.environ.get("BANK_INTENTS") or DEFAULT_INTENTS,
+                        help="the bank's intents log (default: $BANK_INTENTS or %(default)s)")
+    parser.add_argument("--out-dir", default=DEFAULT_OUT_DIR,
+                        help="where reward.json and tsq.json go (default: %(default)s)")
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str]) -> int:
+    args = parse_args(argv)
+    os.makedirs(args.out_dir, exist_ok=True)
+    try:
+        report = build_report(args.expected, args.intents)
+    except Exception:  # the reward file must exist whatever went wrong
+        report = {
+            "verifier_version": VERIFIER_VERSION,
+            "reward": zero_reward(),
+            "reason": "verifier error: " + traceback.format_exc(limit=5),
+        }
+    write_json(os.path.join(args.out_dir, "reward.json"), report["reward"])
+    write_json(os.path.join(args.out_dir, "tsq.json"), report)
+    summary = " ".join(f"{k}={report['reward'][k]:.3f}" for k in REWARD_KEYS)
+    print(summary + (f"  ({report['reason']})" if report["reason"] else ""))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
