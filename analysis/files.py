@@ -1,0 +1,240 @@
+"""Read the files of one Harbor trial, job or sweep; each reader returns a model or None.
+
+Readers never raise on bad content: a missing, truncated or invalid file adds an `Issue`
+naming the file (and line) and the caller carries on, so one broken trial never hides the
+others. Harbor writes `result.json` only when a trial ends, so a running trial has none.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from contracts.llm_calls import LLM_CALLS_FILE, LLMCallRecord
+from contracts.sweep import SWEEP_FILE, SweepManifest
+
+AGENT_STATUS_FILE = "agent_status.json"
+REWARD_FILE = "reward.json"
+TSQ_DETAILS_FILE = "tsq.json"
+
+
+@dataclass(frozen=True)
+class Issue:
+    """A problem with an input file: shown in the report, never fatal."""
+
+    path: str
+    message: str
+    line: int | None = None
+
+    def __str__(self) -> str:
+        where = f"{self.path}:{self.line}" if self.line is not None else self.path
+        return f"{where}: {self.message}"
+
+
+class _Lenient(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+
+class PhaseTiming(_Lenient):
+    started_at: datetime | None = None
+    finished_at: datetime | None = None
+
+    def seconds(self) -> float | None:
+        if self.started_at is None or self.finished_at is None:
+            return None
+        return (self.finished_at - self.started_at).total_seconds()
+
+
+class ExceptionView(_Lenient):
+    exception_type: str
+    exception_message: str = ""
+
+
+class AgentContextView(_Lenient):
+    n_input_tokens: int | None = None
+    n_cache_tokens: int | None = None
+    n_output_tokens: int | None = None
+
+
+class VerifierView(_Lenient):
+    rewards: dict[str, float | int] | None = None
+
+
+class TrialResultView(_Lenient):
+    """The fields of Harbor's `TrialResult` (result.json) that analysis uses."""
+
+    trial_name: str
+    task_name: str
+    agent_result: AgentContextView | None = None
+    verifier_result: VerifierView | None = None
+    exception_info: ExceptionView | None = None
+    started_at: datetime | None = None
+    finished_at: datetime | None = None
+    environment_setup: PhaseTiming | None = None
+    agent_setup: PhaseTiming | None = None
+    agent_execution: PhaseTiming | None = None
+    verifier: PhaseTiming | None = None
+
+
+class AgentStatus(_Lenient):
+    """`<trial>/agent/agent_status.json`, written by the agent when it ends."""
+
+    status: Literal["ok", "agent_error", "infra_error"]
+    reason: str | None = None
+
+
+class AttemptScores(BaseModel):
+    """What analysis takes from the verifier's `tsq.json`: TSQ per self-evaluation attempt."""
+
+    by_attempt: dict[int, float] = Field(default_factory=dict)
+    scored_attempt: int | None = None
+
+
+def _read_json(path: Path, issues: list[Issue]) -> Any | None:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        issues.append(Issue(str(path), f"unreadable JSON ({exc})"))
+        return None
+
+
+def _validate[M: BaseModel](model: type[M], data: Any, path: Path, issues: list[Issue]) -> M | None:
+    if data is None:
+        return None
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        loc = ".".join(str(p) for p in first["loc"]) or "(root)"
+        issues.append(Issue(str(path), f"not a valid {model.__name__}: {loc}: {first['msg']}"))
+        return None
+
+
+def read_trial_result(trial_dir: Path, issues: list[Issue]) -> TrialResultView | None:
+    path = trial_dir / "result.json"
+    return _validate(TrialResultView, _read_json(path, issues), path, issues)
+
+
+def read_json_dict(path: Path, issues: list[Issue]) -> dict[str, Any]:
+    """A JSON object file (Harbor's job/trial config.json, job result.json), or {}."""
+    data = _read_json(path, issues)
+    if data is not None and not isinstance(data, dict):
+        issues.append(Issue(str(path), "expected a JSON object"))
+        return {}
+    return data or {}
+
+
+def read_exception_txt(trial_dir: Path) -> str | None:
+    """Last non-empty line of Harbor's `exception.txt` traceback: `Type: message`."""
+    path = trial_dir / "exception.txt"
+    try:
+        lines = [ln for ln in path.read_text(encoding="utf-8", errors="replace").splitlines() if ln]
+    except OSError:
+        return None
+    return lines[-1].strip() if lines else None
+
+
+def read_agent_status(trial_dir: Path, issues: list[Issue]) -> AgentStatus | None:
+    path = trial_dir / "agent" / AGENT_STATUS_FILE
+    return _validate(AgentStatus, _read_json(path, issues), path, issues)
+
+
+def read_reward_file(trial_dir: Path, issues: list[Issue]) -> dict[str, float] | None:
+    """`verifier/reward.json` (flat numbers); used when result.json has no rewards yet."""
+    path = trial_dir / "verifier" / REWARD_FILE
+    data = _read_json(path, issues)
+    if data is None:
+        return None
+    if not isinstance(data, dict):
+        issues.append(Issue(str(path), "expected a flat JSON object of numbers"))
+        return None
+    return {k: float(v) for k, v in data.items() if isinstance(v, int | float)}
+
+
+def read_llm_calls(trial_dir: Path, issues: list[Issue]) -> list[LLMCallRecord]:
+    """Every valid line of `agent/llm_calls.jsonl`; bad lines are reported and skipped.
+
+    The agent appends one line per call as it ends, so a running or killed trial may end in
+    a partial line: that one is reported as truncated, the earlier lines still count.
+    """
+    path = trial_dir / "agent" / LLM_CALLS_FILE
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        return []
+    except OSError as exc:
+        issues.append(Issue(str(path), f"unreadable ({exc})"))
+        return []
+    lines = raw.split(b"\n")
+    complete_end = raw.endswith(b"\n")
+    records: list[LLMCallRecord] = []
+    validate = LLMCallRecord.model_validate_json
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            records.append(validate(line))
+        except ValidationError as exc:
+            last = number == len(lines) and not complete_end
+            if last:
+                issues.append(Issue(str(path), "truncated last line skipped", number))
+            else:
+                first = exc.errors()[0]
+                loc = ".".join(str(p) for p in first["loc"]) or "(line)"
+                issues.append(Issue(str(path), f"invalid record skipped: {loc}: {first['msg']}",
+                                    number))
+    return records
+
+
+def _attempt_number(item: dict[str, Any], position: int) -> int:
+    for key in ("attempt", "index", "n"):
+        if isinstance(item.get(key), int):
+            return int(item[key])
+    return position
+
+
+def _attempt_tsq(item: dict[str, Any]) -> float | None:
+    for holder in (item, item.get("scores"), item.get("reward"), item.get("metrics")):
+        if isinstance(holder, dict) and isinstance(holder.get("tsq"), int | float):
+            return float(holder["tsq"])
+    return None
+
+
+def read_attempt_scores(trial_dir: Path, issues: list[Issue]) -> AttemptScores | None:
+    """TSQ of each self-evaluation attempt and the scored one, from `verifier/tsq.json`.
+
+    Accepts `attempts` as a list of objects (`{"attempt": 1, "tsq": …}`, the score possibly
+    under `scores`/`reward`) or as an object keyed by attempt number, and the scored attempt
+    under `scored_attempt`, `accepted_attempt` or `accepted`.
+    """
+    path = trial_dir / "verifier" / TSQ_DETAILS_FILE
+    data = _read_json(path, issues)
+    if not isinstance(data, dict):
+        return None
+    scores: dict[int, float] = {}
+    attempts = data.get("attempts")
+    if isinstance(attempts, dict):
+        attempts = [dict(v, attempt=int(k)) for k, v in attempts.items()
+                    if isinstance(v, dict) and str(k).isdigit()]
+    if isinstance(attempts, list):
+        for position, item in enumerate(attempts, start=1):
+            if isinstance(item, dict) and (tsq := _attempt_tsq(item)) is not None:
+                scores[_attempt_number(item, position)] = tsq
+    scored = None
+    for key in ("scored_attempt", "accepted_attempt", "accepted"):
+        if isinstance(data.get(key), int) and not isinstance(data.get(key), bool):
+            scored = int(data[key])
+            break
+    return AttemptScores(by_attempt=scores, scored_attempt=scored)
+
+
+def read_sweep_manifest(sweep_dir: Path, issues: list[Issue]) -> SweepManifest | None:
+    path = sweep_dir / SWEEP_FILE
+    return _validate(SweepManifest, _read_json(path, issues), path, issues)

@@ -1,0 +1,60 @@
+"""Trial status classes: who is to blame when a trial did not produce a clean score.
+
+- `scored`: the verifier wrote rewards and nothing failed.
+- `agent_failed`: the system under test failed on its own (agent reported `agent_error`, ran
+  out of time or context, refused). It counts in quality averages: with its reward if the
+  verifier wrote one, else as 0 (`reward_imputed`).
+- `infra_failed`: the LLM server or the network failed (agent reported `infra_error`, or Harbor
+  classifies the exception as a model-provider failure). Excluded from quality averages.
+- `harness_failed`: the benchmark machinery failed (environment, verifier, Harbor, cancelled,
+  an unclassified exception the agent did not explain, no reward). Excluded from quality.
+- `running`: no result.json yet and the job has not finished. Counted, never scored.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from harbor.models.trial.error_policy import FailureCause, policy_for
+
+Status = Literal["scored", "agent_failed", "infra_failed", "harness_failed", "running"]
+STATUSES: tuple[Status, ...] = (
+    "scored", "agent_failed", "infra_failed", "harness_failed", "running",
+)
+QUALITY_STATUSES: frozenset[str] = frozenset({"scored", "agent_failed"})
+
+_AGENT_CAUSES = {FailureCause.AGENT_EXHAUSTED_BUDGET, FailureCause.AGENT_REFUSED_TASK}
+
+
+def classify(
+    *,
+    has_result: bool,
+    job_finished: bool,
+    exception_type: str | None,
+    exception_message: str | None,
+    agent_status: str | None,
+    agent_reason: str | None,
+    has_reward: bool,
+) -> tuple[Status, str]:
+    """Status class of one trial and a one-line reason."""
+    if not has_result:
+        if job_finished:
+            return "harness_failed", "no result.json although the job finished"
+        return "running", "no result.json yet"
+    if agent_status == "infra_error":
+        return "infra_failed", f"agent: {agent_reason or 'infra_error'}"
+    if exception_type:
+        what = f"{exception_type}: {exception_message or ''}".strip().rstrip(":")
+        cause = policy_for(exception_type).cause
+        if cause == FailureCause.MODEL_PROVIDER_FAILED:
+            return "infra_failed", what
+        if cause in _AGENT_CAUSES:
+            return "agent_failed", what
+        if cause == FailureCause.UNCLASSIFIED and agent_status == "agent_error":
+            return "agent_failed", f"agent: {agent_reason or what}"
+        return "harness_failed", what
+    if agent_status == "agent_error":
+        return "agent_failed", f"agent: {agent_reason or 'agent_error'}"
+    if has_reward:
+        return "scored", ""
+    return "harness_failed", "finished without a reward"

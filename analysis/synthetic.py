@@ -1,0 +1,163 @@
+"""Write Harbor job and sweep directories with made-up content, in Harbor's exact layout.
+
+Harbor's own models write `config.json` and `result.json`, so the shapes are the real ones.
+Used by the analysis tests (hand-made trials with known answers) and by
+`benchmarks/analysis_speed.py` (large synthetic sweeps). Nothing here talks to a server.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import uuid
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from harbor.models.job.config import JobConfig
+from harbor.models.job.result import JobResult, JobStats
+from harbor.models.task.id import LocalTaskId
+from harbor.models.trial.config import TaskConfig, TrialConfig
+from harbor.models.trial.result import AgentInfo, ExceptionInfo, TimingInfo, TrialResult
+from harbor.models.verifier.result import VerifierResult
+
+from contracts.llm_calls import LLM_CALLS_FILE, LLMCallRecord
+from contracts.sweep import SWEEP_FILE, LevelRecord, SweepManifest
+
+T0 = datetime(2026, 1, 1, tzinfo=UTC)
+_T0_NS = int(T0.timestamp()) * 1_000_000_000
+
+
+def write_job(job_dir: Path, n_concurrent: int, *, n_total_trials: int | None = None,
+              finished: bool = True) -> Path:
+    """Job-level `config.json` and `result.json` (no trials)."""
+    job_dir.mkdir(parents=True, exist_ok=True)
+    config = JobConfig(job_name=job_dir.name, jobs_dir=job_dir.parent,
+                       n_concurrent_trials=n_concurrent)
+    (job_dir / "config.json").write_text(config.model_dump_json(indent=4))
+    result = JobResult(id=uuid.uuid4(), started_at=T0, n_total_trials=n_total_trials or 0,
+                       finished_at=T0 + timedelta(hours=1) if finished else None,
+                       stats=JobStats())
+    (job_dir / "result.json").write_text(result.model_dump_json(indent=4))
+    return job_dir
+
+
+def record(**fields: Any) -> LLMCallRecord:
+    """An LLM call record with defaults for the fields a test does not care about."""
+    base: dict[str, Any] = dict(
+        request_id=uuid.uuid4().hex, trial_name="t", scenario_id="banking-000", attempt=1,
+        step=1, role="agent", model="m", start_unix_ns=0, ttft_ms=10.0, itl_ms=[], e2e_ms=10.0,
+        prompt_tokens=100, completion_tokens=1, cached_tokens=0, finish_reason="stop",
+        http_status=200,
+    )
+    base.update(fields)
+    return LLMCallRecord(**base)
+
+
+def write_trial(
+    job_dir: Path, trial_name: str, *, scenario_id: str,
+    records: list[LLMCallRecord] = (),  # type: ignore[assignment]
+    rewards: dict[str, float] | None = None, exception_type: str | None = None,
+    agent_status: dict[str, Any] | None = None, tsq_details: dict[str, Any] | None = None,
+    started_at: datetime = T0, phase_s: tuple[float, float, float, float] = (1, 0.5, 10, 2),
+    running: bool = False, truncated_tail: str | None = None,
+) -> Path:
+    """One trial folder. `running=True` leaves result.json out, as Harbor does mid-trial.
+
+    `phase_s` = (environment setup, agent setup, agent run, verifier) durations in seconds.
+    """
+    trial_dir = job_dir / trial_name
+    for sub in ("agent", "verifier", "artifacts"):
+        (trial_dir / sub).mkdir(parents=True, exist_ok=True)
+    task_path = Path("/tasks") / scenario_id
+    config = TrialConfig(task=TaskConfig(path=task_path), trial_name=trial_name,
+                         trials_dir=job_dir)
+    (trial_dir / "config.json").write_text(config.model_dump_json(indent=4))
+    lines = [r.model_dump_json() for r in records]
+    text = "".join(line + "\n" for line in lines) + (truncated_tail or "")
+    if text:
+        (trial_dir / "agent" / LLM_CALLS_FILE).write_text(text)
+    if agent_status is not None:
+        (trial_dir / "agent" / "agent_status.json").write_text(json.dumps(agent_status))
+    if tsq_details is not None:
+        (trial_dir / "verifier" / "tsq.json").write_text(json.dumps(tsq_details))
+    if rewards is not None:
+        (trial_dir / "verifier" / "reward.json").write_text(json.dumps(rewards))
+    if running:
+        return trial_dir
+    phases, t = [], started_at
+    for seconds in phase_s:
+        phases.append(TimingInfo(started_at=t, finished_at=t + timedelta(seconds=seconds)))
+        t += timedelta(seconds=seconds)
+    exception = None
+    if exception_type:
+        exception = ExceptionInfo(exception_type=exception_type,
+                                  exception_message=f"{exception_type} happened",
+                                  exception_traceback="Traceback …", occurred_at=t)
+        (trial_dir / "exception.txt").write_text(
+            f"Traceback (most recent call last):\n{exception_type}: {exception_type} happened\n")
+    result = TrialResult(
+        task_name=scenario_id, trial_name=trial_name, trial_uri=trial_dir.as_uri(),
+        task_id=LocalTaskId(path=task_path), task_checksum="0", config=config,
+        agent_info=AgentInfo(name="banking-agent", version="0"),
+        verifier_result=VerifierResult(rewards=rewards) if rewards is not None else None,
+        exception_info=exception, started_at=started_at, finished_at=t,
+        environment_setup=phases[0], agent_setup=phases[1], agent_execution=phases[2],
+        verifier=phases[3],
+    )
+    (trial_dir / "result.json").write_text(result.model_dump_json(indent=4))
+    return trial_dir
+
+
+def write_sweep_manifest(sweep_dir: Path, levels: list[int], **overrides: Any) -> Path:
+    sweep_dir.mkdir(parents=True, exist_ok=True)
+    fields: dict[str, Any] = dict(
+        name=sweep_dir.name, config={}, fingerprint="synthetic", levels=levels, attempts=1,
+        server_profile="cpu-mocker", base_url="http://127.0.0.1:0/v1", model="synthetic-model",
+        router="round-robin", tasks_dir="/tasks", n_tasks=0,
+        versions={"harbor": "0.25", "bankbench": "0.1.0"}, git_sha="0" * 40,
+        started_at=T0, finished_at=T0 + timedelta(hours=1),
+        level_records=[LevelRecord(level=lv, job_dir=f"c{lv}", state="complete") for lv in levels],
+    )
+    fields.update(overrides)
+    (sweep_dir / SWEEP_FILE).write_text(SweepManifest(**fields).model_dump_json(indent=2))
+    return sweep_dir
+
+
+def synthetic_sweep(sweep_dir: Path, levels: list[int], trials_per_level: int,
+                    requests_per_trial: int, itl_per_request: int = 20, seed: int = 0) -> Path:
+    """A plausible sweep: latency grows with concurrency, TSQ drifts down a little."""
+    rng = random.Random(seed)
+    write_sweep_manifest(sweep_dir, levels)
+    for level in levels:
+        job_dir = write_job(sweep_dir / f"c{level}", level, n_total_trials=trials_per_level)
+        slot_clock = [0.0] * level  # seconds; trials run `level` at a time
+        for i in range(trials_per_level):
+            slot = i % level
+            start_s = slot_clock[slot]
+            scenario = f"banking-{i % 100:03d}"
+            name = f"{scenario}__{level:03d}{i:05d}"
+            records, t_ns = [], _T0_NS + int(start_s * 1e9)
+            for step in range(requests_per_trial):
+                ttft = rng.uniform(20, 40) * (1 + level / 8)
+                gaps = [rng.uniform(4, 8) * (1 + level / 16) for _ in range(itl_per_request)]
+                e2e = ttft + sum(gaps)
+                records.append(record(
+                    request_id=f"{name}-{step}", trial_name=name, scenario_id=scenario,
+                    attempt=1 if step < requests_per_trial - 1 else 2, step=step,
+                    role="agent" if step % 4 else "evaluator", start_unix_ns=t_ns,
+                    ttft_ms=ttft, itl_ms=gaps, e2e_ms=e2e, prompt_tokens=1500 + 100 * step,
+                    completion_tokens=itl_per_request + 1, cached_tokens=1200 + 100 * step))
+                t_ns += int(e2e * 1e6) + 1_000_000
+            agent_s = (t_ns - _T0_NS) / 1e9 - start_s
+            slot_clock[slot] = start_s + agent_s + 0.01
+            tsq = max(0.0, min(1.0, rng.gauss(0.8 - level / 200, 0.15)))
+            write_trial(job_dir, name, scenario_id=scenario, records=records,
+                        rewards={"tsq": tsq, "precision": tsq, "recall": tsq,
+                                 "param_validity": 1.0, "multiset_f1": tsq, "goal_coverage": tsq},
+                        agent_status={"status": "ok", "reason": None},
+                        tsq_details={"attempts": [{"attempt": 1, "tsq": tsq * 0.9},
+                                                  {"attempt": 2, "tsq": tsq}],
+                                     "scored_attempt": 2},
+                        started_at=T0 + timedelta(seconds=start_s), phase_s=(0, 0, agent_s, 0.1))
+    return sweep_dir
