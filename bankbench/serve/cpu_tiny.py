@@ -1,0 +1,65 @@
+"""Profile cpu-tiny: the real Dynamo frontend + a real tiny model through the llama.cpp worker.
+
+The worker program (dynamo/workers/llamacpp_worker.py) and the llama-cpp-python install
+(`bankbench.serve.llamacpp.ensure_llama_cpp`) belong to the llama.cpp side; this module only
+wires them into a stack like cpu-mocker's.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from bankbench.paths import dynamo_assets
+from bankbench.serve.errors import ServeError
+from bankbench.serve.local_stack import dynamo_env, frontend_command, launch
+from bankbench.serve.options import TinyOptions
+from bankbench.serve.state import ServerState
+
+DEFAULT_MODEL = "SmolLM2-135M-Instruct"
+
+
+def worker_script() -> Path:
+    return dynamo_assets() / "workers" / "llamacpp_worker.py"
+
+
+def worker_command(
+    python: Path, gguf: Path, model_path: Path, model: str, opts: TinyOptions
+) -> list[str]:
+    cmd = [
+        str(python), str(worker_script()),
+        "--model-path", str(gguf),
+        "--model-name", model,
+        "--tokenizer-path", str(model_path),
+    ]
+    if opts.tool_call_parser:
+        cmd += ["--dyn-tool-call-parser", opts.tool_call_parser]
+    return cmd + list(opts.worker_args)
+
+
+def start(state: ServerState, port: int, opts: TinyOptions) -> ServerState:
+    from bankbench.serve.dynamo_venv import ensure_dynamo_venv
+    from bankbench.serve.smollm2 import gguf_path, model_dir
+
+    if not worker_script().exists():
+        raise ServeError(f"cpu-tiny: the llama.cpp worker {worker_script()} is missing")
+    gguf = opts.gguf or gguf_path()
+    if not Path(gguf).is_file():
+        raise ServeError(f"cpu-tiny: GGUF file {gguf} not found")
+    python = ensure_dynamo_venv()
+    try:
+        from bankbench.serve.llamacpp import ensure_llama_cpp
+    except ImportError as exc:
+        raise ServeError(f"cpu-tiny: llama.cpp support is not installed ({exc})") from None
+    ensure_llama_cpp(python)
+    model_path = opts.model_path or model_dir()
+    assert state.state_dir is not None
+    env = dynamo_env(state.state_dir / "discovery")
+    commands = [
+        ("frontend", frontend_command(
+            python, port, state.router, opts.router_session_affinity_ttl_secs, opts.frontend_args
+        )),
+    ]
+    for i in range(state.workers):
+        worker = worker_command(python, gguf, model_path, state.model, opts)
+        commands.append((f"worker-{i}", worker))
+    return launch(state, commands, env, state.workers, opts.start_timeout_s)

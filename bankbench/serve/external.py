@@ -1,0 +1,49 @@
+"""Profile external: any OpenAI-compatible server (NIM, vLLM, OpenAI…); nothing is launched."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import httpx
+
+from bankbench.serve.errors import ServeError
+from bankbench.serve.state import ServerState, default_state_dir, save_state
+
+
+def connect(*, model: str | None, options: dict, state_dir: Path | None) -> ServerState:
+    """Check the URL answers /v1/models and record it; options: url, api_key_env."""
+    unknown = set(options) - {"url", "api_key_env"}
+    if unknown:
+        raise ServeError(f"unknown option {sorted(unknown)[0]!r} for profile external "
+                         "(known: api_key_env, url)")
+    url = str(options.get("url") or "").rstrip("/")
+    if not url:
+        raise ServeError("profile external needs --set url=http://host:port/v1")
+    if not url.endswith("/v1"):
+        url += "/v1"
+    key_env = options.get("api_key_env")
+    headers = {}
+    if key_env:
+        if not os.environ.get(key_env):
+            raise ServeError(f"api_key_env={key_env}: that environment variable is empty")
+        headers["Authorization"] = f"Bearer {os.environ[key_env]}"  # never written to disk
+    try:
+        resp = httpx.get(f"{url}/models", headers=headers, timeout=10)
+        resp.raise_for_status()
+        models = [m["id"] for m in resp.json().get("data", [])]
+    except (httpx.HTTPError, ValueError, KeyError, TypeError) as exc:
+        raise ServeError(f"external: {url}/models did not answer ({type(exc).__name__})") from None
+    if model is not None and models and model not in models:
+        raise ServeError(f"external: model {model!r} not served at {url} (served: {models})")
+    if model is None:
+        if not models:
+            raise ServeError(f"external: {url} lists no models; pass --model")
+        model = models[0]
+    state = ServerState(
+        profile="external", base_url=url, model=model, router="external", workers=0,
+        state_dir=Path(state_dir or default_state_dir("external")).resolve(),
+        options={"url": url, "api_key_env": key_env},
+    )
+    save_state(state)
+    return state

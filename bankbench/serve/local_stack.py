@@ -1,0 +1,183 @@
+"""Local Dynamo stacks (frontend + worker processes) on loopback with file discovery.
+
+Used by the cpu-mocker and cpu-tiny profiles: build the environment that keeps every Dynamo
+plane on 127.0.0.1, start each component in its own process group, wait until the model is
+listed, every worker registered and a 1-token completion works; on any failure stop
+everything that was started and raise ServeError with the failing component's log tail.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import httpx
+
+from bankbench.serve import procs
+from bankbench.serve.errors import ServeError
+from bankbench.serve.state import Component, ServerState, save_state
+
+ROUTER_MODES = (
+    "round-robin",
+    "random",
+    "power-of-two",
+    "kv",
+    "direct",
+    "least-loaded",
+    "device-aware-weighted",
+)
+
+
+def dynamo_env(kv_dir: Path) -> dict[str, str]:
+    """Environment for every component of one stack: file discovery in `kv_dir`, loopback only.
+
+    Without the *_HOST variables Dynamo advertises a non-loopback address.
+    """
+    env = dict(os.environ)
+    for var in ("VIRTUAL_ENV", "PYTHONPATH", "PYTHONHOME"):
+        env.pop(var, None)
+    env.update(
+        DYN_DISCOVERY_BACKEND="file",
+        DYN_FILE_KV=str(kv_dir),
+        DYN_REQUEST_PLANE="tcp",
+        DYN_EVENT_PLANE="zmq",
+        DYN_TCP_RPC_HOST="127.0.0.1",
+        DYN_TCP_RESPONSE_STREAM_HOST="127.0.0.1",
+        DYN_EVENT_PLANE_HOST="127.0.0.1",
+        DYN_SYSTEM_HOST="127.0.0.1",
+        DYN_HTTP_RPC_HOST="127.0.0.1",
+        HF_HUB_OFFLINE="1",
+        TRANSFORMERS_OFFLINE="1",
+        PYTHONUNBUFFERED="1",
+    )
+    return env
+
+
+def frontend_command(
+    python: Path, port: int, router: str, affinity_ttl: int | None, extra: list[str]
+) -> list[str]:
+    cmd = [
+        str(python), "-m", "dynamo.frontend",
+        "--http-host", "127.0.0.1", "--http-port", str(port),
+        "--router-mode", router,
+    ]
+    if affinity_ttl is not None:
+        cmd += ["--router-session-affinity-ttl-secs", str(affinity_ttl)]
+    return cmd + list(extra)
+
+
+def launch(
+    state: ServerState,
+    commands: list[tuple[str, list[str]]],
+    env: dict[str, str],
+    expected_workers: int,
+    timeout_s: float,
+) -> ServerState:
+    """Start `commands` (name, argv) in order, then wait for readiness; clean up on failure."""
+    assert state.state_dir is not None
+    logs = state.state_dir / "logs"
+    try:
+        for name, cmd in commands:
+            log = logs / f"{name}.log"
+            log.write_text("") if log.exists() else None
+            pid = procs.start(cmd, env, log)
+            state.components.append(
+                Component(name=name, kind="process", pid=pid, log_path=log, command=cmd)
+            )
+            save_state(state)  # so `serve down` can stop a half-started stack
+        wait_ready(state, expected_workers, timeout_s)
+    except BaseException:
+        stop_processes(state)
+        raise
+    return state
+
+
+def stop_processes(state: ServerState) -> None:
+    """Stop every process component, workers first so the frontend sees them leave."""
+    for comp in reversed(state.components):
+        if comp.kind == "process" and comp.pid is not None:
+            procs.stop_group(comp.pid)
+
+
+def _dead_component(state: ServerState) -> ServeError | None:
+    for comp in state.components:
+        if comp.kind == "process" and comp.pid is not None and not procs.is_alive(comp.pid):
+            code = procs.exit_code(comp.pid)
+            how = f"exit code {code}" if code is not None else "it is gone"
+            last = procs.tail(comp.log_path, 1).strip() or "no output"
+            return ServeError(
+                f"{state.profile}: {comp.name} exited during start ({how}): {last[:200]}",
+                procs.tail(comp.log_path, 25),
+                comp.name,
+            )
+    return None
+
+
+def registered_workers(root_url: str, client: httpx.Client) -> int | None:
+    """Worker instances serving `generate` per the frontend's /health (None if not Dynamo)."""
+    try:
+        body = client.get(f"{root_url}/health", timeout=5).json()
+    except (httpx.HTTPError, ValueError):
+        return None
+    instances = body.get("instances") if isinstance(body, dict) else None
+    if instances is None:
+        return None
+    return sum(1 for i in instances if i.get("endpoint") == "generate")
+
+
+def probe_completion(base_url: str, model: str, client: httpx.Client) -> str | None:
+    """None when a 1-token chat completion succeeds, else a short reason."""
+    try:
+        resp = client.post(
+            f"{base_url}/chat/completions",
+            json={
+                "model": model,
+                "messages": [{"role": "user", "content": "ping"}],
+                "max_tokens": 1,
+            },
+            timeout=30,
+        )
+    except httpx.HTTPError as exc:
+        return f"{type(exc).__name__}: {exc}"
+    if resp.status_code != 200:
+        return f"HTTP {resp.status_code}: {resp.text[:200]}"
+    return None
+
+
+def wait_ready(state: ServerState, expected_workers: int, timeout_s: float) -> None:
+    """Block until the stack answers: model listed, workers registered, 1 token generated."""
+    root = state.base_url.removesuffix("/v1")
+    deadline = time.monotonic() + timeout_s
+    last = "frontend not answering yet"
+    with httpx.Client() as client:
+        while True:
+            dead = _dead_component(state)
+            if dead is not None:
+                raise dead
+            if time.monotonic() > deadline:
+                frontend = state.components[0] if state.components else None
+                raise ServeError(
+                    f"{state.profile}: not ready after {timeout_s:.0f} s ({last})",
+                    procs.tail(frontend.log_path if frontend else None, 25),
+                    frontend.name if frontend else None,
+                )
+            try:
+                ids = [m["id"] for m in client.get(f"{state.base_url}/models", timeout=5)
+                       .json().get("data", [])]
+            except (httpx.HTTPError, ValueError, KeyError, TypeError):
+                ids = None
+            if ids is None:
+                last = "frontend not answering yet"
+            elif state.model not in ids:
+                last = f"model {state.model!r} not listed yet (listed: {ids})"
+            else:
+                n = registered_workers(root, client)
+                if n is not None and n < expected_workers:
+                    last = f"{n}/{expected_workers} workers registered"
+                else:
+                    reason = probe_completion(state.base_url, state.model, client)
+                    if reason is None:
+                        return
+                    last = f"test completion failed: {reason}"
+            time.sleep(0.3)
