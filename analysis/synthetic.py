@@ -150,7 +150,7 @@ def synthetic_sweep(sweep_dir: Path, levels: list[int], trials_per_level: int,
                     completion_tokens=itl_per_request + 1, cached_tokens=1200 + 100 * step))
                 t_ns += int(e2e * 1e6) + 1_000_000
             agent_s = (t_ns - _T0_NS) / 1e9 - start_s
-            slot_clock[slot] = start_s + agent_s + 0.01
+            slot_clock[slot] = start_s + agent_s + 0.1 + 0.01  # agent run + verifier
             tsq = max(0.0, min(1.0, rng.gauss(0.8 - level / 200, 0.15)))
             write_trial(job_dir, name, scenario_id=scenario, records=records,
                         rewards={"tsq": tsq, "precision": tsq, "recall": tsq,

@@ -206,7 +206,8 @@ def _attempt_columns(attempts: files.AttemptScores | None, records: list[LLMCall
     max_called = max((r.attempt for r in records), default=0)
     n_attempts = max(len(by_attempt), max(by_attempt, default=0), max_called)
     scored = attempts.scored_attempt if attempts else None
-    first = by_attempt[min(by_attempt)] if by_attempt else np.nan
+    # The verifier lists only attempts that made bank calls: a missing attempt 1 scored 0.
+    first = by_attempt.get(1, 0.0) if by_attempt else tsq
     return {
         "n_attempts": n_attempts or np.nan,
         "scored_attempt": scored if scored is not None else np.nan,

@@ -1,0 +1,64 @@
+"""One summary row per (source, level): status counts plus every metric of `analysis.metrics`."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from analysis.metrics.goodput import SLO, goodput_metrics
+from analysis.metrics.latency import latency_metrics
+from analysis.metrics.quality import quality_metrics
+from analysis.metrics.throughput import throughput_metrics, window_seconds
+from analysis.metrics.usage import usage_metrics
+from analysis.status import STATUSES
+from analysis.tables import Tables
+
+GROUP = ["source", "level"]
+
+
+def status_counts(trials: pd.DataFrame) -> dict[str, float]:
+    counts = trials["status"].value_counts()
+    out: dict[str, float] = {"n_trials": float(len(trials))}
+    for status in STATUSES:
+        out[f"n_{status}"] = float(counts.get(status, 0))
+    out["n_counted"] = float(trials["in_quality"].astype(bool).sum())
+    out["n_excluded"] = out["n_infra_failed"] + out["n_harness_failed"]
+    out["n_reward_imputed"] = float(trials["reward_imputed"].astype(bool).sum())
+    return out
+
+
+def summarize(tables: Tables, slo: SLO | None = None, pass_threshold: float = 1.0
+              ) -> pd.DataFrame:
+    """Summary table, one row per (source, level), columns named after the metric keys."""
+    rows = []
+    requests, trials = tables.requests, tables.trials
+    req_groups = requests.groupby(GROUP, sort=False).indices if len(requests) else {}
+    itl_level_rows = tables.itl["request_row"].to_numpy()
+    ok = requests["ok"].to_numpy(dtype=bool)
+    itl_values = tables.itl["itl_ms"].to_numpy()
+    # Map every gap to its request's group number once, then split.
+    group_of_row = np.full(len(requests), -1, dtype=np.int64)
+    keys = list(req_groups)
+    for number, key in enumerate(keys):
+        group_of_row[req_groups[key]] = number
+    gap_group = group_of_row[itl_level_rows] if len(itl_level_rows) else itl_level_rows
+    gap_ok = ok[itl_level_rows] if len(itl_level_rows) else np.zeros(0, dtype=bool)
+    configured = tables.jobs.groupby(GROUP)["configured_concurrency"].first()
+    for (source, level), trial_rows in trials.groupby(GROUP, sort=True):
+        idx = req_groups.get((source, level), np.zeros(0, dtype=np.int64))
+        req = requests.iloc[idx]
+        number = keys.index((source, level)) if (source, level) in req_groups else -2
+        gaps = itl_values[(gap_group == number) & gap_ok]
+        row: dict[str, object] = {"source": source, "level": level}
+        row.update(status_counts(trial_rows))
+        row["n_requests"] = float(len(req))
+        row["n_failed_requests"] = float((~req["ok"]).sum())
+        row.update(latency_metrics(req, gaps))
+        row.update(throughput_metrics(req, trial_rows,
+                                      float(configured.get((source, level), level))))
+        row.update(quality_metrics(trial_rows, pass_threshold))
+        if slo is not None:
+            row.update(goodput_metrics(req, trial_rows, slo, window_seconds(req)))
+        row.update(usage_metrics(req, trial_rows))
+        rows.append(row)
+    return pd.DataFrame(rows)
