@@ -344,6 +344,9 @@ def _add_trial_aggregates(trials: pd.DataFrame, requests: pd.DataFrame,
     trials["extra_llm_s"] = total(requests["e2e_ms"], requests["self_eval_extra"]) / 1000.0
     ok = requests["ok"]
     trials["ttft_ms_mean"] = mean(requests["ttft_ms"].where(ok))
+    gap_sum = (requests["itl_mean_ms"] * requests["n_itl"]).where(ok)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        trials["itl_ms_mean"] = total(gap_sum) / total(requests["n_itl"].astype(float), ok)
     trials["tpot_ms_mean"] = mean(requests["tpot_ms"].where(ok))
     trials["output_tps_per_user_mean"] = mean(requests["output_tps_per_user"].where(ok))
     order = trials.sort_values(["started_at", "trial"], na_position="last").index

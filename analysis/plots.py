@@ -1,0 +1,186 @@
+"""Figures (PNG, seaborn) drawn from DataFrames only: one message per figure.
+
+Per-trial scatters and histograms take `Tables` frames; sweep figures take the summary table
+(one row per source and level). Every function writes one file and returns its path.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")  # files only; never needs a display
+
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+import seaborn as sns  # noqa: E402
+
+_DPI = 110
+SCATTER_X = {
+    "ttft_ms_mean": "Mean TTFT of the trial's requests (ms)",
+    "itl_ms_mean": "Mean ITL of the trial's requests (ms)",
+    "output_tps_per_user_mean": "Mean output tokens/s per request (tokens/s)",
+}
+
+
+def _hue(frame: pd.DataFrame) -> pd.Series | None:
+    """Colour by source and level when there is more than one of either."""
+    multi_source = frame["source"].nunique() > 1
+    multi_level = frame["level"].nunique() > 1
+    if multi_source and multi_level:
+        return frame["source"].astype(str) + " c" + frame["level"].astype(str)
+    if multi_source:
+        return frame["source"].astype(str)
+    if multi_level:
+        return "c" + frame["level"].astype(str)
+    return None
+
+
+def _save(fig: plt.Figure, out: Path) -> Path:
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fig.tight_layout()
+    fig.savefig(out, dpi=_DPI)
+    plt.close(fig)
+    return out
+
+
+def scatter_vs_tsq(trials: pd.DataFrame, x: str, out: Path) -> Path:
+    """Does a trial's speed relate to its tool-selection quality? One point per counted trial."""
+    data = trials[trials["in_quality"].astype(bool)].dropna(subset=[x, "tsq"])
+    sns.set_theme(style="whitegrid")
+    fig, ax = plt.subplots(figsize=(6.4, 4.4))
+    hue = _hue(data) if len(data) else None
+    sns.scatterplot(x=data[x], y=data["tsq"], hue=hue, alpha=0.6, s=22, ax=ax)
+    ax.set_xlabel(SCATTER_X.get(x, x))
+    ax.set_ylabel("TSQ of the trial (0–1)")
+    ax.set_ylim(-0.03, 1.03)
+    ax.set_title(f"TSQ vs {SCATTER_X.get(x, x).split(' (')[0].lower()} (n={len(data)} trials)")
+    return _save(fig, out)
+
+
+def histogram(values: pd.Series, groups: pd.Series | None, xlabel: str, title: str,
+              out: Path) -> Path:
+    """Distribution of one latency; groups drawn as overlaid density outlines.
+
+    Bins computed once with numpy so millions of ITL gaps stay cheap.
+    """
+    v = values.to_numpy(dtype=float)
+    keep = ~np.isnan(v)
+    v = v[keep]
+    g = groups.to_numpy()[keep] if groups is not None else None
+    sns.set_theme(style="whitegrid")
+    fig, ax = plt.subplots(figsize=(6.4, 4.2))
+    if v.size:
+        hi = np.percentile(v, 99.5)
+        bins = np.linspace(max(0.0, v.min()), hi if hi > v.min() else v.min() + 1, 60)
+        labels = [None] if g is None else list(dict.fromkeys(g))
+        for label, colour in zip(labels, sns.color_palette(n_colors=len(labels)), strict=True):
+            part = v if label is None else v[g == label]
+            counts, edges = np.histogram(part, bins=bins)
+            share = counts / max(part.size, 1)
+            ax.stairs(share, edges, label=None if label is None else str(label), color=colour,
+                      fill=label is None, alpha=0.8 if label is None else 1.0, linewidth=1.6)
+        if g is not None:
+            ax.legend(title=None)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel("Share of values per bin")
+    ax.set_title(title)
+    return _save(fig, out)
+
+
+def _level_axis(ax: plt.Axes, summary: pd.DataFrame) -> None:
+    ax.set_xscale("log", base=2)
+    levels = sorted(summary["level"].unique())
+    ax.set_xticks(levels, [str(lv) for lv in levels])
+    ax.minorticks_off()
+    ax.set_xlabel("Configured concurrency (concurrent trials)")
+
+
+def latency_vs_concurrency(summary: pd.DataFrame, out: Path) -> Path:
+    """How latency percentiles grow with load: TTFT, ITL and E2E, p50/p90/p99."""
+    sns.set_theme(style="whitegrid")
+    fig, axes = plt.subplots(1, 3, figsize=(13, 4.2))
+    long = summary.melt(
+        id_vars=["source", "level"],
+        value_vars=[f"{m}_{p}" for m in ("ttft_ms", "itl_ms", "e2e_ms") for p in
+                    ("p50", "p90", "p99")])
+    long["metric"] = long["variable"].str.rsplit("_", n=1).str[0]
+    long["percentile"] = long["variable"].str.rsplit("_", n=1).str[1]
+    titles = {"ttft_ms": "TTFT (ms)", "itl_ms": "ITL (ms)", "e2e_ms": "E2E latency (ms)"}
+    for ax, (metric, label) in zip(axes, titles.items(), strict=True):
+        part = long[long["metric"] == metric]
+        sns.lineplot(data=part, x="level", y="value", hue="percentile",
+                     style="source" if part["source"].nunique() > 1 else None,
+                     marker="o", ax=ax)
+        _level_axis(ax, summary)
+        ax.set_ylabel(label)
+        ax.set_title(f"{label.split(' (')[0]} percentiles vs concurrency")
+    return _save(fig, out)
+
+
+def throughput_vs_concurrency(summary: pd.DataFrame, out: Path) -> Path:
+    """Aggregate output tokens/s at each load level."""
+    sns.set_theme(style="whitegrid")
+    fig, ax = plt.subplots(figsize=(6.4, 4.2))
+    sns.lineplot(data=summary, x="level", y="output_token_throughput", hue="source",
+                 marker="o", ax=ax)
+    _level_axis(ax, summary)
+    ax.set_ylabel("Aggregate output throughput (tokens/s)")
+    ax.set_title("Output throughput vs concurrency")
+    return _save(fig, out)
+
+
+def concurrency_achieved(summary: pd.DataFrame, out: Path) -> Path:
+    """Requests actually in flight vs the configured number of concurrent trials."""
+    sns.set_theme(style="whitegrid")
+    fig, ax = plt.subplots(figsize=(6.4, 4.2))
+    sns.lineplot(data=summary, x="level", y="achieved_concurrency", hue="source", marker="o",
+                 ax=ax)
+    levels = np.array(sorted(summary["level"].unique()), dtype=float)
+    ax.plot(levels, levels, linestyle="--", color="grey", label="configured")
+    _level_axis(ax, summary)
+    ax.set_ylabel("Mean LLM requests in flight (requests)")
+    ax.set_title("Achieved vs configured concurrency")
+    ax.legend()
+    return _save(fig, out)
+
+
+def tsq_vs_concurrency(summary: pd.DataFrame, out: Path) -> Path:
+    """Does quality hold up under load? Mean TSQ with its 95% bootstrap CI per level."""
+    sns.set_theme(style="whitegrid")
+    fig, ax = plt.subplots(figsize=(6.4, 4.2))
+    sources = list(dict.fromkeys(summary["source"]))
+    for source, colour in zip(sources, sns.color_palette(n_colors=len(sources)), strict=True):
+        part = summary[summary["source"] == source].sort_values("level")
+        err = np.vstack([part["tsq_mean"] - part["tsq_ci_low"],
+                         part["tsq_ci_high"] - part["tsq_mean"]])
+        ax.errorbar(part["level"], part["tsq_mean"], yerr=err, marker="o", capsize=4,
+                    color=colour, label=str(source))
+    _level_axis(ax, summary)
+    ax.set_ylabel("Mean TSQ (0–1), 95% CI")
+    ax.set_ylim(0, 1.05)
+    ax.set_title("Tool selection quality vs concurrency")
+    ax.legend()
+    return _save(fig, out)
+
+
+def pareto(summary: pd.DataFrame, out: Path) -> Path:
+    """The speed each user sees vs the total the server delivers, one point per level."""
+    sns.set_theme(style="whitegrid")
+    fig, ax = plt.subplots(figsize=(6.4, 4.6))
+    sources = list(dict.fromkeys(summary["source"]))
+    for source, colour in zip(sources, sns.color_palette(n_colors=len(sources)), strict=True):
+        part = summary[summary["source"] == source].sort_values("level")
+        ax.plot(part["output_tps_per_user_p50"], part["output_token_throughput"], marker="o",
+                color=colour, label=str(source))
+        for _, row in part.iterrows():
+            ax.annotate(f"c{row['level']}", (row["output_tps_per_user_p50"],
+                                             row["output_token_throughput"]),
+                        textcoords="offset points", xytext=(4, 4), fontsize=8)
+    ax.set_xlabel("Median output tokens/s per request (tokens/s/user)")
+    ax.set_ylabel("Aggregate output throughput (tokens/s)")
+    ax.set_title("Per-user speed vs aggregate throughput")
+    ax.legend()
+    return _save(fig, out)
