@@ -1,14 +1,181 @@
-"""`bankbench serve`."""
+"""`bankbench serve`: start, check, read logs of, scrape and stop an LLM server stack."""
 
 from __future__ import annotations
 
 import argparse
+import sys
+from pathlib import Path
+
+PROFILE_HELP = (
+    "cpu-mocker (Dynamo frontend + mocker engine, any machine), "
+    "cpu-tiny (Dynamo frontend + SmolLM2-135M via llama.cpp), "
+    "gpu-sglang | gpu-vllm | gpu-sglang-disagg (NGC containers, needs Docker + GPUs), "
+    "external (an existing OpenAI-compatible URL: --set url=…)"
+)
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("serve", help="(not built yet)")
-    p.set_defaults(func=_run)
+    p = sub.add_parser(
+        "serve",
+        help="start/stop/check the LLM server stack (Dynamo on CPU or GPU, or external)",
+        description="Launch, health-check and stop LLM server stacks. `up` returns when the "
+        "server answers and records what it started in a state dir, so status/logs/metrics/down "
+        "find it again.",
+    )
+    p.set_defaults(func=lambda a: p.print_help() or 2)
+    ssub = p.add_subparsers(dest="serve_command", metavar="ACTION")
+
+    up = ssub.add_parser("up", help="start a stack and wait until it answers")
+    up.add_argument("--profile", required=True, help=PROFILE_HELP)
+    up.add_argument("--router", default="round-robin",
+                    help="Dynamo router mode: round-robin (default), kv, random, power-of-two, "
+                    "least-loaded, direct, device-aware-weighted")
+    up.add_argument("--workers", type=int, default=1, help="number of engine workers (default 1)")
+    up.add_argument("--port", type=int, default=None,
+                    help="frontend HTTP port (default: a free one)")
+    up.add_argument("--model", default=None, help="served model name (default per profile)")
+    up.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=VALUE",
+                    help="profile option, repeatable (cpu-mocker: speedup_ratio, replay_trace, "
+                    "tool_call_parser, router_session_affinity_ttl_secs, frontend_args, "
+                    "mocker_args; see docs/serving.md)")
+    _state_dir_arg(up, "where to record the stack (default: <cache>/serve/<profile>)")
+    up.set_defaults(func=_up)
+
+    st = ssub.add_parser("status", help="is the stack (or any OpenAI-compatible URL) answering?")
+    st.add_argument("--url", default=None, help="check this base URL instead of a recorded stack")
+    st.add_argument("--api-key-env", default=None,
+                    help="environment variable holding a bearer token for --url")
+    _state_dir_arg(st)
+    st.set_defaults(func=_status)
+
+    lg = ssub.add_parser("logs", help="print the last lines of each component's log")
+    lg.add_argument("--component", default=None, help="frontend, mocker, worker-0, … (default all)")
+    lg.add_argument("-n", "--lines", type=int, default=40, help="lines per component (default 40)")
+    _state_dir_arg(lg)
+    lg.set_defaults(func=_logs)
+
+    dn = ssub.add_parser("down", help="stop everything `up` started")
+    _state_dir_arg(dn)
+    dn.set_defaults(func=_down)
+
+    mt = ssub.add_parser("metrics", help="save the frontend's Prometheus /metrics to a file")
+    mt.add_argument("--out", required=True, type=Path, help="file to write")
+    mt.add_argument("--url", default=None, help="base or /metrics URL instead of a recorded stack")
+    _state_dir_arg(mt)
+    mt.set_defaults(func=_metrics)
 
 
-def _run(args: argparse.Namespace) -> int:
-    raise SystemExit("bankbench serve: not built yet")
+def _state_dir_arg(p: argparse.ArgumentParser, text: str | None = None) -> None:
+    p.add_argument("--state-dir", type=Path, default=None,
+                   help=text or "state dir of the stack (default: the only one recorded)")
+
+
+def _fail(exc: Exception) -> int:
+    print(f"bankbench serve: {exc}", file=sys.stderr)
+    return 1
+
+
+def _resolve_state_dir(given: Path | None) -> Path:
+    from bankbench.serve.errors import ServeError
+    from bankbench.serve.state import STATE_FILE, known_state_dirs
+
+    if given is not None:
+        if not (given / STATE_FILE).exists():
+            raise ServeError(f"no stack recorded in {given} (no {STATE_FILE})")
+        return given
+    dirs = known_state_dirs()
+    if not dirs:
+        raise ServeError("no running stack recorded; start one with `bankbench serve up`")
+    if len(dirs) > 1:
+        raise ServeError("several stacks recorded, pass --state-dir: "
+                         + ", ".join(str(d) for d in dirs))
+    return dirs[0]
+
+
+def _up(args: argparse.Namespace) -> int:
+    from bankbench.serve.api import up
+    from bankbench.serve.errors import ServeError
+    from bankbench.serve.options import parse_set_args
+
+    try:
+        options = parse_set_args(args.sets)
+        print(f"bankbench: starting {args.profile} (router {args.router}, "
+              f"{args.workers} worker(s)) …", file=sys.stderr, flush=True)
+        state = up(args.profile, router=args.router, workers=args.workers, port=args.port,
+                   model=args.model, options=options, state_dir=args.state_dir)
+    except ServeError as exc:
+        return _fail(exc)
+    print(f"base_url: {state.base_url}")
+    print(f"model: {state.model}")
+    print(f"state_dir: {state.state_dir}")
+    return 0
+
+
+def _status(args: argparse.Namespace) -> int:
+    from bankbench.serve.api import load_state, status
+    from bankbench.serve.errors import ServeError
+
+    try:
+        target = args.url or load_state(_resolve_state_dir(args.state_dir))
+    except ServeError as exc:
+        return _fail(exc)
+    report = status(target, api_key_env=args.api_key_env)
+    print(f"{report.base_url}: {'OK' if report.ok else 'NOT OK'} — {report.detail}")
+    if report.models:
+        print(f"models: {', '.join(report.models)}")
+    if report.workers_registered is not None:
+        print(f"workers registered: {report.workers_registered}")
+    for c in report.components:
+        where = f"pid {c.pid}" if c.pid else f"container {c.container_id}"
+        print(f"  {c.name:<12} {'running' if c.alive else 'STOPPED'} ({where})")
+    return 0 if report.ok else 1
+
+
+def _logs(args: argparse.Namespace) -> int:
+    from bankbench.serve.api import load_state
+    from bankbench.serve.errors import ServeError
+    from bankbench.serve.procs import tail
+
+    try:
+        state = load_state(_resolve_state_dir(args.state_dir))
+    except ServeError as exc:
+        return _fail(exc)
+    comps = [c for c in state.components if args.component in (None, c.name)]
+    if not comps:
+        names = ", ".join(c.name for c in state.components)
+        return _fail(ServeError(f"no component {args.component!r} (components: {names})"))
+    for c in comps:
+        print(f"==> {c.name} ({c.log_path}) <==")
+        print(tail(c.log_path, args.lines))
+    return 0
+
+
+def _down(args: argparse.Namespace) -> int:
+    from bankbench.serve.api import down, load_state
+    from bankbench.serve.errors import ServeError
+
+    try:
+        state = load_state(_resolve_state_dir(args.state_dir))
+        down(state)
+    except ServeError as exc:
+        return _fail(exc)
+    print(f"stopped {state.profile} ({', '.join(c.name for c in state.components)})")
+    return 0
+
+
+def _metrics(args: argparse.Namespace) -> int:
+    import httpx
+
+    from bankbench.serve.api import load_state
+    from bankbench.serve.errors import ServeError
+    from bankbench.serve.metrics import parse_prom, scrape
+
+    try:
+        url = args.url or load_state(_resolve_state_dir(args.state_dir)).metrics_url
+        out = scrape(url, args.out)
+    except ServeError as exc:
+        return _fail(exc)
+    except httpx.HTTPError as exc:
+        return _fail(ServeError(f"could not read metrics: {type(exc).__name__}: {exc}"))
+    print(f"wrote {len(parse_prom(out.read_text()))} samples to {out}")
+    return 0

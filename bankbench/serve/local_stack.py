@@ -50,6 +50,8 @@ def dynamo_env(kv_dir: Path) -> dict[str, str]:
         HF_HUB_OFFLINE="1",
         TRANSFORMERS_OFFLINE="1",
         PYTHONUNBUFFERED="1",
+        NO_COLOR="1",  # plain log files
+        DYN_SDK_DISABLE_ANSI_LOGGING="1",
     )
     return env
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Literal
@@ -46,9 +47,17 @@ def default_state_dir(name: str) -> Path:
     return cache_dir() / "serve" / name
 
 
+def _registry() -> Path:
+    # One pointer file per state dir outside the default location, so status/down find it.
+    return cache_dir() / "serve" / ".registry"
+
+
 def save_state(state: ServerState) -> Path:
     assert state.state_dir is not None
     state.state_dir.mkdir(parents=True, exist_ok=True)
+    key = hashlib.sha256(str(state.state_dir.resolve()).encode()).hexdigest()[:16]
+    _registry().mkdir(parents=True, exist_ok=True)
+    (_registry() / key).write_text(str(state.state_dir.resolve()))
     path = state.state_dir / STATE_FILE
     tmp = path.with_suffix(".tmp")
     tmp.write_text(state.model_dump_json(indent=2))
@@ -65,8 +74,13 @@ def load_state(state_dir: Path) -> ServerState:
 
 
 def known_state_dirs() -> list[Path]:
-    """Every state dir under the default location that holds a state file."""
+    """Every recorded state dir (default location or registered) that holds a state file."""
     root = cache_dir() / "serve"
-    if not root.exists():
-        return []
-    return sorted(p.parent for p in root.glob(f"*/{STATE_FILE}"))
+    found = {p.parent.resolve() for p in root.glob(f"*/{STATE_FILE}")}
+    for pointer in _registry().glob("*") if _registry().exists() else []:
+        target = Path(pointer.read_text().strip())
+        if (target / STATE_FILE).exists():
+            found.add(target.resolve())
+        else:
+            pointer.unlink(missing_ok=True)
+    return sorted(found)

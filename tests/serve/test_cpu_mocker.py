@@ -1,0 +1,174 @@
+"""The real cpu-mocker stack (Dynamo frontend + 2 mocker workers) through the Python API."""
+
+import json
+import time
+
+import httpx
+import pytest
+
+from bankbench.serve import api
+from bankbench.serve.errors import ServeError
+from bankbench.serve.metrics import metric_sum, parse_prom, scrape
+from bankbench.serve.procs import group_alive
+from bankbench.serve.replay import replay_annotation, tool_call_text, write_trace
+
+pytestmark = pytest.mark.dynamo
+
+BALANCE_TOOL = {
+    "type": "function",
+    "function": {
+        "name": "get_account_balance",
+        "description": "Balance of one account.",
+        "parameters": {
+            "type": "object",
+            "properties": {
+                "account_number": {"type": "string"},
+                "account_type": {"type": "string", "enum": ["checking", "savings"]},
+            },
+            "required": ["account_number"],
+        },
+    },
+}
+BALANCE_ARGS = {"account_number": "12345678", "account_type": "savings"}
+
+
+@pytest.fixture(scope="module")
+def stack(tmp_path_factory, dynamo_python):
+    tmp = tmp_path_factory.mktemp("mocker")
+    trace = write_trace(
+        tmp / "trace.jsonl",
+        {
+            "s1": [tool_call_text("get_account_balance", BALANCE_ARGS), "Your balance is 42."],
+            "s2": ["Hello from session two."],
+        },
+    )
+    state = api.up(
+        "cpu-mocker",
+        workers=2,
+        options={"replay_trace": str(trace), "speedup_ratio": 5},
+        state_dir=tmp / "state",
+    )
+    yield state
+    api.down(state)
+
+
+def stream_chat(state, body):
+    """POST a streamed chat completion; return (parsed chunks, first-content latency ns)."""
+    body = {"model": state.model, "stream": True,
+            "stream_options": {"include_usage": True}, **body}
+    chunks, first_ns = [], None
+    start = time.perf_counter_ns()
+    with httpx.stream("POST", f"{state.base_url}/chat/completions", json=body, timeout=30) as r:
+        assert r.status_code == 200, r.read()
+        for line in r.iter_lines():
+            if not line.startswith("data: ") or line == "data: [DONE]":
+                continue
+            chunk = json.loads(line[len("data: "):])
+            delta = (chunk.get("choices") or [{}])[0].get("delta", {})
+            if first_ns is None and (delta.get("content") or delta.get("tool_calls")):
+                first_ns = time.perf_counter_ns() - start
+            chunks.append(chunk)
+    return chunks, first_ns
+
+
+def test_state_is_recorded_and_both_workers_registered(stack):
+    again = api.load_state(stack.state_dir)
+    assert again.base_url == stack.base_url and again.model == stack.model
+    assert [c.name for c in again.components] == ["frontend", "mocker"]
+    report = api.status(stack)
+    assert report.ok and report.models == [stack.model]
+    assert report.workers_registered == 2
+
+
+def test_streamed_chat_reports_usage(stack):
+    chunks, first_ns = stream_chat(stack, {
+        "messages": [{"role": "user", "content": "Say hello."}],
+        "max_tokens": 50,
+        "nvext": replay_annotation("s2", 0),
+    })
+    text = "".join((c["choices"][0]["delta"].get("content") or "")
+                   for c in chunks if c.get("choices"))
+    assert text == "Hello from session two."
+    assert first_ns is not None and first_ns > 0
+    usage = chunks[-1]["usage"]
+    assert usage["completion_tokens"] == len(text.split()) + 1  # 6 tokens with the '.'
+    assert usage["prompt_tokens"] > 0
+
+
+def test_tool_call_is_parsed_by_the_frontend(stack):
+    chunks, _ = stream_chat(stack, {
+        "messages": [{"role": "user", "content": "What is my savings balance?"}],
+        "tools": [BALANCE_TOOL],
+        "max_tokens": 200,
+        "nvext": replay_annotation("s1", 0),
+    })
+    calls = [tc for c in chunks if c.get("choices")
+             for tc in (c["choices"][0]["delta"].get("tool_calls") or [])]
+    assert calls, f"no tool_calls delta in {chunks}"
+    name = "".join(tc["function"].get("name") or "" for tc in calls)
+    args = "".join(tc["function"].get("arguments") or "" for tc in calls)
+    assert name == "get_account_balance"
+    assert json.loads(args) == BALANCE_ARGS
+    content = "".join((c["choices"][0]["delta"].get("content") or "")
+                      for c in chunks if c.get("choices"))
+    assert "<tool_call>" not in content
+
+
+def test_second_turn_of_a_session_is_turn_one(stack):
+    chunks, _ = stream_chat(stack, {
+        "messages": [{"role": "user", "content": "And now?"}],
+        "max_tokens": 50,
+        "nvext": replay_annotation("s1", 1),
+    })
+    text = "".join((c["choices"][0]["delta"].get("content") or "")
+                   for c in chunks if c.get("choices"))
+    assert text == "Your balance is 42."
+
+
+def test_metrics_expose_frontend_latency(stack, tmp_path):
+    out = scrape(stack.base_url, tmp_path / "m.prom")
+    samples = parse_prom(out.read_text())
+    for name in ("dynamo_frontend_time_to_first_token_seconds_count",
+                 "dynamo_frontend_inter_token_latency_seconds_count",
+                 "dynamo_frontend_requests_total"):
+        assert metric_sum(samples, name) >= 1, name
+
+
+def test_a_second_stack_in_the_same_state_dir_is_refused(stack):
+    with pytest.raises(ServeError, match="already running"):
+        api.up("cpu-mocker", state_dir=stack.state_dir)
+
+
+def test_down_leaves_nothing_running(tmp_path, dynamo_python):
+    state = api.up("cpu-mocker", options={"speedup_ratio": 0}, state_dir=tmp_path / "s")
+    pids = [c.pid for c in state.components]
+    assert all(group_alive(p) for p in pids)
+    api.down(state)
+    assert not any(group_alive(p) for p in pids)
+    assert not (tmp_path / "s" / "state.json").exists()
+    with pytest.raises(httpx.HTTPError):
+        httpx.get(f"{state.base_url}/models", timeout=2)
+
+
+def test_busy_port_is_refused_before_anything_starts(tmp_path):
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        s.listen()
+        port = s.getsockname()[1]
+        with pytest.raises(ServeError, match=f"port {port} is busy"):
+            api.up("cpu-mocker", port=port, state_dir=tmp_path / "s")
+    assert not (tmp_path / "s" / "state.json").exists()
+
+
+def test_component_dying_during_start_is_reported_and_cleaned_up(tmp_path, dynamo_python):
+    with pytest.raises(ServeError) as err:
+        api.up("cpu-mocker", options={"mocker_args": "--no-such-flag"},
+               state_dir=tmp_path / "s")
+    assert err.value.component == "mocker"
+    assert "mocker exited during start" in err.value.cause
+    assert "\n" not in err.value.cause
+    assert "no-such-flag" in err.value.log_tail
+    state = json.loads((tmp_path / "s" / "state.json").read_text())
+    assert not any(group_alive(c["pid"]) for c in state["components"])

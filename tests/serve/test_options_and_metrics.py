@@ -1,0 +1,83 @@
+"""Unit tests: option validation, --set parsing, Prometheus parsing. No server needed."""
+
+import pytest
+
+from bankbench.serve.errors import ServeError
+from bankbench.serve.metrics import metric_sum, metrics_url, parse_prom
+from bankbench.serve.options import MockerOptions, TinyOptions, parse_set_args, validate_options
+
+
+def test_set_args_parse_and_reject_missing_equals():
+    assert parse_set_args(["speedup_ratio=0", "frontend_args=--a b=c"]) == {
+        "speedup_ratio": "0",
+        "frontend_args": "--a b=c",
+    }
+    with pytest.raises(ServeError, match="'speedup_ratio'"):
+        parse_set_args(["speedup_ratio"])
+
+
+def test_mocker_options_coerce_strings_from_the_cli(tmp_path):
+    trace = tmp_path / "t.jsonl"
+    trace.write_text("")
+    opts = validate_options(
+        MockerOptions,
+        {"speedup_ratio": "2.5", "replay_trace": str(trace), "tool_call_parser": "none",
+         "mocker_args": "--block-size 16"},
+        "cpu-mocker",
+    )
+    assert opts.speedup_ratio == 2.5
+    assert opts.replay_trace == trace.resolve()
+    assert opts.tool_call_parser is None
+    assert opts.mocker_args == ["--block-size", "16"]
+    assert validate_options(MockerOptions, None, "cpu-mocker").tool_call_parser == "hermes"
+
+
+@pytest.mark.parametrize(
+    ("raw", "needle"),
+    [
+        ({"speedup_ratio": "fast"}, "speedup_ratio='fast'"),
+        ({"speedup_ratio": "-1"}, "speedup_ratio='-1'"),
+        ({"replay_trace": "/no/such/trace.jsonl"}, "replay_trace='/no/such/trace.jsonl'"),
+        ({"router_session_affinity_ttl_secs": "0"}, "router_session_affinity_ttl_secs"),
+        ({"speed": "1"}, "unknown option 'speed'"),
+    ],
+)
+def test_bad_options_name_the_key(raw, needle):
+    with pytest.raises(ServeError) as err:
+        validate_options(MockerOptions, raw, "cpu-mocker")
+    assert needle in err.value.cause
+    assert "\n" not in err.value.cause
+
+
+def test_missing_gguf_is_a_one_line_error():
+    with pytest.raises(ServeError, match=r"bad option gguf='/nope/m.gguf'.*does not exist"):
+        validate_options(TinyOptions, {"gguf": "/nope/m.gguf"}, "cpu-tiny")
+
+
+PROM = """\
+# HELP dynamo_frontend_requests_total Total requests
+# TYPE dynamo_frontend_requests_total counter
+dynamo_frontend_requests_total{model="m",status="success"} 7
+dynamo_frontend_requests_total{model="m",status="error"} 2
+dynamo_frontend_time_to_first_token_seconds_sum{model="m"} 0.125
+dynamo_frontend_time_to_first_token_seconds_bucket{model="m",le="+Inf"} 9
+process_up 1e0
+garbage line without value
+"""
+
+
+def test_parse_prom_keeps_labels_and_values():
+    samples = parse_prom(PROM)
+    assert samples['dynamo_frontend_requests_total{model="m",status="success"}'] == 7
+    assert samples['dynamo_frontend_time_to_first_token_seconds_bucket{model="m",le="+Inf"}'] == 9
+    assert samples["process_up"] == 1.0
+    assert len(samples) == 5
+    assert metric_sum(samples, "dynamo_frontend_requests_total") == 9
+    assert metric_sum(samples, "absent_metric") == 0.0
+
+
+def test_metrics_url_from_base_url():
+    assert metrics_url("http://h:1/v1") == "http://h:1/metrics"
+    assert metrics_url("http://h:1/v1/") == "http://h:1/metrics"
+    assert metrics_url("http://h:1") == "http://h:1/metrics"
+    assert metrics_url("http://h:1/metrics") == "http://h:1/metrics"
