@@ -1,0 +1,352 @@
+"""The mock bank as an agent uses it: `bank tools`, `bank call`, `bank accept` (real script)."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+from bank_harness import FIXTURES, Bank
+
+VALID_BALANCE = {"account_number": "00123", "account_type": "savings"}
+VALID_TRANSFER = {"from_account": "00123", "to_account": "00456", "amount": 200}
+
+
+def test_tools_prints_the_tool_list(bank: Bank) -> None:
+    result = bank.run("tools")
+    assert result.returncode == 0
+    assert result.json() == json.loads((FIXTURES / "tools.json").read_text())
+    assert not bank.intents.exists()  # listing tools is not a decision
+
+
+def test_valid_call_is_recorded_and_answered(bank: Bank) -> None:
+    result = bank.run("call", "get_account_balance", json.dumps(VALID_BALANCE))
+    assert result.returncode == 0, result.stdout
+    reply = result.json()
+    assert set(reply) == {"account_number", "balance", "currency", "as_of_date", "status"}
+    assert reply["account_number"] == "00123"  # echoed from the arguments
+    assert isinstance(reply["balance"], float)
+    assert reply["status"] in ("active", "frozen")
+    assert re.fullmatch(r"\d{4}-\d{2}-\d{2}", reply["as_of_date"])
+    [record] = bank.records()
+    assert record["seq"] == 1 and record["attempt"] == 1
+    assert record["tool"] == "get_account_balance"
+    assert record["arguments"] == VALID_BALANCE
+    assert record["valid"] is True and record["errors"] == []
+    assert isinstance(record["ts"], float)
+
+
+def test_replies_are_deterministic_per_tool_and_arguments(bank: Bank) -> None:
+    first = bank.run("call", "transfer_funds", json.dumps(VALID_TRANSFER)).json()
+    again = bank.run("call", "transfer_funds", json.dumps(VALID_TRANSFER)).json()
+    other = bank.run("call", "transfer_funds", json.dumps(dict(VALID_TRANSFER, amount=7))).json()
+    assert first == again
+    assert first["transaction_id"] != other["transaction_id"]
+
+
+def test_reply_follows_nested_response_schema(bank: Bank) -> None:
+    reply = bank.run("call", "list_recent_transactions", '{"account_number": "9"}').json()
+    assert isinstance(reply["total_count"], int)
+    assert 1 <= len(reply["transactions"]) <= 3
+    for item in reply["transactions"]:
+        assert re.fullmatch(r"[A-Z]+-\d{6}", item["transaction_id"])
+        assert re.fullmatch(r"\d{4}-\d{2}-\d{2}", item["posted_date"])
+        assert isinstance(item["amount"], float)
+        assert set(item["merchant"]) == {"name", "category"}
+
+
+def test_tool_without_response_schema_still_answers(bank: Bank, tmp_path: Path) -> None:
+    bank_dir = tmp_path / "app"
+    bank_dir.mkdir()
+    (bank_dir / "tools.json").write_text((FIXTURES / "tools.json").read_text())
+    (bank_dir / "responses.json").write_text("{}")
+    bank.bank_dir = bank_dir
+    result = bank.run("call", "get_account_balance", json.dumps(VALID_BALANCE))
+    assert result.returncode == 0
+    assert result.json() == {"status": "success", "tool": "get_account_balance"}
+
+
+@pytest.mark.parametrize(
+    ("args", "env", "attempt"),
+    [
+        ([], {}, 1),
+        (["--attempt", "2"], {}, 2),
+        (["--attempt=4"], {}, 4),
+        ([], {"BANK_ATTEMPT": "3"}, 3),
+        (["--attempt", "5"], {"BANK_ATTEMPT": "3"}, 5),
+    ],
+)
+def test_attempt_comes_from_flag_then_env_then_one(
+    bank: Bank, args: list[str], env: dict[str, str], attempt: int
+) -> None:
+    result = bank.run("call", "get_account_balance", json.dumps(VALID_BALANCE), *args, **env)
+    assert result.returncode == 0
+    assert bank.records()[0]["attempt"] == attempt
+
+
+INVALID_CASES = [
+    pytest.param(
+        "get_account_balance",
+        {"account_number": "1"},
+        "arguments: missing required property 'account_type'",
+        id="missing-required",
+    ),
+    pytest.param(
+        "get_account_balance",
+        {"account_number": 1, "account_type": "savings"},
+        "arguments.account_number: expected string, got integer 1",
+        id="string-type",
+    ),
+    pytest.param(
+        "get_account_balance",
+        {"account_number": "1", "account_type": "gold"},
+        'arguments.account_type: "gold" is not one of the allowed values',
+        id="enum",
+    ),
+    pytest.param(
+        "get_account_balance",
+        dict(VALID_BALANCE, branch="x"),
+        "arguments: unknown property 'branch' (allowed: account_number, account_type)",
+        id="additional-properties",
+    ),
+    pytest.param(
+        "transfer_funds",
+        dict(VALID_TRANSFER, amount="200"),
+        'arguments.amount: expected number, got string "200"',
+        id="number-type",
+    ),
+    pytest.param(
+        "transfer_funds",
+        dict(VALID_TRANSFER, amount=True),
+        "arguments.amount: expected number, got boolean true",
+        id="bool-is-not-number",
+    ),
+    pytest.param(
+        "transfer_funds",
+        dict(VALID_TRANSFER, installments=2.5),
+        "arguments.installments: expected integer, got number 2.5",
+        id="integer-type",
+    ),
+    pytest.param(
+        "transfer_funds",
+        dict(VALID_TRANSFER, urgent=1),
+        "arguments.urgent: expected boolean, got integer 1",
+        id="boolean-type",
+    ),
+    pytest.param(
+        "transfer_funds",
+        dict(VALID_TRANSFER, tags="a"),
+        "arguments.tags: expected array, got string",
+        id="array-type",
+    ),
+    pytest.param(
+        "transfer_funds",
+        dict(VALID_TRANSFER, tags=["a", 3]),
+        "arguments.tags[1]: expected string, got integer 3",
+        id="array-items",
+    ),
+    pytest.param(
+        "transfer_funds",
+        dict(VALID_TRANSFER, memo="hi"),
+        "arguments.memo: expected object, got string",
+        id="object-type",
+    ),
+    pytest.param(
+        "transfer_funds",
+        dict(VALID_TRANSFER, memo={}),
+        "arguments.memo: missing required property 'text'",
+        id="nested-required",
+    ),
+    pytest.param(
+        "transfer_funds",
+        dict(VALID_TRANSFER, memo={"text": "x", "to": "y"}),
+        "arguments.memo: unknown property 'to'",
+        id="nested-additional",
+    ),
+    pytest.param(
+        "transfer_funds",
+        dict(VALID_TRANSFER, memo={"text": "x", "channel": "fax"}),
+        'arguments.memo.channel: "fax" is not one of',
+        id="nested-enum",
+    ),
+    pytest.param(
+        "transfer_funds",
+        dict(VALID_TRANSFER, amount=0),
+        "arguments.amount: must be at least 0.01",
+        id="minimum",
+    ),
+]
+
+
+@pytest.mark.parametrize(("tool", "arguments", "message"), INVALID_CASES)
+def test_invalid_arguments_are_rejected_with_a_clear_error(
+    bank: Bank, tool: str, arguments: dict, message: str
+) -> None:
+    result = bank.run("call", tool, json.dumps(arguments))
+    assert result.returncode == 2
+    reply = result.json()
+    assert reply["error"].startswith(f"invalid arguments for {tool}")
+    assert any(message in detail for detail in reply["details"]), reply["details"]
+    [record] = bank.records()
+    assert record["valid"] is False
+    assert record["arguments"] == arguments
+    assert any(message in error for error in record["errors"])
+
+
+def test_every_problem_is_reported_at_once(bank: Bank) -> None:
+    arguments = {"from_account": 1, "amount": "x", "urgent": "yes", "tags": [1, 2]}
+    reply = bank.run("call", "transfer_funds", json.dumps(arguments)).json()
+    assert reply["error"] == "invalid arguments for transfer_funds (6 problems)"
+    assert len(reply["details"]) == 6
+
+
+def test_integral_float_counts_as_integer(bank: Bank) -> None:
+    result = bank.run("call", "transfer_funds", json.dumps(dict(VALID_TRANSFER, installments=3.0)))
+    assert result.returncode == 0
+    assert bank.records()[0]["valid"] is True
+
+
+def test_unknown_tool_suggests_close_names(bank: Bank) -> None:
+    result = bank.run("call", "get_acount_balance", json.dumps(VALID_BALANCE))
+    assert result.returncode == 2
+    reply = result.json()
+    assert reply["error"] == "unknown tool 'get_acount_balance'"
+    assert "did you mean: get_account_balance?" in reply["details"]
+    assert (
+        "available tools: get_account_balance, list_recent_transactions, transfer_funds"
+        in reply["details"]
+    )
+    [record] = bank.records()
+    assert record["tool"] == "get_acount_balance" and record["valid"] is False
+
+
+def test_prefixed_tool_name_is_unknown_but_pointed_at_the_real_one(bank: Bank) -> None:
+    reply = bank.run("call", "bank__transfer_funds", json.dumps(VALID_TRANSFER)).json()
+    assert reply["details"][0] == "did you mean: transfer_funds?"
+
+
+@pytest.mark.parametrize("raw", ['{"account_number": "1",', "{'a': 1}", "NaN", ""])
+def test_bad_json_is_rejected_and_kept_verbatim(bank: Bank, raw: str) -> None:
+    result = bank.run("call", "get_account_balance", raw)
+    assert result.returncode == 2
+    reply = result.json()
+    assert reply["error"] == "arguments are not valid JSON"
+    assert "bank call get_account_balance '{" in reply["details"][-1]
+    [record] = bank.records()
+    assert record["arguments"] == raw and record["valid"] is False
+
+
+@pytest.mark.parametrize("arguments", [[1, 2], "savings", 5, None, True])
+def test_non_object_arguments_are_rejected(bank: Bank, arguments: object) -> None:
+    result = bank.run("call", "get_account_balance", json.dumps(arguments))
+    assert result.returncode == 2
+    assert result.json()["error"] == "arguments must be a JSON object"
+    [record] = bank.records()
+    assert record["arguments"] == arguments and record["valid"] is False
+
+
+def test_arguments_can_come_from_stdin(bank: Bank) -> None:
+    result = bank.run("call", "get_account_balance", "-", stdin=json.dumps(VALID_BALANCE))
+    assert result.returncode == 0
+    assert bank.records()[0]["arguments"] == VALID_BALANCE
+
+
+def test_omitted_arguments_mean_an_empty_object(bank: Bank) -> None:
+    result = bank.run("call", "get_account_balance")
+    assert result.returncode == 2
+    assert len(result.json()["details"]) == 2  # both required properties missing
+    assert bank.records()[0]["arguments"] == {}
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        [],
+        ["withdraw"],
+        ["call"],
+        ["call", "transfer_funds", "{}", "extra"],
+        ["call", "transfer_funds", "{}", "--attempt", "0"],
+        ["call", "transfer_funds", "{}", "--attempt", "two"],
+        ["call", "transfer_funds", "{}", "--attempt"],
+        ["accept"],
+        ["accept", "0"],
+        ["accept", "1", "2"],
+        ["tools", "all"],
+    ],
+)
+def test_usage_errors_exit_64_and_record_nothing(bank: Bank, argv: list[str]) -> None:
+    result = bank.run(*argv)
+    assert result.returncode == 64
+    assert result.stderr.startswith("bank: ") and "usage: bank" in result.stderr
+    assert not bank.intents.exists()
+
+
+def test_bad_attempt_env_is_a_usage_error(bank: Bank) -> None:
+    result = bank.run("call", "transfer_funds", "{}", BANK_ATTEMPT="first")
+    assert result.returncode == 64 and "BANK_ATTEMPT" in result.stderr
+
+
+def test_accept_appends_a_line_without_seq(bank: Bank) -> None:
+    bank.run("call", "get_account_balance", json.dumps(VALID_BALANCE))
+    result = bank.run("accept", "2")
+    assert result.returncode == 0 and result.json() == {"accepted": 2}
+    bank.run("call", "get_account_balance", json.dumps(VALID_BALANCE))
+    first, accept, second = bank.records()
+    assert set(accept) == {"accept", "ts"} and accept["accept"] == 2
+    assert (first["seq"], second["seq"]) == (1, 2)
+
+
+def test_huge_arguments_are_truncated_in_the_record(bank: Bank) -> None:
+    arguments = dict(VALID_TRANSFER, tags=["x" * 1000] * 40)
+    result = bank.run("call", "transfer_funds", json.dumps(arguments))
+    assert result.returncode == 0  # validated in full, only the record is bounded
+    [record] = bank.records()
+    assert record["arguments_truncated"] is True
+    assert record["arguments_bytes"] == len(json.dumps(arguments).encode())
+    assert isinstance(record["arguments"], str)
+    assert len(record["arguments"].encode()) <= 16 * 1024
+    assert record["valid"] is True
+
+
+def test_torn_last_line_does_not_swallow_the_next_record(bank: Bank) -> None:
+    bank.intents.parent.mkdir(parents=True)
+    bank.intents.write_text(
+        '{"seq": 5, "attempt": 1, "tool": "x", "arguments": {}, "valid": false, "errors": [],'
+        ' "ts": 1.0}\n{"seq": 6, "attempt": 1, "tool": "trans'
+    )
+    assert bank.run("call", "get_account_balance", json.dumps(VALID_BALANCE)).returncode == 0
+    lines = bank.intents.read_text().splitlines()
+    assert len(lines) == 3
+    assert json.loads(lines[-1])["seq"] == 6  # seq continues from the last readable call
+
+
+def test_missing_tool_schemas_exit_78_but_keep_the_call(bank: Bank, tmp_path: Path) -> None:
+    bank.bank_dir = tmp_path / "empty"
+    bank.bank_dir.mkdir()
+    result = bank.run("call", "get_account_balance", json.dumps(VALID_BALANCE))
+    assert result.returncode == 78
+    assert "tools.json" in result.stderr
+    [record] = bank.records()
+    assert record["valid"] is False and "bank misconfigured" in record["errors"][0]
+    assert bank.run("tools").returncode == 78
+
+
+def test_unwritable_intents_log_exits_74(bank: Bank, tmp_path: Path) -> None:
+    blocker = tmp_path / "not-a-dir"
+    blocker.write_text("")
+    bank.intents = blocker / "intents.jsonl"
+    result = bank.run("call", "get_account_balance", json.dumps(VALID_BALANCE))
+    assert result.returncode == 74
+    assert "cannot write the intents log" in result.stderr
+
+
+def test_shell_text_in_arguments_is_data_only(bank: Bank, tmp_path: Path) -> None:
+    marker = tmp_path / "pwned"
+    arguments = {
+        "account_number": f"$(touch {marker}); `touch {marker}`",
+        "account_type": "savings",
+    }
+    assert bank.run("call", "get_account_balance", json.dumps(arguments)).returncode == 0
+    assert not marker.exists()
+    assert bank.records()[0]["arguments"] == arguments

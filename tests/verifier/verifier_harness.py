@@ -1,0 +1,112 @@
+"""Helpers to import the verifier from its path and to run it (or test.sh) as Harbor does."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from types import ModuleType
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+TEMPLATE = REPO_ROOT / "tasks/banking/template"
+VERIFY_SCRIPT = TEMPLATE / "tests/verify.py"
+TEST_SH = TEMPLATE / "tests/test.sh"
+BANK_SCRIPT = TEMPLATE / "environment/bank"
+EXPECTED_FIXTURE = Path(__file__).resolve().parent / "fixtures/expected.json"
+BANK_FIXTURES = REPO_ROOT / "tests/bank/fixtures"
+REWARD_KEYS = {"tsq", "precision", "recall", "param_validity", "multiset_f1", "goal_coverage"}
+
+
+def load_verify_module() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("bankbench_task_verify", VERIFY_SCRIPT)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def call_line(seq: int, tool: str, attempt: int = 1, valid: bool = True) -> dict:
+    return {
+        "seq": seq,
+        "attempt": attempt,
+        "tool": tool,
+        "arguments": {},
+        "valid": valid,
+        "errors": [] if valid else ["invalid"],
+        "ts": 1.0,
+    }
+
+
+@dataclass
+class Outcome:
+    returncode: int
+    reward: dict
+    details: dict
+    stdout: str
+
+
+@dataclass
+class Trial:
+    """A trial's files as the verifier sees them: tests/ dir, intents log, verifier output."""
+
+    root: Path
+
+    @property
+    def tests_dir(self) -> Path:
+        return self.root / "tests"
+
+    @property
+    def intents(self) -> Path:
+        return self.root / "logs/agent/intents.jsonl"
+
+    @property
+    def out_dir(self) -> Path:
+        return self.root / "logs/verifier"
+
+    def write_intents(self, *entries: dict | str) -> None:
+        self.intents.parent.mkdir(parents=True, exist_ok=True)
+        lines = [e if isinstance(e, str) else json.dumps(e) for e in entries]
+        self.intents.write_text("".join(line + "\n" for line in lines))
+
+    def write_expected(self, content: dict | str) -> None:
+        text = content if isinstance(content, str) else json.dumps(content)
+        (self.tests_dir / "expected.json").write_text(text)
+
+    def outcome(self, returncode: int, stdout: str) -> Outcome:
+        reward = json.loads((self.out_dir / "reward.json").read_text())
+        details = json.loads((self.out_dir / "tsq.json").read_text())
+        return Outcome(returncode, reward, details, stdout)
+
+    def verify(self, python: str = sys.executable) -> Outcome:
+        done = subprocess.run(
+            [
+                python,
+                str(self.tests_dir / "verify.py"),
+                "--intents",
+                str(self.intents),
+                "--out-dir",
+                str(self.out_dir),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert done.returncode == 0, done.stderr
+        return self.outcome(done.returncode, done.stdout)
+
+    def test_sh(self, path: str | None = None) -> Outcome:
+        env = dict(os.environ, BANK_INTENTS=str(self.intents), VERIFIER_OUT_DIR=str(self.out_dir))
+        if path is not None:
+            env["PATH"] = path
+        done = subprocess.run(
+            ["/usr/bin/env", "bash", str(self.tests_dir / "test.sh")],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=60,
+        )
+        return self.outcome(done.returncode, done.stdout + done.stderr)
