@@ -91,6 +91,14 @@ def load_many(paths: list[Path], labels: list[str] | None = None) -> Tables:
     return _build(sink)
 
 
+def is_sweep_dir(path: Path) -> bool:
+    """A sweep directory holds sweep.json or one `c<level>/` job folder per level."""
+    path = Path(path)
+    if (path / SWEEP_FILE).exists():
+        return True
+    return path.is_dir() and any(d.is_dir() and _LEVEL_DIR.match(d.name) for d in path.iterdir())
+
+
 def _read_root(path: Path, source: str, sink: _Sink) -> None:
     if not path.is_dir():
         raise AnalysisInputError(f"{path}: no such directory (expected a Harbor job or sweep)")

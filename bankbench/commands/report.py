@@ -1,14 +1,52 @@
-"""`bankbench report`."""
+"""`bankbench report`: tables, metrics, plots and report.md for a job or a sweep."""
 
 from __future__ import annotations
 
 import argparse
+import sys
+from pathlib import Path
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("report", help="(not built yet)")
+    p = sub.add_parser(
+        "report",
+        help="Summarise a Harbor job or a sweep: latency, throughput, TSQ, plots, report.md.",
+        description=(
+            "Read a Harbor job directory or a sweep directory (sweep.json + one c<level>/ job "
+            "per concurrency level) and write report.md, plots/*.png, summary.csv, "
+            "summary.json, trials.csv, requests.csv and requests.jsonl. Running or failed "
+            "trials are counted and shown; infra failures are excluded from quality averages."
+        ),
+    )
+    p.add_argument("path", type=Path, metavar="JOB_OR_SWEEP",
+                   help="Harbor job directory (jobs/<job>) or sweep directory (jobs/<sweep>).")
+    p.add_argument("--compare", type=Path, nargs="+", default=[], metavar="OTHER",
+                   help="Other jobs/sweeps to put side by side, with deltas against JOB_OR_SWEEP.")
+    p.add_argument("--out", type=Path, default=None, metavar="DIR",
+                   help="Output folder (default: the sweep directory itself, or <job>-report/ "
+                        "beside a job).")
+    p.add_argument("--slo", default=None, metavar="BOUNDS",
+                   help="Goodput bounds, e.g. ttft_ms=500,itl_ms=50,e2e_s=30 (any subset). "
+                        "itl_ms is compared to each request's time per output token.")
+    p.add_argument("--pass-threshold", type=float, default=1.0, metavar="TSQ",
+                   help="TSQ at or above which a trial passes, for pass@k (default: 1.0).")
+    p.add_argument("--no-plots", action="store_true", help="Skip the figures (faster).")
     p.set_defaults(func=_run)
 
 
 def _run(args: argparse.Namespace) -> int:
-    raise SystemExit("bankbench report: not built yet")
+    from analysis.metrics.goodput import parse_slo
+    from analysis.report import write_report
+    from analysis.tables import AnalysisInputError
+
+    try:
+        slo = parse_slo(args.slo) if args.slo else None
+        print(f"bankbench report: reading {args.path}"
+              + (f" and {len(args.compare)} to compare" if args.compare else ""), file=sys.stderr)
+        report = write_report(args.path, args.out, args.compare, slo, draw=not args.no_plots,
+                              pass_threshold=args.pass_threshold)
+    except (AnalysisInputError, ValueError) as exc:
+        print(f"bankbench report: {exc}", file=sys.stderr)
+        return 2
+    print(report)
+    return 0

@@ -1,0 +1,33 @@
+"""Small Markdown helpers for report.md (no extra dependency)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import pandas as pd
+
+
+def fmt(value: object, digits: int = 3) -> str:
+    """Numbers with `digits` significant figures (integers whole), blanks for missing."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "–"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, int | float):
+        if float(value).is_integer() and abs(value) < 1e12:
+            return f"{int(value):,}"
+        magnitude = abs(value)
+        if magnitude >= 100:
+            return f"{value:,.0f}"
+        return f"{value:.{digits}g}" if magnitude >= 0.001 else f"{value:.2e}"
+    return str(value).replace("|", "\\|").replace("\n", " ")
+
+
+def table(frame: pd.DataFrame, headers: Sequence[str] | None = None) -> str:
+    """A GitHub-flavoured Markdown table of every row of `frame`."""
+    names = list(headers) if headers is not None else [str(c) for c in frame.columns]
+    lines = ["| " + " | ".join(names) + " |", "|" + "---|" * len(names)]
+    for row in frame.itertuples(index=False):
+        lines.append("| " + " | ".join(fmt(v) for v in row) + " |")
+    return "\n".join(lines)

@@ -1,0 +1,242 @@
+"""`write_report`: a job or sweep (plus others to compare) → report.md, plots and data files.
+
+Output folder (default): a sweep's own directory; for a single Harbor job, `<job>-report/`
+beside it (Harbor's resume deletes any folder inside a job that has no result.json).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from analysis import plots
+from analysis.compare import compare_table
+from analysis.markdown import fmt, table
+from analysis.metrics import ALL
+from analysis.metrics.goodput import SLO
+from analysis.summary import summarize
+from analysis.tables import Tables, is_sweep_dir, load_many
+
+MAX_ISSUES_SHOWN = 20
+
+
+def default_out_dir(path: Path) -> Path:
+    path = Path(path)
+    return path if is_sweep_dir(path) else path.parent / f"{path.name}-report"
+
+
+def write_report(path: Path, out: Path | None = None, compare: Sequence[Path] = (),
+                 slo: SLO | None = None, *, draw: bool = True,
+                 pass_threshold: float = 1.0) -> Path:
+    """Read `path` (and `compare`), write every report file into `out`; returns report.md."""
+    path = Path(path)
+    out = Path(out) if out is not None else default_out_dir(path)
+    inputs = [path, *(Path(p) for p in compare)]
+    tables = load_many(inputs)
+    summary = summarize(tables, slo, pass_threshold)
+    comparison = compare_table(summary)
+    out.mkdir(parents=True, exist_ok=True)
+    write_data_files(tables, summary, comparison, out, inputs, slo, pass_threshold)
+    figures = draw_figures(tables, summary, out / "plots") if draw else []
+    text = render_markdown(tables, summary, comparison, inputs, slo, figures, out)
+    report = out / "report.md"
+    report.write_text(text, encoding="utf-8")
+    return report
+
+
+def _records(frame: pd.DataFrame) -> list[dict[str, Any]]:
+    # Round-trip through pandas' JSON writer: NaN → null, timestamps → ISO strings.
+    return json.loads(frame.to_json(orient="records", date_format="iso"))
+
+
+def write_data_files(tables: Tables, summary: pd.DataFrame, comparison: pd.DataFrame,
+                     out: Path, inputs: list[Path], slo: SLO | None,
+                     pass_threshold: float) -> None:
+    summary.to_csv(out / "summary.csv", index=False)
+    tables.trials.to_csv(out / "trials.csv", index=False)
+    tables.requests.to_csv(out / "requests.csv", index=False)
+    tables.requests.to_json(out / "requests.jsonl", orient="records", lines=True)
+    payload = {
+        "generated_at": datetime.now(UTC).isoformat(),
+        "inputs": [str(p) for p in inputs],
+        "slo": slo.model_dump() if slo else None,
+        "pass_threshold": pass_threshold,
+        "sweeps": {k: json.loads(v.model_dump_json()) for k, v in tables.sweeps.items()},
+        "jobs": _records(tables.jobs),
+        "metrics": [{"key": m.key, "header": m.header, "unit": m.unit,
+                     "larger_is_better": m.larger_is_better, "description": m.description,
+                     "aliases": m.aliases, "distribution": m.distribution} for m in ALL],
+        "summary": _records(summary),
+        "comparison": _records(comparison),
+        "issues": _records(tables.issues),
+    }
+    (out / "summary.json").write_text(json.dumps(payload, indent=2), encoding="utf-8")
+
+
+def draw_figures(tables: Tables, summary: pd.DataFrame, folder: Path) -> list[tuple[str, Path]]:
+    figures: list[tuple[str, Path]] = []
+    trials, requests, itl = tables.trials, tables.requests, tables.itl
+    ok = requests[requests["ok"]]
+    if len(ok):
+        groups = _group_labels(ok)
+        figures.append(("TTFT distribution", plots.histogram(
+            ok["ttft_ms"], groups, "TTFT (ms)", "TTFT distribution", folder / "ttft_hist.png")))
+    if len(itl):
+        rows = itl["request_row"].to_numpy()
+        keep = requests["ok"].to_numpy()[rows]
+        gap_groups = _group_labels(requests).to_numpy()[rows][keep]
+        figures.append(("ITL distribution", plots.histogram(
+            itl["itl_ms"][keep], pd.Series(gap_groups), "ITL: gap between chunks (ms)",
+            "ITL distribution", folder / "itl_hist.png")))
+    counted = trials[trials["in_quality"].astype(bool)].dropna(subset=["tsq"])
+    if len(counted):
+        for column, name in (("ttft_ms_mean", "ttft"), ("itl_ms_mean", "itl"),
+                             ("output_tps_per_user_mean", "tps")):
+            if counted[column].notna().any():
+                figures.append((f"TSQ vs {name.upper()} per trial", plots.scatter_vs_tsq(
+                    trials, column, folder / f"tsq_vs_{name}.png")))
+    if summary.groupby("source")["level"].nunique().max() > 1:
+        figures += [
+            ("Latency percentiles vs concurrency",
+             plots.latency_vs_concurrency(summary, folder / "latency_vs_concurrency.png")),
+            ("Throughput vs concurrency",
+             plots.throughput_vs_concurrency(summary, folder / "throughput_vs_concurrency.png")),
+            ("Achieved vs configured concurrency",
+             plots.concurrency_achieved(summary, folder / "concurrency_achieved.png")),
+            ("TSQ vs concurrency",
+             plots.tsq_vs_concurrency(summary, folder / "tsq_vs_concurrency.png")),
+            ("Per-user vs aggregate throughput (Pareto)",
+             plots.pareto(summary, folder / "pareto.png")),
+        ]
+    return figures
+
+
+def _group_labels(frame: pd.DataFrame) -> pd.Series | None:
+    if frame["source"].nunique() > 1:
+        return frame["source"].astype(str) + " c" + frame["level"].astype(str)
+    if frame["level"].nunique() > 1:
+        return "c" + frame["level"].astype(str)
+    return None
+
+
+def _ci(row: pd.Series, key: str) -> str:
+    return f"{fmt(row[f'{key}_mean'])} [{fmt(row[f'{key}_ci_low'])}, {fmt(row[f'{key}_ci_high'])}]"
+
+
+def _section(summary: pd.DataFrame, columns: dict[str, str]) -> str:
+    present = {k: v for k, v in columns.items() if k in summary.columns}
+    frame = summary[["source", "level", *present]]
+    return table(frame, ["source", "level", *present.values()])
+
+
+def render_markdown(tables: Tables, summary: pd.DataFrame, comparison: pd.DataFrame,
+                    inputs: list[Path], slo: SLO | None, figures: list[tuple[str, Path]],
+                    out: Path) -> str:
+    parts = [f"# bankbench report: {', '.join(p.name for p in inputs)}", "",
+             f"Generated {datetime.now(UTC):%Y-%m-%d %H:%M} UTC. Definitions of every figure: "
+             "see *Metric definitions* at the end.", "", "## Provenance", "",
+             _provenance(tables), "", "## Trials", "",
+             _section(summary, {"n_trials": "trials", "n_scored": "scored",
+                                "n_agent_failed": "agent failed", "n_infra_failed": "infra failed",
+                                "n_harness_failed": "harness failed", "n_running": "running",
+                                "n_counted": "counted in quality", "n_excluded": "excluded"}),
+             "", "Quality averages count `scored` and `agent_failed` trials (an agent failure "
+             "without a reward counts as 0); `infra_failed` and `harness_failed` trials are "
+             "excluded and listed here; `running` trials have no result yet.", ""]
+    parts += _failures(tables.trials) + _issues(tables.issues)
+    parts += ["## Latency (successful requests)", ""]
+    for key, name in (("ttft_ms", "TTFT (ms)"), ("itl_ms", "ITL (ms)"), ("tpot_ms", "TPOT (ms)"),
+                      ("e2e_ms", "E2E latency (ms)"),
+                      ("output_tps_per_user", "Output tokens/s per request")):
+        stats = ("mean", "p50", "p90", "p95", "p99", "std", "count")
+        parts += [f"**{name}**", "",
+                  _section(summary, {f"{key}_{s}": s for s in stats}), ""]
+    parts += ["## Throughput and concurrency", "", _section(summary, {
+        "window_s": "window (s)", "output_token_throughput": "output tok/s",
+        "request_throughput": "requests/s", "configured_concurrency": "configured",
+        "achieved_concurrency": "requests in flight", "achieved_trial_concurrency":
+        "trials running", "n_requests": "requests", "error_rate": "error rate"}), ""]
+    quality = summary[["source", "level", "n_counted"]].copy()
+    for key in ("tsq", "precision", "recall", "param_validity"):
+        quality[key] = [_ci(row, key) for _, row in summary.iterrows()]
+    for key in ("pass_at_1", "pass_at_k", "k", "pass_hat_k", "tsq_scenario_std"):
+        quality[key] = summary[key]
+    parts += ["## Tool selection quality (mean, 95% bootstrap CI)", "",
+              table(quality, ["source", "level", "counted", "TSQ", "precision", "recall",
+                              "param validity", "pass@1", "pass@k", "k", "pass^k",
+                              "TSQ spread"]), ""]
+    if slo is not None:
+        parts += [f"## Goodput (SLO {slo})", "", _section(summary, {
+            "goodput": "goodput (req/s)", "goodput_request_share": "requests within SLO",
+            "goodput_scenario_share": "scenarios within SLO"}), ""]
+    parts += ["## Self-evaluation", "", _section(summary, {
+        "attempts_mean": "attempts/trial", "retried_share": "trials retried",
+        "extra_tokens_per_trial": "extra tokens/trial", "extra_token_share": "extra token share",
+        "extra_llm_time_share": "extra LLM time share", "tsq_first_attempt_mean": "TSQ 1st",
+        "tsq_scored_attempt_mean": "TSQ accepted", "self_eval_tsq_gain": "gain"}), "",
+        "## Tokens per scenario", "", _section(summary, {
+            "requests_per_trial": "LLM calls", "prompt_tokens_per_trial": "prompt tokens",
+            "completion_tokens_per_trial": "completion tokens",
+            "cached_token_share": "cached prompt share"}), ""]
+    if len(comparison):
+        shown = comparison.assign(better=comparison["better"].map(
+            {True: "better", False: "worse"}).fillna(""))
+        parts += [f"## Comparison against {inputs[0].name}", "",
+                  table(shown, ["level", "metric", "unit", inputs[0].name, "source", "value",
+                                "Δ", "Δ %", ""]), ""]
+    if figures:
+        parts += ["## Figures", ""]
+        for title, png in figures:
+            parts += [f"### {title}", "", f"![{title}]({png.relative_to(out).as_posix()})", ""]
+    parts += ["## Metric definitions", "", table(pd.DataFrame(
+        [(m.key, m.header, m.unit, {True: "higher", False: "lower", None: "–"}[
+            m.larger_is_better], m.description, m.aliases) for m in ALL]),
+        ["key", "name", "unit", "better", "definition", "also known as"]), "",
+        "Files: `summary.csv`/`summary.json` (one row per source and level), `trials.csv`, "
+        "`requests.csv`/`requests.jsonl` (one row per LLM call).", ""]
+    return "\n".join(parts)
+
+
+def _provenance(tables: Tables) -> str:
+    rows = []
+    for source in tables.sources:
+        jobs = tables.jobs[tables.jobs["source"] == source]
+        m = tables.sweeps.get(source)
+        rows.append({
+            "source": source, "kind": "sweep" if m or len(jobs) > 1 else "job",
+            "levels": ", ".join(str(v) for v in sorted(jobs["level"])),
+            "model": m.model if m else "", "server": m.server_profile if m else "",
+            "router": m.router if m else "", "git": (m.git_sha or "")[:10] if m else "",
+            "versions": ", ".join(f"{k} {v}" for k, v in m.versions.items()) if m else "",
+            "started": f"{m.started_at:%Y-%m-%d %H:%M}" if m else "",
+            "finished": f"{m.finished_at:%Y-%m-%d %H:%M}" if m and m.finished_at else
+            ("running" if m else ""),
+        })
+    return table(pd.DataFrame(rows))
+
+
+def _failures(trials: pd.DataFrame) -> list[str]:
+    failed = trials[~trials["status"].isin(["scored", "running"])]
+    if failed.empty:
+        return []
+    reasons = (failed.assign(reason=failed["status_reason"].str.slice(0, 120))
+               .groupby(["source", "level", "status", "reason"]).size()
+               .rename("trials").reset_index().sort_values("trials", ascending=False))
+    return ["**Why trials failed**", "", table(reasons.head(30)), ""]
+
+
+def _issues(issues: pd.DataFrame) -> list[str]:
+    if issues.empty:
+        return []
+    lines = [f"**Input problems ({len(issues)})** — these rows were skipped or read in part:", ""]
+    for row in issues.head(MAX_ISSUES_SHOWN).itertuples(index=False):
+        where = f"{row.path}:{int(row.line)}" if pd.notna(row.line) else row.path
+        lines.append(f"- `{where}`: {row.message}")
+    if len(issues) > MAX_ISSUES_SHOWN:
+        lines.append(f"- … and {len(issues) - MAX_ISSUES_SHOWN} more (see summary.json)")
+    return [*lines, ""]
