@@ -1,14 +1,107 @@
-"""`bankbench tasks`."""
+"""`bankbench tasks build`: turn dataset scenarios into Harbor task directories."""
 
 from __future__ import annotations
 
 import argparse
+import sys
+from pathlib import Path
+
+SOURCE_HELP = (
+    "where the rows come from: 'hf' (download galileo-ai/agent-leaderboard-v2 into the cache; "
+    "'hf@<revision>' pins a branch, tag or commit), a directory in the hub layout "
+    "(<config>/<domain>-*.parquet), or 'sample' (the original sample bundled with bankbench)"
+)
+LABELS_HELP = (
+    "how expected tools are derived: 'match' (goal words vs tool schema words, one tool per goal), "
+    "'keyword' (the reference integration's keyword heuristic, noisy, for comparability) or "
+    "'file:PATH' (curated JSON {\"banking-007\": [\"tool\", ...]})"
+)
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("tasks", help="(not built yet)")
-    p.set_defaults(func=_run)
+    p = sub.add_parser(
+        "tasks",
+        help="build Harbor task directories from the banking scenarios",
+        description="Build one Harbor task directory per dataset scenario.",
+    )
+    actions = p.add_subparsers(dest="tasks_command", metavar="ACTION", required=True)
+    b = actions.add_parser(
+        "build",
+        help="validate the dataset, label expected tools, write one task per scenario",
+        description=(
+            "Validate every dataset row, label each scenario's expected tools, and write one "
+            "Harbor task per scenario under --out (task.toml, instruction.md, the mock bank "
+            "environment, the verifier with tests/expected.json, an oracle solution). "
+            "Nothing is written when a row is bad, unless --on-bad-row skip. Rebuilding with "
+            "the same inputs leaves every file byte-identical."
+        ),
+    )
+    b.add_argument("--source", default="hf", help=SOURCE_HELP + " (default: hf)")
+    b.add_argument("--domain", default="banking", help="dataset split (default: banking)")
+    b.add_argument("--out", required=True, type=Path, help="directory to write task dirs into")
+    b.add_argument(
+        "--mode",
+        choices=("goals", "first-message"),
+        default="goals",
+        help="instruction content: first message plus the goals as requests (default), "
+        "or the first message alone",
+    )
+    b.add_argument("--labels", default="match", help=LABELS_HELP + " (default: match)")
+    b.add_argument(
+        "--on-bad-row",
+        choices=("fail", "skip"),
+        default="fail",
+        help="a row that fails validation stops the build before anything is written (fail, "
+        "default) or is left out and reported (skip)",
+    )
+    b.add_argument("--limit", type=int, help="build only the first N selected scenarios")
+    b.add_argument(
+        "--scenarios",
+        help="comma-separated scenario ids to build, e.g. banking-001,banking-007",
+    )
+    b.add_argument(
+        "--offline",
+        action="store_true",
+        help="with --source hf: use the cached snapshot only, never contact the hub",
+    )
+    b.add_argument(
+        "--prune-stale",
+        action="store_true",
+        help="remove task dirs under --out whose scenario is not in the dataset any more",
+    )
+    b.add_argument(
+        "--progress-every", type=int, default=10, metavar="N", help="progress line every N tasks"
+    )
+    b.add_argument("--json", action="store_true", help="print the build summary as JSON")
+    b.set_defaults(func=_build)
 
 
-def _run(args: argparse.Namespace) -> int:
-    raise SystemExit("bankbench tasks: not built yet")
+def _build(args: argparse.Namespace) -> int:
+    from tasks.banking.build import build_tasks
+    from tasks.banking.dataset import DatasetError
+    from tasks.banking.labels import LabelsError
+    from tasks.banking.writer import WriteError
+
+    scenarios = None
+    if args.scenarios:
+        scenarios = [s.strip() for s in args.scenarios.split(",") if s.strip()]
+    try:
+        summary = build_tasks(
+            args.source,
+            args.out,
+            domain=args.domain,
+            mode=args.mode,
+            labels=args.labels,
+            on_bad_row=args.on_bad_row,
+            limit=args.limit,
+            scenarios=scenarios,
+            offline=args.offline,
+            prune_stale=args.prune_stale,
+            progress_every=args.progress_every,
+        )
+    except (DatasetError, LabelsError, WriteError) as exc:
+        print(f"bankbench tasks build: {exc}", file=sys.stderr)
+        return 1
+    if args.json:
+        print(summary.model_dump_json(indent=2))
+    return 0

@@ -1,0 +1,247 @@
+"""Dataset -> one Harbor task directory per scenario: the adapter's entry point.
+
+`build_tasks` validates everything (rows, selection, labels, template) before it writes a
+single file, then writes each task atomically; tasks whose files are unchanged are left alone,
+so rebuilding is idempotent. Task dirs of scenarios the dataset no longer holds are reported as
+stale (and removed only with prune_stale=True).
+"""
+
+from __future__ import annotations
+
+import shutil
+import sys
+from collections.abc import Callable
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from contracts.expected import Expected, GoalLabel, LabelsInfo, Provenance
+from tasks.banking import render
+from tasks.banking.arguments import arguments_for
+from tasks.banking.dataset import BadRow, Dataset, DatasetError, OnBadRow, Scenario, load
+from tasks.banking.labels import LabelSet, ScenarioLabels, label_scenarios
+from tasks.banking.writer import TaskFiles, task_dirs, write_task
+
+TEMPLATE_DIR = Path(__file__).resolve().parent / "template"
+# Files taken verbatim from the template (the mock bank and the verifier), with their modes.
+TEMPLATE_FILES = {
+    "environment/bank": 0o755,
+    "tests/test.sh": 0o755,
+    "tests/verify.py": 0o644,
+}
+
+
+class BuildSummary(BaseModel):
+    out: str
+    source: str
+    domain: str
+    mode: str
+    labels: str = Field(description="'<method>@<version>' used for every task.")
+    dataset_revision: str
+    scenario_ids: list[str] = Field(description="Tasks written (or confirmed unchanged).")
+    tasks_written: int
+    tasks_changed: int
+    tasks_unchanged: int
+    skipped_rows: list[BadRow] = Field(description="Bad rows left out (--on-bad-row skip).")
+    stale: list[str] = Field(description="Task dirs under out whose scenario no longer exists.")
+    pruned: list[str] = Field(default_factory=list, description="Stale dirs removed.")
+    not_rebuilt: list[str] = Field(
+        default_factory=list, description="Valid scenarios with task dirs left as they were."
+    )
+
+    def lines(self) -> list[str]:
+        """Human summary, one fact per line."""
+        out = [
+            f"{self.tasks_written} tasks in {self.out} ({self.tasks_changed} written, "
+            f"{self.tasks_unchanged} unchanged); labels {self.labels}; mode {self.mode}; "
+            f"dataset {self.source} @ {self.dataset_revision}",
+        ]
+        if self.skipped_rows:
+            out.append(f"skipped {len(self.skipped_rows)} bad row(s):")
+            out += [f"  {bad.line()}" for bad in self.skipped_rows]
+        if self.stale:
+            verb = "removed" if self.pruned else "left in place (--prune-stale removes them)"
+            out.append(f"{len(self.stale)} stale task dir(s) {verb}: {', '.join(self.stale)}")
+        if self.not_rebuilt:
+            out.append(f"{len(self.not_rebuilt)} other task dir(s) not rebuilt this run")
+        return out
+
+
+def builder_tag() -> str:
+    try:
+        return f"bankbench {version('bankbench')}"
+    except PackageNotFoundError:
+        return "bankbench (unversioned)"
+
+
+def select(dataset: Dataset, scenario_ids: list[str] | None, limit: int | None) -> list[Scenario]:
+    chosen = dataset.scenarios
+    if scenario_ids:
+        by_id = {s.scenario_id: s for s in dataset.scenarios}
+        bad = {b.row_id for b in dataset.bad_rows}
+        unknown = [sid for sid in scenario_ids if sid not in by_id and sid not in bad]
+        skipped = [sid for sid in scenario_ids if sid in bad]
+        if unknown:
+            raise DatasetError(
+                f"--scenarios: unknown {', '.join(unknown)} "
+                f"({dataset.domain}-000 … {dataset.domain}-{dataset.n_scenario_rows - 1:03d})"
+            )
+        if skipped:
+            raise DatasetError(f"--scenarios: {', '.join(skipped)} are bad rows (see above)")
+        chosen = [by_id[sid] for sid in dict.fromkeys(scenario_ids)]
+    if limit is not None:
+        if limit < 1:
+            raise DatasetError(f"--limit {limit}: must be at least 1")
+        chosen = chosen[:limit]
+    return chosen
+
+
+def template_files(template_dir: Path) -> dict[str, tuple[bytes, int]]:
+    missing = [rel for rel in TEMPLATE_FILES if not (template_dir / rel).is_file()]
+    if missing:
+        raise DatasetError(
+            f"task template incomplete: missing {', '.join(str(template_dir / m) for m in missing)}"
+        )
+    files = {rel: ((template_dir / rel).read_bytes(), mode) for rel, mode in TEMPLATE_FILES.items()}
+    # The template's Dockerfile knows what the bank needs at build time; ours is the fallback.
+    dockerfile = template_dir / "environment/Dockerfile"
+    data = dockerfile.read_bytes() if dockerfile.is_file() else render.DOCKERFILE.encode()
+    files["environment/Dockerfile"] = (data, 0o644)
+    return files
+
+
+def oracle_calls(
+    scenario: Scenario, labels: ScenarioLabels, dataset: Dataset
+) -> list[tuple[str, dict[str, Any]]]:
+    """One call per expected tool; enum choices guided by the goal that asked for the tool."""
+    goals = scenario.row.user_goals
+    hint_for: dict[str, str] = {}
+    for goal, tools in zip(goals, labels.goal_tools or [], strict=False):
+        for tool in tools:
+            hint_for.setdefault(tool, goal)
+    tools = {tool.title: tool for tool in dataset.tools}
+    calls = []
+    for name in labels.expected_tools:
+        tool = tools[name]
+        hint = hint_for.get(name, " ".join(goals))
+        calls.append((name, arguments_for(tool.parameters, tool.required, hint)))
+    return calls
+
+
+def task_files(
+    scenario: Scenario,
+    dataset: Dataset,
+    labelset: LabelSet,
+    mode: render.Mode,
+    template: dict[str, tuple[bytes, int]],
+    shared: dict[str, bytes],
+) -> TaskFiles:
+    labels = labelset.scenarios[scenario.scenario_id]
+    goals = scenario.row.user_goals
+    per_goal = labels.goal_tools or [None] * len(goals)
+    expected = Expected(
+        scenario_id=scenario.scenario_id,
+        labels=LabelsInfo(method=labelset.method, version=labelset.version, source=labelset.source),
+        expected_tools=labels.expected_tools,
+        goals=[
+            GoalLabel(index=i, text=goal, tools=tools)
+            for i, (goal, tools) in enumerate(zip(goals, per_goal, strict=True))
+        ],
+        provenance=Provenance(dataset_revision=dataset.revision, builder=builder_tag()),
+    )
+    meta = render.TaskMetadata(
+        scenario_id=scenario.scenario_id,
+        domain=dataset.domain,
+        persona_index=scenario.row.persona_index,
+        n_goals=len(goals),
+        labels=labelset.tag,
+        dataset_revision=dataset.revision,
+        mode=mode,
+        builder=builder_tag(),
+    )
+    calls = oracle_calls(scenario, labels, dataset)
+    text = {
+        "task.toml": render.task_toml(meta),
+        "instruction.md": render.instruction_md(scenario, mode),
+        "tests/expected.json": render.expected_json(expected),
+        "solution/solve.sh": render.solve_sh(scenario.scenario_id, labelset.tag, calls),
+    }
+    files: TaskFiles = {rel: (body.encode(), 0o644) for rel, body in text.items()}
+    files["solution/solve.sh"] = (files["solution/solve.sh"][0], 0o755)
+    files.update({rel: (data, 0o644) for rel, data in shared.items()})
+    files.update(template)
+    return files
+
+
+def build_tasks(
+    source: str,
+    out: Path,
+    domain: str = "banking",
+    mode: str = "goals",
+    labels: str = "match",
+    on_bad_row: OnBadRow = "fail",
+    limit: int | None = None,
+    *,
+    scenarios: list[str] | None = None,
+    offline: bool = False,
+    prune_stale: bool = False,
+    template_dir: Path = TEMPLATE_DIR,
+    progress_every: int = 10,
+    log: Callable[[str], None] | None = None,
+) -> BuildSummary:
+    """Build one task per selected scenario under `out`; see the module docstring."""
+    say = log or (lambda line: print(line, file=sys.stderr, flush=True))
+    if mode not in render.MODES:
+        raise DatasetError(f"--mode {mode!r}: expected one of {', '.join(render.MODES)}")
+    dataset = load(source, domain, on_bad_row=on_bad_row, offline=offline)
+    for bad in dataset.bad_rows:
+        say(f"skipping bad row {bad.line()}")
+    chosen = select(dataset, scenarios, limit)
+    labelset = label_scenarios(labels, dataset, chosen)
+    template = template_files(template_dir)
+    shared = {
+        "environment/tools.json": render.tools_json(dataset.tools).encode(),
+        "environment/responses.json": render.responses_json(dataset.tools).encode(),
+    }
+    # Render everything first: a problem in any task stops the build before a file is written.
+    rendered = [
+        (s.scenario_id, task_files(s, dataset, labelset, mode, template, shared)) for s in chosen
+    ]
+
+    out.mkdir(parents=True, exist_ok=True)
+    changed = 0
+    for n, (sid, files) in enumerate(rendered, start=1):
+        changed += write_task(out / sid, files)
+        if n % max(progress_every, 1) == 0 or n == len(rendered):
+            say(f"[{n}/{len(rendered)}] tasks written ({changed} changed) in {out}")
+
+    valid = {s.scenario_id for s in dataset.scenarios}
+    built = {sid for sid, _ in rendered}
+    existing = [p for p in task_dirs(out, domain) if p.name not in built]
+    stale = [p for p in existing if p.name not in valid]
+    pruned = []
+    if prune_stale:
+        for path in stale:
+            shutil.rmtree(path)
+            pruned.append(path.name)
+    summary = BuildSummary(
+        out=str(out),
+        source=source,
+        domain=domain,
+        mode=mode,
+        labels=labelset.tag,
+        dataset_revision=dataset.revision,
+        scenario_ids=[sid for sid, _ in rendered],
+        tasks_written=len(rendered),
+        tasks_changed=changed,
+        tasks_unchanged=len(rendered) - changed,
+        skipped_rows=dataset.bad_rows,
+        stale=[p.name for p in stale],
+        pruned=pruned,
+        not_rebuilt=[p.name for p in existing if p.name in valid],
+    )
+    for line in summary.lines():
+        say(line)
+    return summary
