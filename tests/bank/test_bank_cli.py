@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
 from pathlib import Path
 
 import pytest
-from bank_harness import FIXTURES, Bank
+from bank_harness import BANK_SCRIPT, FIXTURES, Bank
 
 VALID_BALANCE = {"account_number": "00123", "account_type": "savings"}
 VALID_TRANSFER = {"from_account": "00123", "to_account": "00456", "amount": 200}
@@ -350,3 +351,54 @@ def test_shell_text_in_arguments_is_data_only(bank: Bank, tmp_path: Path) -> Non
     assert bank.run("call", "get_account_balance", json.dumps(arguments)).returncode == 0
     assert not marker.exists()
     assert bank.records()[0]["arguments"] == arguments
+
+
+def test_python_style_type_names_are_understood(bank: Bank) -> None:
+    ok = bank.run("call", "list_recent_transactions", '{"account_number": "1", "limit": 5}')
+    assert ok.returncode == 0
+    bad = bank.run("call", "list_recent_transactions", '{"account_number": "1", "limit": "5"}')
+    assert bad.returncode == 2
+    assert "arguments.limit: expected integer, got string" in bad.json()["details"][0]
+
+
+def test_double_encoded_arguments_get_a_hint(bank: Bank) -> None:
+    reply = bank.run("call", "get_account_balance", json.dumps(json.dumps(VALID_BALANCE))).json()
+    assert reply["error"] == "arguments must be a JSON object"
+    assert "JSON-encoded twice" in reply["details"][-1]
+
+
+@pytest.mark.parametrize(
+    ("raw", "error"),
+    [
+        ('{"a": ' + "[" * 70 + "]" * 70 + "}", "arguments nested too deeply"),
+        ("[" * 100_000, "arguments are not valid JSON"),
+    ],
+)
+def test_absurdly_nested_arguments_are_rejected(bank: Bank, raw: str, error: str) -> None:
+    result = bank.run("call", "get_account_balance", raw)
+    assert result.returncode == 2
+    assert result.json()["error"] == error
+    assert bank.records()[0]["valid"] is False
+
+
+def test_error_messages_are_bounded(bank: Bank) -> None:
+    arguments = dict(VALID_BALANCE, **{"x" * 5000: 1})
+    reply = bank.run("call", "get_account_balance", json.dumps(arguments)).json()
+    assert len(reply["details"]) == 1 and len(reply["details"][0]) <= 503
+    arguments = dict(VALID_TRANSFER, tags=list(range(200)))
+    reply = bank.run("call", "transfer_funds", json.dumps(arguments)).json()
+    assert reply["error"] == "invalid arguments for transfer_funds (200 problems)"
+    assert len(reply["details"]) == 51 and reply["details"][-1] == "... and 150 more errors"
+
+
+def test_undecodable_command_line_bytes_still_give_parseable_lines(bank: Bank) -> None:
+    done = subprocess.run(
+        [bank.python, str(BANK_SCRIPT), "call", b"get_\xff", b'{"account_number": "\xfe"}'],
+        capture_output=True,
+        env=bank.env(),
+        timeout=60,
+    )
+    assert done.returncode == 2
+    assert json.loads(done.stdout)["error"].startswith("unknown tool")
+    [record] = bank.records()  # the line is valid UTF-8 JSON; the bytes stay as escapes
+    assert record["tool"] == "get_\udcff"

@@ -245,3 +245,10 @@ def test_bank_calls_score_end_to_end(trial: Trial) -> None:
             "goal_coverage": 1.0,
         }
     )
+
+
+def test_odd_characters_in_calls_survive_into_the_details(trial: Trial) -> None:
+    trial.write_intents(call_line(1, "get_\udcff"), call_line(2, "transfer_funds€"))
+    outcome = trial.verify()
+    assert outcome.details["actual_tools"] == ["get_\udcff", "transfer_funds€"]
+    assert outcome.reward["tsq"] == 0.0

@@ -320,11 +320,13 @@ def build_report(expected_path: str, intents_path: str) -> dict[str, Any]:
 def write_json(path: str, payload: Any) -> None:
     """Write via a temporary file and rename, so readers never see half a file."""
     directory = os.path.dirname(path) or "."
+    # Lone surrogates (undecodable bytes an agent passed on the command line) stay escapes.
+    data = (json.dumps(payload, indent=2, ensure_ascii=False) + "\n").encode(
+        "utf-8", "backslashreplace")
     fd, temporary = tempfile.mkstemp(dir=directory, prefix=".tmp-", suffix=".json")
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            json.dump(payload, handle, indent=2, ensure_ascii=False)
-            handle.write("\n")
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
         os.replace(temporary, path)
     except BaseException:
         if os.path.exists(temporary):
@@ -344,21 +346,34 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
+def error_report(what: str) -> dict[str, Any]:
+    return {
+        "verifier_version": VERIFIER_VERSION,
+        "reward": zero_reward(),
+        "reason": f"verifier error {what}: " + traceback.format_exc(limit=5),
+    }
+
+
 def main(argv: list[str]) -> int:
+    """Exit 0 once reward.json is written (whatever the score); non-zero only if it is not."""
     args = parse_args(argv)
     os.makedirs(args.out_dir, exist_ok=True)
     try:
         report = build_report(args.expected, args.intents)
     except Exception:  # the reward file must exist whatever went wrong
-        report = {
-            "verifier_version": VERIFIER_VERSION,
-            "reward": zero_reward(),
-            "reason": "verifier error: " + traceback.format_exc(limit=5),
-        }
+        report = error_report("while scoring")
     write_json(os.path.join(args.out_dir, "reward.json"), report["reward"])
-    write_json(os.path.join(args.out_dir, "tsq.json"), report)
+    try:
+        write_json(os.path.join(args.out_dir, "tsq.json"), report)
+    except Exception:
+        write_json(os.path.join(args.out_dir, "tsq.json"), error_report("writing tsq.json"))
     summary = " ".join(f"{k}={report['reward'][k]:.3f}" for k in REWARD_KEYS)
-    print(summary + (f"  ({report['reason']})" if report["reason"] else ""))
+    reason = f"  ({report['reason']})" if report["reason"] else ""
+    try:
+        sys.stdout.buffer.write((summary + reason + "\n").encode("utf-8", "backslashreplace"))
+        sys.stdout.flush()
+    except (AttributeError, OSError, ValueError):
+        pass  # a closed or odd stdout must not fail a verification whose files are written
     return 0
 
 
