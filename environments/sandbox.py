@@ -25,7 +25,8 @@ from pathlib import Path
 # Host directories every root sees read-only (symlinks such as /bin -> usr/bin are copied).
 SYSTEM_DIRS = ("usr", "bin", "sbin", "lib", "lib32", "lib64", "libx32", "etc")
 DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
-# Private directory for a python3 link when the host has no usable system python3.
+# Private directory, first on PATH, holding a python3 link when the host has no usable
+# system python3 (>= 3.8).
 FALLBACK_BIN = "/.localenv/bin"
 TIMEOUT_EXIT_CODE = 124  # what coreutils `timeout` returns
 _TOOL_DIRS = "/usr/sbin:/sbin:/usr/bin:/bin"
@@ -51,15 +52,19 @@ def _which(name: str) -> str | None:
     return shutil.which(name, path=path)
 
 
-def _namespace_attempts(unshare: str) -> list[tuple[list[str], bool]]:
+def _namespace_attempts(unshare: str, as_root: bool) -> list[tuple[list[str], bool]]:
     private = ["--mount", "--propagation", "private"]
     plain = ([unshare, *private], False)
     userns = ([unshare, "--user", "--map-root-user", *private], True)
-    return [plain, userns] if os.geteuid() == 0 else [userns]
+    return [plain, userns] if as_root else [userns]
 
 
-def probe_host_tools() -> HostTools:
-    """Find the tools and a namespace recipe that works here, or say exactly what is missing."""
+def probe_host_tools(as_root: bool | None = None) -> HostTools:
+    """Find the tools and a namespace recipe that works here, or say exactly what is missing.
+
+    `as_root` (default: whether we are root) False tries only the unprivileged recipe.
+    """
+    as_root = os.geteuid() == 0 if as_root is None else as_root
     found = {name: _which(name) for name in ("unshare", "mount", "chroot", "sh", "bash")}
     missing = [name for name, path in found.items() if path is None]
     if missing:
@@ -69,7 +74,7 @@ def probe_host_tools() -> HostTools:
         )
     failures: list[str] = []
     with tempfile.TemporaryDirectory(prefix="localenv-probe-") as probe_dir:
-        for prefix, userns in _namespace_attempts(found["unshare"]):  # type: ignore[arg-type]
+        for prefix, userns in _namespace_attempts(found["unshare"], as_root):  # type: ignore[arg-type]
             probe = [*prefix, found["mount"], "--bind", probe_dir, probe_dir]
             done = subprocess.run(probe, capture_output=True, text=True, timeout=30)
             if done.returncode == 0:
@@ -83,7 +88,8 @@ def probe_host_tools() -> HostTools:
         "or use --env docker"
     )
     raise NamespaceUnavailableError(
-        f"LocalEnvironment cannot create a private mount namespace as uid {os.geteuid()} "
+        f"LocalEnvironment cannot create a private mount namespace as "
+        f"{'root' if as_root else 'an unprivileged user'} "
         f"({'; '.join(failures)}): {hint}"
     )
 
@@ -140,7 +146,7 @@ def plan_layout(
         prefix = Path(sys.base_prefix).resolve()
         layout.binds.append(BindMount(prefix, str(prefix), read_only=True))
         layout.private_dirs[FALLBACK_BIN] = 0o755
-        layout.path = f"{DEFAULT_PATH}:{FALLBACK_BIN}"
+        layout.path = f"{FALLBACK_BIN}:{DEFAULT_PATH}"
     layout.binds.extend(host_mounts)
     return layout
 

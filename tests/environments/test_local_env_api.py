@@ -1,0 +1,218 @@
+"""LocalEnvironment through Harbor's environment API: files, exec, timeouts, isolation, errors."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+from pathlib import Path
+
+import pytest
+from localenv_helpers import IS_ROOT, process_gone, read_pid
+
+import environments.local as local
+import environments.sandbox as sandbox
+from environments.sandbox import NamespaceUnavailableError, probe_host_tools
+
+pytestmark = pytest.mark.timeout(120)
+
+
+async def test_environment_folder_becomes_app_and_the_working_directory(make_env):
+    env = make_env()
+    await env.start(force_build=False)
+    result = await env.exec("pwd && ./hello world && cat data/table.csv")
+    assert result.return_code == 0, result.stderr
+    assert result.stdout == "/app\nhello ['world']\na,b\n1,2\n"
+
+
+async def test_host_system_dirs_are_read_only_and_the_root_is_private(make_env):
+    env = make_env()
+    await env.start(force_build=False)
+    result = await env.exec("touch /usr/localenv-probe; echo x > /etc/localenv-probe")
+    assert result.return_code != 0
+    assert "Read-only file system" in (result.stderr or "")
+    assert not Path("/usr/localenv-probe").exists() and not Path("/etc/localenv-probe").exists()
+    listing = await env.exec("ls /logs /tmp /tests /solution")
+    assert listing.return_code == 0 and "agent\nartifacts\nverifier" in listing.stdout
+    made = await env.exec("mkdir /scratch && echo kept > /scratch/f && cat /scratch/f")
+    assert made.stdout == "kept\n"
+    assert (env.root / "scratch" / "f").read_text() == "kept\n"
+
+
+async def test_exec_honours_cwd_env_and_keeps_host_variables_out(make_env, monkeypatch):
+    monkeypatch.setenv("LOCALENV_HOST_SECRET", "must-not-leak")
+    env = make_env()
+    await env.start(force_build=False)
+    result = await env.exec(
+        'pwd; echo "$GREETING"; echo "${LOCALENV_HOST_SECRET:-absent}"',
+        cwd="/logs/agent",
+        env={"GREETING": "hello 'quoted' $world"},
+    )
+    assert result.stdout == "/logs/agent\nhello 'quoted' $world\nabsent\n"
+    missing = await env.exec("true", cwd="/no/such/dir")
+    assert missing.return_code != 0 and "/no/such/dir" in (missing.stderr or "")
+
+
+async def test_upload_and_download_map_to_the_private_root(make_env, tmp_path):
+    env = make_env()
+    await env.start(force_build=False)
+    source = tmp_path / "upload"
+    (source / "nested").mkdir(parents=True)
+    (source / "test.sh").write_text("echo tests\n")
+    (source / "nested" / "expected.json").write_text('{"x": 1}')
+    await env.upload_dir(source, "/tests")
+    await env.upload_file(source / "test.sh", "/solution/solve.sh")
+    await env.upload_file(source / "test.sh", "/tmp/")
+    seen = await env.exec("cat /tests/nested/expected.json /solution/solve.sh /tmp/test.sh")
+    assert seen.stdout == '{"x": 1}echo tests\necho tests\n'
+
+    await env.exec("echo '{\"tsq\": 1.0}' > /logs/verifier/reward.json && mkfifo /logs/verifier/p")
+    out = tmp_path / "downloaded"
+    await env.download_dir("/logs/verifier", out)
+    assert (out / "reward.json").read_text() == '{"tsq": 1.0}\n'
+    assert not (out / "p").exists()  # a FIFO would hang a copy; it is skipped
+    await env.download_file("/tests/nested/expected.json", out / "one" / "e.json")
+    assert (out / "one" / "e.json").read_text() == '{"x": 1}'
+    with pytest.raises(FileNotFoundError):
+        await env.download_file("/logs/agent/nothing.txt", out / "nothing.txt")
+
+
+async def test_paths_cannot_leave_the_root_and_system_dirs_refuse_uploads(make_env, tmp_path):
+    env = make_env()
+    await env.start(force_build=False)
+    await env.exec("ln -s /etc/hostname /logs/agent/escape")
+    with pytest.raises(ValueError, match="leads out of the environment"):
+        await env.download_file("/logs/agent/escape", tmp_path / "escape")
+    host_file = tmp_path / "f.txt"
+    host_file.write_text("x")
+    with pytest.raises(PermissionError, match="read-only"):
+        await env.upload_file(host_file, "/usr/f.txt")
+    # `..` is resolved inside the root, never above it
+    await env.upload_file(host_file, "/../../logs/agent/f.txt")
+    assert (env.root / "logs" / "agent" / "f.txt").exists()
+
+
+async def test_timeout_kills_the_whole_process_group(make_env):
+    env = make_env()
+    await env.start(force_build=False)
+    result = await env.exec(
+        "sleep 300 & echo $! > /tmp/child.pid; echo started; wait", timeout_sec=2
+    )
+    assert result.return_code == sandbox.TIMEOUT_EXIT_CODE
+    assert "timed out after 2 s" in (result.stderr or "")
+    assert result.stdout == "started\n"  # output before the timeout is kept
+    assert process_gone(read_pid(env.root, "/tmp/child.pid"))
+
+
+async def test_cancellation_kills_the_running_command(make_env):
+    env = make_env()
+    await env.start(force_build=False)
+    running = asyncio.create_task(env.exec("sleep 300 & echo $! > /tmp/child.pid; wait"))
+    child = await asyncio.to_thread(read_pid, env.root, "/tmp/child.pid")
+    running.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await running
+    assert process_gone(child)
+
+
+async def test_background_jobs_outlive_their_command_until_stop(make_env):
+    env = make_env()
+    await env.start(force_build=False)
+    started = await env.exec("sleep 300 >/dev/null 2>&1 & echo $!")
+    assert started.return_code == 0
+    pid = int(started.stdout)
+    assert not process_gone(pid, within_sec=0.3)  # like a container, it keeps running
+    root = env.root
+    await env.stop(delete=True)
+    assert process_gone(pid)
+    assert not root.parent.exists()
+
+
+async def test_stop_keeps_the_root_when_asked(make_env):
+    kept_by_flag = make_env("a")
+    kept_by_option = make_env("b", keep=True)
+    for env in (kept_by_flag, kept_by_option):
+        await env.start(force_build=False)
+    await kept_by_flag.stop(delete=False)
+    await kept_by_option.stop(delete=True)
+    assert (kept_by_flag.root / "app" / "hello").exists()
+    assert (kept_by_option.root / "app" / "hello").exists()
+
+
+async def test_concurrent_environments_do_not_share_files(make_env):
+    first, second = make_env("first"), make_env("second")
+    await asyncio.gather(first.start(force_build=False), second.start(force_build=False))
+    write = "echo {0} > /app/owner && echo {0} > /logs/agent/{0}.txt && sleep 0.5 && cat /app/owner"
+    one, two = await asyncio.gather(
+        first.exec(write.format("one")), second.exec(write.format("two"))
+    )
+    assert (one.stdout, two.stdout) == ("one\n", "two\n")
+    assert (await first.exec("ls /logs/agent")).stdout == "one.txt\n"
+    assert (await second.exec("ls /logs/agent")).stdout == "two.txt\n"
+    assert first.root != second.root
+
+
+async def test_python3_falls_back_to_the_harness_interpreter(make_env, monkeypatch):
+    monkeypatch.setattr(sandbox, "system_python_ok", lambda: False)
+    env = make_env()
+    await env.start(force_build=False)
+    result = await env.exec("command -v python3 && python3 -c 'import sys; print(sys.prefix)'")
+    assert result.stdout == f"{sandbox.FALLBACK_BIN}/python3\n{sys.base_prefix}\n"
+
+
+async def test_extra_read_only_paths_are_visible(make_env, tmp_path):
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    (shared / "model.txt").write_text("weights")
+    env = make_env(ro_paths=str(shared))
+    await env.start(force_build=False)
+    result = await env.exec(f"cat {shared}/model.txt && touch {shared}/new")
+    assert result.stdout == "weights" and "Read-only" in (result.stderr or "")
+
+
+def test_bad_options_are_named(make_env):
+    with pytest.raises(ValueError, match="--ek ro_paths: .*relative/dir"):
+        make_env(ro_paths="relative/dir")
+
+
+@pytest.mark.skipif(not IS_ROOT, reason="switching users needs root")
+async def test_user_argument_switches_user_when_root(make_env):
+    env = make_env()
+    await env.start(force_build=False)
+    assert (await env.exec("id -un", user="nobody")).stdout == "nobody\n"
+    assert (await env.exec("id -u", user="root")).stdout == "0\n"
+    assert (await env.exec("echo $HOME", user=0)).stdout == "/root\n"
+
+
+async def test_unprivileged_user_namespace_recipe_works(make_env, monkeypatch):
+    """The recipe used without root: a user namespace mapping us to root."""
+    tools = probe_host_tools(as_root=False)  # fails clearly where userns is disabled
+    assert tools.userns
+    monkeypatch.setattr(local, "cached_host_tools", lambda: tools)
+    env = make_env()
+    await env.start(force_build=False)
+    result = await env.exec("id -u && ./hello && touch /usr/x")
+    assert result.stdout == "0\nhello []\n" and "Read-only" in (result.stderr or "")
+    with pytest.raises(RuntimeError, match="cannot run as user 'nobody'"):
+        await env.exec("true", user="nobody")
+
+
+async def test_start_says_what_is_missing_when_namespaces_are_unavailable(
+    make_env, monkeypatch, tmp_path
+):
+    fake_bin = tmp_path / "bin"
+    fake_bin.mkdir()
+    fake_unshare = fake_bin / "unshare"
+    fake_unshare.write_text(
+        "#!/bin/sh\necho 'unshare: unshare failed: Operation not permitted' >&2\nexit 1\n"
+    )
+    fake_unshare.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{fake_bin}:{os.environ['PATH']}")
+    monkeypatch.setattr(local, "cached_host_tools", lambda: probe_host_tools(as_root=False))
+    env = make_env()
+    with pytest.raises(NamespaceUnavailableError) as raised:
+        await env.start(force_build=False)
+    message = str(raised.value)
+    assert "Operation not permitted" in message
+    assert "--user --map-root-user --mount" in message
+    assert "unprivileged user namespaces" in message and "--env docker" in message
