@@ -27,10 +27,12 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     up = ssub.add_parser("up", help="start a stack and wait until it answers")
     up.add_argument("--profile", required=True, help=PROFILE_HELP)
-    up.add_argument("--router", default="round-robin",
-                    help="Dynamo router mode: round-robin (default), kv, random, power-of-two, "
-                    "least-loaded, direct, device-aware-weighted")
-    up.add_argument("--workers", type=int, default=1, help="number of engine workers (default 1)")
+    up.add_argument("--router", default=None,
+                    help="Dynamo router mode: round-robin, kv, random, power-of-two, "
+                    "least-loaded, direct, device-aware-weighted (default: the profile's; "
+                    "round-robin on CPU)")
+    up.add_argument("--workers", type=int, default=None,
+                    help="number of engine workers (default: the profile's; 1 on CPU)")
     up.add_argument("--port", type=int, default=None,
                     help="frontend HTTP port (default: a free one)")
     up.add_argument("--model", default=None, help="served model name (default per profile)")
@@ -99,8 +101,7 @@ def _up(args: argparse.Namespace) -> int:
 
     try:
         options = parse_set_args(args.sets)
-        print(f"bankbench: starting {args.profile} (router {args.router}, "
-              f"{args.workers} worker(s)) …", file=sys.stderr, flush=True)
+        print(f"bankbench: starting {args.profile} …", file=sys.stderr, flush=True)
         state = up(args.profile, router=args.router, workers=args.workers, port=args.port,
                    model=args.model, options=options, state_dir=args.state_dir)
     except ServeError as exc:
@@ -145,8 +146,14 @@ def _logs(args: argparse.Namespace) -> int:
         names = ", ".join(c.name for c in state.components)
         return _fail(ServeError(f"no component {args.component!r} (components: {names})"))
     for c in comps:
-        print(f"==> {c.name} ({c.log_path}) <==")
-        print(tail(c.log_path, args.lines))
+        if c.kind == "container":
+            from bankbench.serve.gpu import container_logs
+
+            print(f"==> {c.name} (container {c.container_id}) <==")
+            print(container_logs(c.container_id or "", args.lines))
+        else:
+            print(f"==> {c.name} ({c.log_path}) <==")
+            print(tail(c.log_path, args.lines))
     return 0
 
 

@@ -90,19 +90,23 @@ def _prepare_state_dir(state_dir: Path, profile: str) -> None:
 def up(
     profile: str,
     *,
-    router: str = "round-robin",
-    workers: int = 1,
+    router: str | None = None,
+    workers: int | None = None,
     port: int | None = None,
     model: str | None = None,
     options: dict | None = None,
     state_dir: Path | None = None,
 ) -> ServerState:
-    """Start `profile` and return its state once it answers; see the module docstring."""
+    """Start `profile` and return its state once it answers; see the module docstring.
+
+    `router` and `workers` left as None take the profile's defaults (round-robin and 1 on the
+    CPU profiles, the YAML values on the GPU ones).
+    """
     if profile not in PROFILES:
         raise ServeError(f"unknown profile {profile!r} (known: {', '.join(PROFILES)})")
-    if router not in ROUTER_MODES:
+    if router is not None and router not in ROUTER_MODES:
         raise ServeError(f"unknown router {router!r} (known: {', '.join(ROUTER_MODES)})")
-    if workers < 1:
+    if workers is not None and workers < 1:
         raise ServeError(f"--workers must be at least 1, got {workers}")
     if profile == "external":
         from bankbench.serve.external import connect
@@ -115,6 +119,8 @@ def up(
                          options=options or {}, state_dir=state_dir)
 
     state_dir = Path(state_dir or default_state_dir(profile)).resolve()
+    router = router or "round-robin"
+    workers = workers or 1
     if profile == "cpu-mocker":
         from bankbench.serve import cpu_mocker
 

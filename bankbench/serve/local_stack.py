@@ -104,6 +104,12 @@ def stop_processes(state: ServerState) -> None:
 
 def _dead_component(state: ServerState) -> ServeError | None:
     for comp in state.components:
+        if comp.kind == "container" and comp.container_id is not None:
+            from bankbench.serve.gpu import container_failure
+
+            failure = container_failure(state.profile, comp)
+            if failure is not None:
+                return failure
         if comp.kind == "process" and comp.pid is not None and not procs.is_alive(comp.pid):
             code = procs.exit_code(comp.pid)
             how = f"exit code {code}" if code is not None else "it is gone"

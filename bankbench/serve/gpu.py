@@ -1,0 +1,163 @@
+"""Start and stop GPU profiles with the docker SDK (specs come from `containers.build_specs`)."""
+
+from __future__ import annotations
+
+import os
+import secrets
+from pathlib import Path
+
+from bankbench.serve.containers import ContainerSpec, build_specs
+from bankbench.serve.errors import ServeError
+from bankbench.serve.gpu_profiles import load_profile
+from bankbench.serve.local_stack import wait_ready
+from bankbench.serve.procs import port_is_free
+from bankbench.serve.state import Component, ServerState, default_state_dir, save_state
+
+
+def _client():
+    import docker
+
+    try:
+        client = docker.from_env()
+        client.ping()
+    except Exception as exc:  # the SDK raises several unrelated types for "no engine"
+        raise ServeError(
+            f"Docker engine not reachable ({type(exc).__name__}); GPU profiles need Docker "
+            "with the NVIDIA container toolkit"
+        ) from None
+    return client
+
+
+def run_kwargs(spec: ContainerSpec) -> dict:
+    """docker SDK `containers.run` arguments for a spec (host env forwarded by name only)."""
+    import docker
+
+    env = dict(spec.environment)
+    for var in spec.pass_env:
+        if os.environ.get(var):
+            env[var] = os.environ[var]
+    mounts = [
+        docker.types.Mount(
+            target=m.target,
+            source=str(Path(m.source).expanduser()) if m.type == "bind" else m.source,
+            type=m.type, read_only=m.read_only)
+        for m in spec.mounts
+    ]
+    kwargs: dict = dict(
+        image=spec.image, command=spec.command, name=spec.name, detach=True,
+        environment=env, labels=spec.labels, network_mode=spec.network_mode, mounts=mounts,
+        device_requests=[
+            docker.types.DeviceRequest(driver=d.driver, device_ids=d.device_ids,
+                                       capabilities=d.capabilities)
+            for d in spec.device_requests
+        ],
+    )
+    if spec.ipc_mode:
+        kwargs["ipc_mode"] = spec.ipc_mode
+    if spec.shm_size:
+        kwargs["shm_size"] = spec.shm_size
+    return kwargs
+
+
+def start_gpu(profile_name: str, *, router: str | None, workers: int | None, port: int | None,
+              model: str | None, options: dict, state_dir: Path | None) -> ServerState:
+    overrides = dict(options)
+    if router is not None:
+        overrides["router"] = router
+    if model is not None:
+        overrides["model"] = model
+    if workers is not None:
+        overrides["decode.workers" if "disagg" in profile_name else "worker.workers"] = workers
+    if port is not None:
+        overrides["frontend_port"] = port
+    profile = load_profile(profile_name, overrides)
+    if not port_is_free(profile.frontend_port, "0.0.0.0"):
+        raise ServeError(f"port {profile.frontend_port} is busy; pass another --port")
+    client = _client()
+    stack_id = f"bankbench-{profile_name}-{secrets.token_hex(3)}"
+    specs = build_specs(profile, stack_id)
+    state = ServerState(
+        profile=profile_name, base_url=f"http://127.0.0.1:{profile.frontend_port}/v1",
+        model=profile.served_name, router=profile.router,
+        workers=sum(g.workers for g in profile.groups().values()),
+        state_dir=Path(state_dir or default_state_dir(profile_name)).resolve(),
+        options=profile.model_dump(mode="json"),
+    )
+    try:
+        for spec in specs:
+            print(f"bankbench: starting container {spec.name} ({spec.image})", flush=True)
+            container = client.containers.run(**run_kwargs(spec))
+            state.components.append(Component(
+                name=spec.labels["bankbench.component"], kind="container",
+                container_id=container.id, command=spec.command))
+            save_state(state)
+        # Decode workers are the ones the frontend routes to in a disaggregated stack.
+        expected = (profile.decode.workers if profile.disaggregated else profile.worker.workers)
+        wait_ready(state, expected, profile.start_timeout_s)
+    except BaseException:
+        stop_containers(state)
+        raise
+    save_state(state)
+    return state
+
+
+def container_running(container_id: str) -> bool:
+    import docker
+
+    try:
+        return docker.from_env().containers.get(container_id).status in ("created", "running")
+    except Exception:
+        return False
+
+
+def container_logs(container_id: str, lines: int = 40) -> str:
+    import docker
+
+    try:
+        c = docker.from_env().containers.get(container_id)
+        return c.logs(tail=lines).decode(errors="replace")
+    except Exception as exc:
+        return f"(logs unavailable: {type(exc).__name__})"
+
+
+def container_failure(profile: str, comp: Component) -> ServeError | None:
+    """ServeError when a stack container has exited during start, else None."""
+    import docker
+
+    try:
+        c = docker.from_env().containers.get(comp.container_id)
+    except Exception:
+        return ServeError(f"{profile}: container {comp.name} disappeared during start")
+    if c.status not in ("exited", "dead"):
+        return None
+    code = c.attrs.get("State", {}).get("ExitCode")
+    logs = container_logs(comp.container_id or "", 25)
+    last = (logs.strip().splitlines() or ["no output"])[-1][:200]
+    return ServeError(f"{profile}: {comp.name} exited during start (exit code {code}): {last}",
+                      logs, comp.name)
+
+
+def stop_containers(state: ServerState, timeout: int = 20) -> None:
+    """Stop and remove this stack's containers (by id, workers first) and its volume."""
+    import docker
+
+    try:
+        client = docker.from_env()
+    except Exception:
+        return
+    volumes = set()
+    for comp in reversed(state.components):
+        if comp.kind != "container" or comp.container_id is None:
+            continue
+        try:
+            c = client.containers.get(comp.container_id)
+            volumes |= {m["Name"] for m in c.attrs.get("Mounts", []) if m.get("Type") == "volume"}
+            c.stop(timeout=timeout)
+            c.remove(force=True)
+        except docker.errors.NotFound:
+            pass
+    for name in volumes:
+        try:
+            client.volumes.get(name).remove(force=True)
+        except Exception:
+            pass
