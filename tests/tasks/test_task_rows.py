@@ -5,10 +5,12 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import sample_rows, write_hub_layout
+from taskdata import sample_rows, write_hub_layout
 
 from tasks.banking.build import build_tasks
 from tasks.banking.dataset import DatasetError, RawDataset, load, validate
+
+BAD_TYPE = json.dumps({"x": {"type": "decimal"}})
 
 
 def raw(rows: dict[str, list[dict]]) -> RawDataset:
@@ -33,12 +35,12 @@ def test_sample_is_valid():
 @pytest.mark.parametrize(
     ("config", "index", "change", "row_id", "words"),
     [
-        ("tools", 3, {"properties": "{not json"}, "tools row 3 (send_international_wire)", "not valid JSON"),
-        ("tools", 0, {"required": ["account_number", "pin"]}, "tools row 0 (get_account_balance)", "pin"),
+        ("tools", 3, {"properties": "{not"}, "tools row 3 (send_international_wire)", "not valid"),
+        ("tools", 0, {"required": ["pin"]}, "tools row 0 (get_account_balance)", "'pin'"),
         ("tools", 5, {"type": "array"}, "tools row 5 (freeze_card)", "must be 'object'"),
         ("tools", 2, {"title": "transfer funds!"}, "tools row 2 (transfer funds!)", "not a valid"),
-        ("tools", 7, {"properties": json.dumps({"x": {"type": "decimal"}})}, "tools row 7 (update_card_limit)", "decimal"),
-        ("tools", 8, {"response_schema": "[1, 2]"}, "tools row 8 (add_travel_notice)", "JSON object"),
+        ("tools", 7, {"properties": BAD_TYPE}, "tools row 7 (update_card_limit)", "'decimal'"),
+        ("tools", 8, {"response_schema": "[1]"}, "tools row 8 (add_travel_notice)", "JSON object"),
         ("personas", 4, {"age": "forty"}, "personas row 4 (Priya Natarajan)", "age"),
         ("adaptive_tool_use", 7, {"user_goals": ["a", "b", "c"]}, "banking-007", "at least 4"),
         ("adaptive_tool_use", 2, {"user_goals": ["a"] * 9}, "banking-002", "at most 8"),

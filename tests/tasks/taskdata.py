@@ -1,0 +1,37 @@
+"""Helpers for the task-builder tests: sample rows to corrupt, a hub-layout writer."""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from tasks.banking import sample
+from tasks.banking.build import TEMPLATE_DIR, TEMPLATE_FILES
+
+
+def sample_rows() -> dict[str, list[dict]]:
+    """Fresh copies of the sample's rows, keyed by config name, safe to corrupt in a test."""
+    return copy.deepcopy(
+        {
+            "tools": sample.tool_rows(),
+            "personas": sample.raw_dataset().personas,
+            "adaptive_tool_use": sample.scenario_rows(),
+        }
+    )
+
+
+def write_hub_layout(root: Path, rows: dict[str, list[dict]], domain: str = "banking") -> Path:
+    """`<root>/<config>/<domain>-00000-of-00001.parquet`, as the hub stores the dataset."""
+    for config, config_rows in rows.items():
+        folder = root / config
+        folder.mkdir(parents=True, exist_ok=True)
+        table = pa.Table.from_pylist(config_rows)
+        pq.write_table(table, folder / f"{domain}-00000-of-00001.parquet")
+    return root
+
+
+def template_ready() -> bool:
+    return all((TEMPLATE_DIR / rel).is_file() for rel in TEMPLATE_FILES)
