@@ -35,3 +35,39 @@ def write_hub_layout(root: Path, rows: dict[str, list[dict]], domain: str = "ban
 
 def template_ready() -> bool:
     return all((TEMPLATE_DIR / rel).is_file() for rel in TEMPLATE_FILES)
+
+
+def tool_row(name: str, description: str, properties: dict | None = None) -> dict:
+    import json
+
+    properties = properties or {"account_number": {"type": "string"}}
+    return {
+        "title": name,
+        "description": description,
+        "type": "object",
+        "properties": json.dumps(properties),
+        "required": list(properties)[:1],
+        "response_schema": json.dumps({"type": "object", "properties": {}}),
+    }
+
+
+def tiny_dataset(tools: list[dict], goals_per_scenario: list[list[str]]):
+    """A validated Dataset from hand-written tool rows and goals (one persona)."""
+    from tasks.banking.dataset import RawDataset, validate
+
+    persona = {
+        "name": "Test Person",
+        "age": 40,
+        "occupation": "tester",
+        "personality_traits": ["exact"],
+        "tone": "plain",
+        "detail_level": "brief",
+    }
+    scenarios = [
+        {"persona_index": 0, "first_message": "Hello.", "user_goals": goals}
+        for goals in goals_per_scenario
+    ]
+    raw = RawDataset(
+        tools=tools, personas=[persona], scenarios=scenarios, revision="t", origin="tiny"
+    )
+    return validate(raw, "banking")

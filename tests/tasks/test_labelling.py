@@ -1,0 +1,191 @@
+"""Labelling methods on hand-made inputs with known answers, and labels-file errors."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from taskdata import tiny_dataset, tool_row
+
+from tasks.banking.dataset import load
+from tasks.banking.labels import LabelsError, label_scenarios
+from tasks.banking.labels.match import MIN_SCORE, Matcher
+from tasks.banking.labels.text import stem, tokens
+from tasks.banking.sample import GOLD_LABELS_PATH, gold_labels
+
+TOOLS = [
+    tool_row("get_account_balance", "Return the balance of a checking or savings account."),
+    tool_row("freeze_card", "Block a debit or credit card linked to the account at once."),
+    tool_row("transfer_funds", "Move money between two accounts."),
+    tool_row("order_checkbook", "Order a new book of paper checks for an account."),
+]
+GOALS = [
+    "Check the balance on my savings",  # balance -> patterns balance/check/account
+    "Lock my debit card right away",  # key "card" (never "lock": it is only a pattern)
+    "Transfer $50 to my brother",  # transfer -> patterns transfer/send/move/pay
+    "Tell me a joke",  # nothing
+]
+
+
+@pytest.fixture
+def tiny():
+    return tiny_dataset(TOOLS, [GOALS])
+
+
+def test_keyword_reproduces_the_reference_heuristic(tiny):
+    labels = label_scenarios("keyword", tiny, tiny.scenarios).scenarios["banking-000"]
+    # "balance" tags every tool whose text has balance, check or account: all four.
+    assert labels.goal_tools[0] == [
+        "get_account_balance",
+        "freeze_card",
+        "transfer_funds",
+        "order_checkbook",
+    ]
+    assert labels.goal_tools[1] == ["freeze_card"]  # card/credit/debit in its text
+    # "transfer" tags names/descriptions with transfer, send, move or pay.
+    assert labels.goal_tools[2] == ["transfer_funds"]
+    assert labels.goal_tools[3] == []
+    # The scenario's tools: each once, in order of first tagging.
+    assert labels.expected_tools == [
+        "get_account_balance",
+        "freeze_card",
+        "transfer_funds",
+        "order_checkbook",
+    ]
+
+
+def test_keyword_keys_are_substrings_of_the_goal(tiny):
+    # The reference tests `key in goal`: "cardholder" contains "card".
+    ds = tiny_dataset(TOOLS, [["cardholder question", "b", "c", "d"]])
+    labels = label_scenarios("keyword", ds, ds.scenarios).scenarios["banking-000"]
+    assert labels.goal_tools[0] == ["freeze_card"]
+
+
+def test_match_takes_one_best_tool_per_goal(tiny):
+    labels = label_scenarios("match", tiny, tiny.scenarios)
+    assert labels.tag == "match@1"
+    got = labels.scenarios["banking-000"]
+    assert got.goal_tools == [
+        ["get_account_balance"],
+        ["freeze_card"],
+        ["transfer_funds"],
+        [],
+    ]
+    assert got.expected_tools == ["get_account_balance", "freeze_card", "transfer_funds"]
+
+
+def test_match_repeats_a_tool_two_goals_need():
+    ds = tiny_dataset(
+        TOOLS,
+        [["Transfer $5 to Ann", "Transfer $9 to Bo", "Freeze my debit card", "Hello there"]],
+    )
+    got = label_scenarios("match", ds, ds.scenarios).scenarios["banking-000"]
+    assert got.expected_tools == ["transfer_funds", "transfer_funds", "freeze_card"]
+
+
+def test_match_discounts_words_every_tool_uses(tiny):
+    matcher = Matcher(tiny.tools)
+    # "account" is in all four tools: alone it is not evidence for any of them.
+    assert matcher.idf["account"] < matcher.idf["balance"]
+    assert matcher.pick("my account") == []
+    top_score, top = matcher.rank("my account balance please")[0]
+    assert top == "get_account_balance" and top_score >= MIN_SCORE
+
+
+def test_match_adds_a_near_tie():
+    tools = [
+        tool_row("close_account", "Close a savings account."),
+        tool_row("close_card", "Close a savings card."),
+        tool_row("open_account", "Open an account."),
+        tool_row("find_atm", "Find a cash machine."),
+        tool_row("get_rate", "Quote an exchange rate."),
+        tool_row("book_meeting", "Book a meeting with an advisor."),
+    ]
+    ds = tiny_dataset(tools, [["close savings", "b", "c", "d"]])
+    matcher = Matcher(ds.tools)
+    ranked = matcher.rank("close savings")
+    assert ranked[0][0] == ranked[1][0]
+    assert sorted(matcher.pick("close savings")) == ["close_account", "close_card"]
+
+
+def test_text_helpers():
+    assert stem("payments") == "payment" and stem("transferring") == "transfer"
+    assert stem("cashes") == "cash" and stem("bills") == "bill" and stem("address") == "address"
+    assert tokens("Get my checking_account statements, please!") == [
+        "checking",
+        "account",
+        "statement",
+    ]
+    assert tokens("send 2,000 pesos") == ["send", "mxn"]
+
+
+def test_labels_file_round_trip(tmp_path):
+    dataset = load("sample")
+    labels = label_scenarios(f"file:{GOLD_LABELS_PATH}", dataset, dataset.scenarios)
+    assert labels.method == "file" and labels.source == str(GOLD_LABELS_PATH)
+    assert labels.version.startswith("sha256:")
+    gold = gold_labels()
+    assert {sid: s.expected_tools for sid, s in labels.scenarios.items()} == gold
+    assert all(s.goal_tools is None for s in labels.scenarios.values())
+    # Same content elsewhere: same version.
+    copy = tmp_path / "copy.json"
+    copy.write_text(GOLD_LABELS_PATH.read_text())
+    assert label_scenarios(f"file:{copy}", dataset, dataset.scenarios).version == labels.version
+
+
+def _labels_file(tmp_path, content) -> str:
+    path = tmp_path / "labels.json"
+    path.write_text(content if isinstance(content, str) else json.dumps(content))
+    return f"file:{path}"
+
+
+@pytest.mark.parametrize(
+    ("content", "words"),
+    [
+        ({"banking-000": ["get_account_balance", "teleport"]}, "unknown tools teleport"),
+        ({"banking-000": [], "banking-999": [], "telecom-001": []}, "unknown scenario ids"),
+        ({"banking-000": "get_account_balance"}, "not a list of tool names for banking-000"),
+        (["get_account_balance"], "expected a JSON object"),
+        ("{broken", "not valid JSON"),
+        ({"banking-000": []}, "no entry for banking-001, banking-002"),
+    ],
+)
+def test_labels_file_errors_name_the_culprit(tmp_path, content, words):
+    dataset = load("sample")
+    with pytest.raises(LabelsError, match=words) as err:
+        label_scenarios(_labels_file(tmp_path, content), dataset, dataset.scenarios)
+    assert str(err.value).startswith("--labels file:")
+    assert "\n" not in str(err.value)
+
+
+def test_unknown_ids_are_all_named(tmp_path):
+    dataset = load("sample")
+    spec = _labels_file(tmp_path, {"banking-999": [], "telecom-001": [], "nonsense": []})
+    with pytest.raises(LabelsError) as err:
+        label_scenarios(spec, dataset, dataset.scenarios[:1])
+    assert "banking-999, nonsense, telecom-001" in str(err.value)
+
+
+def test_labels_file_needs_entries_only_for_built_scenarios(tmp_path):
+    dataset = load("sample")
+    spec = _labels_file(tmp_path, {"banking-003": ["get_exchange_rate"]})
+    chosen = [s for s in dataset.scenarios if s.scenario_id == "banking-003"]
+    labels = label_scenarios(spec, dataset, chosen)
+    assert labels.scenarios["banking-003"].expected_tools == ["get_exchange_rate"]
+
+
+def test_missing_file_and_unknown_method(tmp_path):
+    dataset = load("sample")
+    with pytest.raises(LabelsError, match="cannot read"):
+        label_scenarios(f"file:{tmp_path / 'nope.json'}", dataset, dataset.scenarios)
+    with pytest.raises(LabelsError, match="expected one of keyword, match, file:PATH"):
+        label_scenarios("llm", dataset, dataset.scenarios)
+
+
+def test_gold_labels_cover_the_sample_with_known_tools():
+    dataset = load("sample")
+    gold = gold_labels()
+    assert sorted(gold) == [s.scenario_id for s in dataset.scenarios]
+    assert {t for tools in gold.values() for t in tools} <= set(dataset.tool_names)
+    for scenario in dataset.scenarios:
+        assert 1 <= len(gold[scenario.scenario_id]) <= len(scenario.row.user_goals)
