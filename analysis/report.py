@@ -89,9 +89,10 @@ def draw_figures(tables: Tables, summary: pd.DataFrame, folder: Path) -> list[tu
     if len(itl):
         rows = itl["request_row"].to_numpy()
         keep = requests["ok"].to_numpy()[rows]
-        gap_groups = _group_labels(requests).to_numpy()[rows][keep]
+        labels = _group_labels(requests)
+        gap_groups = None if labels is None else pd.Series(labels.to_numpy()[rows][keep])
         figures.append(("ITL distribution", plots.histogram(
-            itl["itl_ms"][keep], pd.Series(gap_groups), "ITL: gap between chunks (ms)",
+            itl["itl_ms"][keep], gap_groups, "ITL: gap between chunks (ms)",
             "ITL distribution", folder / "itl_hist.png")))
     counted = trials[trials["in_quality"].astype(bool)].dropna(subset=["tsq"])
     if len(counted):

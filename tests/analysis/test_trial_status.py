@@ -1,0 +1,49 @@
+"""Status classes: who is to blame for a trial that did not score cleanly."""
+
+from __future__ import annotations
+
+import pytest
+
+from analysis.status import classify
+
+
+def status(**kw):
+    base = dict(has_result=True, job_finished=True, exception_type=None, exception_message=None,
+                agent_status="ok", agent_reason=None, has_reward=True)
+    base.update(kw)
+    return classify(**base)[0]
+
+
+@pytest.mark.parametrize("kw, expected", [
+    ({}, "scored"),
+    ({"has_result": False, "job_finished": False}, "running"),
+    ({"has_result": False, "job_finished": True}, "harness_failed"),
+    ({"agent_status": "infra_error"}, "infra_failed"),
+    ({"agent_status": "agent_error"}, "agent_failed"),
+    ({"agent_status": None}, "scored"),  # agent_status.json may be absent
+    ({"has_reward": False}, "harness_failed"),
+    ({"exception_type": "APIConnectionError"}, "infra_failed"),
+    ({"exception_type": "RateLimitError", "has_reward": False}, "infra_failed"),
+    ({"exception_type": "AgentTimeoutError"}, "agent_failed"),
+    ({"exception_type": "ContextLengthExceededError"}, "agent_failed"),
+    ({"exception_type": "EnvironmentStartTimeoutError"}, "harness_failed"),
+    ({"exception_type": "VerifierTimeoutError"}, "harness_failed"),
+    ({"exception_type": "CancelledError"}, "harness_failed"),
+    ({"exception_type": "RuntimeError"}, "harness_failed"),
+    ({"exception_type": "RuntimeError", "agent_status": "agent_error"}, "agent_failed"),
+    # The agent's own verdict on the server outranks the exception Harbor saw.
+    ({"exception_type": "AgentTimeoutError", "agent_status": "infra_error"}, "infra_failed"),
+])
+def test_classification(kw, expected):
+    assert status(**kw) == expected
+
+
+def test_reason_names_the_cause():
+    _, reason = classify(has_result=True, job_finished=True, exception_type="AgentTimeoutError",
+                         exception_message="took 600 s", agent_status=None, agent_reason=None,
+                         has_reward=False)
+    assert reason == "AgentTimeoutError: took 600 s"
+    _, reason = classify(has_result=True, job_finished=True, exception_type=None,
+                         exception_message=None, agent_status="infra_error",
+                         agent_reason="HTTP 503 after 3 retries", has_reward=False)
+    assert "HTTP 503 after 3 retries" in reason
