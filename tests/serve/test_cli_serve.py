@@ -1,0 +1,77 @@
+"""`bankbench serve …` as users run it: a separate process starts the stack, others find it."""
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from bankbench.serve.procs import group_alive
+from bankbench.serve.state import load_state
+
+
+def bankbench(*args, env=None):
+    return subprocess.run([sys.executable, "-m", "bankbench", "serve", *args],
+                          capture_output=True, text=True, env=env, timeout=300)
+
+
+@pytest.fixture
+def isolated_cache(tmp_path):
+    """Own cache root for state files, sharing the machine's Dynamo venv and model files."""
+    from bankbench.paths import cache_dir
+
+    real = cache_dir()
+    root = tmp_path / "cache"
+    root.mkdir()
+    for entry in real.iterdir() if real.exists() else []:
+        if entry.name != "serve":
+            (root / entry.name).symlink_to(entry)
+    env = dict(os.environ, BANKBENCH_CACHE=str(root))
+    return env
+
+
+@pytest.mark.dynamo
+def test_up_status_logs_metrics_down(isolated_cache, tmp_path, dynamo_python):
+    env = isolated_cache
+    up = bankbench("up", "--profile", "cpu-mocker", "--workers", "2",
+                   "--set", "speedup_ratio=0", env=env)
+    assert up.returncode == 0, up.stderr
+    fields = dict(line.split(": ", 1) for line in up.stdout.splitlines())
+    assert fields["base_url"].startswith("http://127.0.0.1:") and fields["model"] == "smollm2-mock"
+    state = load_state(fields["state_dir"])
+    try:
+        st = bankbench("status", env=env)
+        assert st.returncode == 0, st.stdout + st.stderr
+        assert "workers registered: 2" in st.stdout
+        lg = bankbench("logs", "--component", "frontend", "-n", "5", env=env)
+        assert lg.returncode == 0 and "==> frontend" in lg.stdout
+        mt = bankbench("metrics", "--out", str(tmp_path / "m.prom"), env=env)
+        assert mt.returncode == 0, mt.stderr
+        assert "dynamo_frontend_" in (tmp_path / "m.prom").read_text()
+        url = bankbench("status", "--url", fields["base_url"], env=env)
+        assert url.returncode == 0 and "smollm2-mock" in url.stdout
+    finally:
+        down = bankbench("down", env=env)
+    assert down.returncode == 0, down.stderr
+    assert not any(group_alive(c.pid) for c in state.components)
+    after = bankbench("status", env=env)
+    assert after.returncode == 1 and "no running stack" in after.stderr
+
+
+def test_errors_are_one_line_and_nonzero(tmp_path):
+    env = dict(os.environ, BANKBENCH_CACHE=str(tmp_path))
+    cases = [
+        (["up", "--profile", "cpu-mocker", "--set", "speedup_ratio=fast"], "speedup_ratio"),
+        (["up", "--profile", "gpu-vllm", "--set", "worker.tp=0"], "worker.tp"),
+        (["up", "--profile", "cpu-tiny", "--set", "gguf=/nope.gguf"], "gguf"),
+        (["up", "--profile", "warp-drive"], "unknown profile"),
+        (["down"], "no running stack"),
+        (["status", "--url", "http://127.0.0.1:9/v1"], "did not answer"),
+    ]
+    for args, needle in cases:
+        proc = bankbench(*args, env=env)
+        assert proc.returncode != 0, args
+        err = proc.stderr + proc.stdout
+        assert needle in err, (args, err)
+        causes = [ln for ln in proc.stderr.splitlines() if ln.startswith("bankbench serve:")]
+        assert len(causes) <= 1
