@@ -177,6 +177,30 @@ INVALID_CASES = [
         "arguments.amount: must be at least 0.01",
         id="minimum",
     ),
+    pytest.param(
+        "list_recent_transactions",
+        {"account_number": "1", "days": 91},
+        "arguments.days: must be at most 90, got 91",
+        id="maximum",
+    ),
+    pytest.param(
+        "list_recent_transactions",
+        {"account_number": "1", "since": "last monday"},
+        'arguments.since: "last monday" is not a valid date (YYYY-MM-DD)',
+        id="date-format",
+    ),
+    pytest.param(
+        "list_recent_transactions",
+        {"account_number": "1", "since": "2026-02-30"},
+        "is not a valid date",
+        id="impossible-date",
+    ),
+    pytest.param(
+        "list_recent_transactions",
+        {"account_number": "1", "notify": "alex at example"},
+        "is not a valid email",
+        id="email-format",
+    ),
 ]
 
 
@@ -200,6 +224,11 @@ def test_every_problem_is_reported_at_once(bank: Bank) -> None:
     reply = bank.run("call", "transfer_funds", json.dumps(arguments)).json()
     assert reply["error"] == "invalid arguments for transfer_funds (6 problems)"
     assert len(reply["details"]) == 6
+
+
+def test_well_formed_formats_pass(bank: Bank) -> None:
+    arguments = {"account_number": "1", "since": "2026-02-28", "notify": "a.b@example.com"}
+    assert bank.run("call", "list_recent_transactions", json.dumps(arguments)).returncode == 0
 
 
 def test_integral_float_counts_as_integer(bank: Bank) -> None:
