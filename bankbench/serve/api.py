@@ -13,15 +13,19 @@ from __future__ import annotations
 
 import os
 import shutil
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
 from pydantic import BaseModel, Field
 
 from bankbench.serve import procs
+from bankbench.serve.dynamo_venv import DynamoVenvError
 from bankbench.serve.errors import ServeError
 from bankbench.serve.local_stack import ROUTER_MODES, registered_workers, stop_processes
 from bankbench.serve.options import MockerOptions, TinyOptions, validate_options
+from bankbench.serve.smollm2 import ModelFilesError
 from bankbench.serve.state import (
     STATE_FILE,
     ServerState,
@@ -35,7 +39,7 @@ GPU_PROFILES = ("gpu-sglang", "gpu-vllm", "gpu-sglang-disagg")
 PROFILES = (*LOCAL_PROFILES, *GPU_PROFILES, "external")
 
 __all__ = ["PROFILES", "ServeError", "ServerState", "StatusReport", "down", "load_state",
-           "status", "up"]
+           "running", "status", "up"]
 
 
 class ComponentStatus(BaseModel):
@@ -119,8 +123,17 @@ def up(
                          options=options or {}, state_dir=state_dir)
 
     state_dir = Path(state_dir or default_state_dir(profile)).resolve()
-    router = router or "round-robin"
-    workers = workers or 1
+    try:
+        state = _up_local(profile, router or "round-robin", workers or 1, port, model,
+                          options, state_dir)
+    except (DynamoVenvError, ModelFilesError) as exc:
+        raise ServeError(f"{profile}: {str(exc).splitlines()[0]}") from None
+    save_state(state)
+    return state
+
+
+def _up_local(profile: str, router: str, workers: int, port: int | None, model: str | None,
+              options: dict | None, state_dir: Path) -> ServerState:
     if profile == "cpu-mocker":
         from bankbench.serve import cpu_mocker
 
@@ -145,8 +158,17 @@ def up(
             state_dir=state_dir, options=topts.model_dump(mode="json"),
         )
         cpu_tiny.start(state, port, topts)
-    save_state(state)
     return state
+
+
+@contextmanager
+def running(profile: str, **kwargs) -> Iterator[ServerState]:
+    """`with running("cpu-mocker", workers=2) as state: …` — `up`, then `down` on exit."""
+    state = up(profile, **kwargs)
+    try:
+        yield state
+    finally:
+        down(state)
 
 
 def down(state: ServerState) -> None:

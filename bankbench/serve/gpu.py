@@ -74,14 +74,17 @@ def start_gpu(profile_name: str, *, router: str | None, workers: int | None, por
     if not port_is_free(profile.frontend_port, "0.0.0.0"):
         raise ServeError(f"port {profile.frontend_port} is busy; pass another --port")
     client = _client()
+    from bankbench.serve.api import _prepare_state_dir
+
+    state_dir = Path(state_dir or default_state_dir(profile_name)).resolve()
+    _prepare_state_dir(state_dir, profile_name)
     stack_id = f"bankbench-{profile_name}-{secrets.token_hex(3)}"
     specs = build_specs(profile, stack_id)
     state = ServerState(
         profile=profile_name, base_url=f"http://127.0.0.1:{profile.frontend_port}/v1",
         model=profile.served_name, router=profile.router,
         workers=sum(g.workers for g in profile.groups().values()),
-        state_dir=Path(state_dir or default_state_dir(profile_name)).resolve(),
-        options=profile.model_dump(mode="json"),
+        state_dir=state_dir, options=profile.model_dump(mode="json"),
     )
     try:
         for spec in specs:
