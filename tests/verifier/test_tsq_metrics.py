@@ -178,4 +178,11 @@ def test_unusable_intent_lines_are_rejected(verify: ModuleType, line: bytes) -> 
 
 def test_call_line_keeps_what_scoring_needs(verify: ModuleType) -> None:
     parsed = verify.parse_intent_line(b'{"seq": 4, "tool": "a", "valid": "yes", "errors": "x"}')
-    assert parsed == {"seq": 4, "attempt": 1, "tool": "a", "valid": False, "errors": []}
+    assert parsed == {
+        "seq": 4,
+        "attempt": 1,
+        "tool": "a",
+        "arguments": None,
+        "valid": False,
+        "errors": [],
+    }

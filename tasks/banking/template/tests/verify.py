@@ -120,7 +120,11 @@ def goal_matches(goals: list[dict[str, Any]], actual: Iterable[str]) -> list[dic
 
 
 def goal_coverage(matches: list[dict[str, Any]], recall: float) -> float:
-    """Share of goals with known tools where one of them was called; none known -> recall."""
+    """Share of goals with known tools where one of them was called; none known -> recall.
+
+    A goal's tools are known when they are a non-empty list: null (the labelling method does
+    not map tools to goals) and [] (it found none for this goal) leave the goal out.
+    """
     known = [m for m in matches if m["covered"] is not None]
     if not known:
         return recall
@@ -207,7 +211,11 @@ def read_intents(path: str) -> dict[str, Any]:
 
 
 def parse_intent_line(raw: bytes) -> dict[str, Any] | None:
-    """A call {seq, attempt, tool, valid, errors} or an acceptance {accept}, else None."""
+    """A call {seq, attempt, tool, arguments, valid, errors} or an acceptance {accept}, else None.
+
+    Only `tool` must be a string; a missing `attempt` means 1 and anything but `valid: true`
+    counts as invalid.
+    """
     try:
         entry = json.loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, ValueError, RecursionError):
@@ -227,6 +235,7 @@ def parse_intent_line(raw: bytes) -> dict[str, Any] | None:
         "seq": entry.get("seq"),
         "attempt": attempt,
         "tool": tool,
+        "arguments": entry.get("arguments"),
         "valid": entry.get("valid") is True,
         "errors": errors if isinstance(errors, list) else [],
     }
