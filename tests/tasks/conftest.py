@@ -11,9 +11,9 @@ from tasks.banking.build import TEMPLATE_FILES, build_tasks
 
 
 @pytest.fixture
-def fake_template(tmp_path: Path) -> Path:
+def fake_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A stand-in template for tests about the writer itself, not about the bank or verifier."""
-    root = tmp_path / "template"
+    root = tmp_path_factory.mktemp("template")
     for rel in TEMPLATE_FILES:
         (root / rel).parent.mkdir(parents=True, exist_ok=True)
         (root / rel).write_text(f"# stand-in for {rel}\n")
