@@ -191,7 +191,8 @@ def _component_status(state: ServerState) -> list[ComponentStatus]:
     out = []
     for c in state.components:
         if c.kind == "process":
-            alive = c.pid is not None and procs.group_alive(c.pid)
+            alive = (c.pid is not None and procs.is_same_process(c.pid, c.start_ticks)
+                     and procs.group_alive(c.pid))
         else:
             from bankbench.serve.gpu import container_running
 

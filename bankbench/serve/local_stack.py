@@ -85,7 +85,8 @@ def launch(
             log.write_text("") if log.exists() else None
             pid = procs.start(cmd, env, log)
             state.components.append(
-                Component(name=name, kind="process", pid=pid, log_path=log, command=cmd)
+                Component(name=name, kind="process", pid=pid, log_path=log, command=cmd,
+                          start_ticks=procs.start_ticks(pid))
             )
             save_state(state)  # so `serve down` can stop a half-started stack
         wait_ready(state, expected_workers, timeout_s)
@@ -99,7 +100,7 @@ def stop_processes(state: ServerState) -> None:
     """Stop every process component, workers first so the frontend sees them leave."""
     for comp in reversed(state.components):
         if comp.kind == "process" and comp.pid is not None:
-            procs.stop_group(comp.pid)
+            procs.stop_group(comp.pid, ticks=comp.start_ticks)
 
 
 def _dead_component(state: ServerState) -> ServeError | None:

@@ -86,8 +86,32 @@ def group_alive(pgid: int) -> bool:
     return False
 
 
-def stop_group(pgid: int, timeout: float = 10.0) -> None:
-    """SIGTERM the process group, SIGKILL it after `timeout`, and reap our own child."""
+def start_ticks(pid: int) -> int | None:
+    """The process's start time (clock ticks since boot): tells a pid from a later reuse."""
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return int(fh.read().rsplit(")", 1)[1].split()[19])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def is_same_process(pid: int, ticks: int | None) -> bool:
+    """False when `pid` now names a different process than the one started at `ticks`."""
+    if ticks is None:
+        return True
+    now = start_ticks(pid)
+    return now is None or now == ticks
+
+
+def stop_group(pgid: int, timeout: float = 10.0, ticks: int | None = None) -> None:
+    """SIGTERM the process group, SIGKILL it after `timeout`, and reap our own child.
+
+    With `ticks` (the leader's recorded start time) a live leader that is not the process we
+    started is left alone: its pid was reused after our stack died. A group whose leader has
+    exited keeps its id while any member lives, so members are still ours.
+    """
+    if not is_same_process(pgid, ticks):
+        return
     for sig, wait in ((signal.SIGTERM, timeout), (signal.SIGKILL, 5.0)):
         try:
             os.killpg(pgid, sig)

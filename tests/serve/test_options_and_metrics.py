@@ -81,3 +81,14 @@ def test_metrics_url_from_base_url():
     assert metrics_url("http://h:1/v1/") == "http://h:1/metrics"
     assert metrics_url("http://h:1") == "http://h:1/metrics"
     assert metrics_url("http://h:1/metrics") == "http://h:1/metrics"
+
+
+def test_a_reused_pid_is_not_mistaken_for_our_process():
+    import os
+
+    from bankbench.serve.procs import is_same_process, start_ticks
+
+    me = start_ticks(os.getpid())
+    assert me is not None
+    assert is_same_process(os.getpid(), me)
+    assert not is_same_process(os.getpid(), me + 1)
