@@ -1,0 +1,55 @@
+"""`bankbench tasks build` as users run it: a subprocess, progress on stderr, clear errors."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+from taskdata import template_ready
+
+
+def bankbench(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "bankbench", "tasks", *args], capture_output=True, text=True
+    )
+
+
+def test_help_explains_the_options():
+    out = bankbench("build", "--help").stdout
+    for option in ("--source", "--out", "--mode", "--labels", "--on-bad-row", "--limit",
+                   "--scenarios", "--prune-stale"):
+        assert option in out
+    assert "file:PATH" in out and "hf@<revision>" in out
+
+
+@pytest.mark.skipif(not template_ready(), reason="tasks/banking/template not present")
+def test_build_from_the_sample(tmp_path):
+    done = bankbench(
+        "build", "--source", "sample", "--out", str(tmp_path), "--scenarios",
+        "banking-004,banking-001,banking-010", "--labels", "keyword", "--progress-every", "2",
+        "--json",
+    )
+    assert done.returncode == 0, done.stderr
+    summary = json.loads(done.stdout)
+    assert summary["scenario_ids"] == ["banking-004", "banking-001", "banking-010"]
+    assert summary["labels"] == "keyword@1" and summary["dataset_revision"] == "sample-1"
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(summary["scenario_ids"])
+    progress = [line for line in done.stderr.splitlines() if line.startswith("[")]
+    assert progress == [f"[2/3] tasks written (2 changed) in {tmp_path}",
+                        f"[3/3] tasks written (3 changed) in {tmp_path}"]
+    assert "3 tasks in" in done.stderr
+
+
+def test_errors_are_one_line_and_write_nothing(tmp_path):
+    labels = tmp_path / "labels.json"
+    labels.write_text(json.dumps({"banking-000": ["wire_money"]}))
+    out = tmp_path / "out"
+    done = bankbench("build", "--source", "sample", "--out", str(out), "--limit", "1",
+                     "--labels", f"file:{labels}")
+    assert done.returncode == 1
+    assert done.stderr.strip() == (
+        f"bankbench tasks build: --labels file:{labels}: unknown tools wire_money"
+    )
+    assert not out.exists()
