@@ -172,3 +172,44 @@ def test_component_dying_during_start_is_reported_and_cleaned_up(tmp_path, dynam
     assert "no-such-flag" in err.value.log_tail
     state = json.loads((tmp_path / "s" / "state.json").read_text())
     assert not any(group_alive(c["pid"]) for c in state["components"])
+
+
+def test_chat_template_renders_tool_history(stack):
+    """The frontend renders assistant tool_calls and tool results (not dropped, not an error)."""
+    def prompt_tokens(messages):
+        body = {"model": stack.model, "messages": messages, "tools": [BALANCE_TOOL],
+                "max_tokens": 1}
+        resp = httpx.post(f"{stack.base_url}/chat/completions", json=body, timeout=30)
+        assert resp.status_code == 200, resp.text
+        return resp.json()["usage"]["prompt_tokens"]
+
+    user = [{"role": "user", "content": "What is my savings balance?"}]
+    result = "balance: 1234.56 EUR, available: 1200.00 EUR, as of 2026-11-22"
+    history = user + [
+        {"role": "assistant", "content": None, "tool_calls": [{
+            "id": "call-1", "type": "function",
+            "function": {"name": "get_account_balance", "arguments": json.dumps(BALANCE_ARGS)},
+        }]},
+        {"role": "tool", "tool_call_id": "call-1", "content": result},
+    ]
+    grown = prompt_tokens(history) - prompt_tokens(user)
+    # the call (name + arguments) and the result both reach the prompt
+    assert grown > len(result.split()) + len(json.dumps(BALANCE_ARGS).split())
+
+
+def test_write_trace_round_trips_through_the_tokenizer(tmp_path, dynamo_python):
+    from tokenizers import Tokenizer
+
+    from bankbench.serve.replay import ReplayLine
+    from bankbench.serve.smollm2 import model_dir
+
+    texts = {"a": ["Plain text, 42 €.", tool_call_text("x", {"k": [1, 2]})], "b": ["ok"]}
+    path = write_trace(tmp_path / "t.jsonl", texts)
+    lines = [ReplayLine.model_validate_json(x) for x in path.read_text().splitlines()]
+    assert [ln.session_id for ln in lines] == ["a", "a", "b"]
+    tok = Tokenizer.from_file(str(model_dir() / "tokenizer.json"))
+    decoded = [tok.decode(ln.output_token_ids) for ln in lines]
+    assert decoded == [*texts["a"], *texts["b"]]
+    assert all(ln.output_length == len(ln.output_token_ids) for ln in lines)
+    with pytest.raises(ValueError, match="must not contain ':'"):
+        write_trace(tmp_path / "bad.jsonl", {"a:b": ["x"]})
