@@ -58,8 +58,8 @@ def running_summary(job_dir: Path) -> dict[str, Any]:
         "trials_done": done,
         "trials_running": running,
         "trials_errored": errored,
-        "mean_tsq": sum(tsq) / len(tsq) if tsq else None,
+        "tsq_mean": sum(tsq) / len(tsq) if tsq else None,
         "n_tsq": len(tsq),
-        "mean_ttft_ms": sum(ttft) / len(ttft) if ttft else None,
+        "ttft_ms_mean": sum(ttft) / len(ttft) if ttft else None,
         "n_requests": len(ttft),
     }

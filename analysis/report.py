@@ -175,6 +175,13 @@ def render_markdown(tables: Tables, summary: pd.DataFrame, comparison: pd.DataFr
         parts += [f"## Goodput (SLO {slo})", "", _section(summary, {
             "goodput": "goodput (req/s)", "goodput_request_share": "requests within SLO",
             "goodput_scenario_share": "scenarios within SLO"}), ""]
+    if "server_requests" in summary.columns or "server_ttft_ms_mean" in summary.columns:
+        parts += ["## Server side (Prometheus /metrics, after − before each level)", "",
+                  _section(summary, {"server_requests": "requests",
+                                     "server_ttft_ms_mean": "TTFT mean (ms)",
+                                     "server_itl_ms_mean": "ITL mean (ms)",
+                                     "server_e2e_ms_mean": "duration mean (ms)",
+                                     "ttft_ms_mean": "client TTFT mean (ms)"}), ""]
     parts += ["## Self-evaluation", "", _section(summary, {
         "attempts_mean": "attempts/trial", "retried_share": "trials retried",
         "extra_tokens_per_trial": "extra tokens/trial", "extra_token_share": "extra token share",

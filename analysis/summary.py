@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
 
 from analysis.metrics.goodput import SLO, goodput_metrics
 from analysis.metrics.latency import latency_metrics
 from analysis.metrics.quality import quality_metrics
+from analysis.metrics.server import server_metrics
 from analysis.metrics.throughput import throughput_metrics, window_seconds
 from analysis.metrics.usage import usage_metrics
 from analysis.status import STATUSES
@@ -43,7 +46,7 @@ def summarize(tables: Tables, slo: SLO | None = None, pass_threshold: float = 1.
         group_of_row[req_groups[key]] = number
     gap_group = group_of_row[itl_level_rows] if len(itl_level_rows) else itl_level_rows
     gap_ok = ok[itl_level_rows] if len(itl_level_rows) else np.zeros(0, dtype=bool)
-    configured = tables.jobs.groupby(GROUP)["configured_concurrency"].first()
+    jobs = tables.jobs.groupby(GROUP).first()
     for (source, level), trial_rows in trials.groupby(GROUP, sort=True):
         idx = req_groups.get((source, level), np.zeros(0, dtype=np.int64))
         req = requests.iloc[idx]
@@ -54,11 +57,14 @@ def summarize(tables: Tables, slo: SLO | None = None, pass_threshold: float = 1.
         row["n_requests"] = float(len(req))
         row["n_failed_requests"] = float((~req["ok"]).sum())
         row.update(latency_metrics(req, gaps))
-        row.update(throughput_metrics(req, trial_rows,
-                                      float(configured.get((source, level), level))))
+        job = jobs.loc[(source, level)] if (source, level) in jobs.index else None
+        configured = job["configured_concurrency"] if job is not None else level
+        row.update(throughput_metrics(req, trial_rows, float(configured)))
         row.update(quality_metrics(trial_rows, pass_threshold))
         if slo is not None:
             row.update(goodput_metrics(req, trial_rows, slo, window_seconds(req)))
         row.update(usage_metrics(req, trial_rows))
+        if job is not None and job["metrics_before"] and job["metrics_after"]:
+            row.update(server_metrics(Path(job["metrics_before"]), Path(job["metrics_after"])))
         rows.append(row)
     return pd.DataFrame(rows)

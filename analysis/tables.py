@@ -27,7 +27,7 @@ from analysis import files
 from analysis.status import QUALITY_STATUSES, classify
 from contracts.llm_calls import LLMCallRecord
 from contracts.reward import REWARD_KEYS
-from contracts.sweep import SWEEP_FILE, SweepManifest
+from contracts.sweep import METRICS_AFTER, METRICS_BEFORE, SWEEP_FILE, SweepManifest
 
 _LEVEL_DIR = re.compile(r"^c(\d+)$")
 
@@ -157,8 +157,14 @@ def _read_job(job_dir: Path, source: str, level: int | None, sink: _Sink) -> Non
         "n_total_trials": result.get("n_total_trials"),
         "n_trial_folders": len(sink.trials) - n_before,
         "finished": job_finished, "path": str(job_dir),
+        "metrics_before": _existing(job_dir / METRICS_BEFORE),
+        "metrics_after": _existing(job_dir / METRICS_AFTER),
     })
     sink.issues.extend((source, i) for i in issues)
+
+
+def _existing(path: Path) -> str | None:
+    return str(path) if path.is_file() else None
 
 
 def _read_trial(trial_dir: Path, source: str, job: str, level: int, job_finished: bool,
@@ -373,5 +379,5 @@ _TRIAL_COLUMNS = [
 ]
 _JOB_COLUMNS = [
     "source", "job", "level", "configured_concurrency", "n_attempts_configured",
-    "n_total_trials", "n_trial_folders", "finished", "path",
+    "n_total_trials", "n_trial_folders", "finished", "path", "metrics_before", "metrics_after",
 ]

@@ -7,11 +7,12 @@ summary.json take headers, units and directions from here).
 
 from __future__ import annotations
 
-from analysis.metrics import goodput, latency, quality, throughput, usage
+from analysis.metrics import goodput, latency, quality, server, throughput, usage
 from analysis.metrics.base import Metric
 
 ALL: tuple[Metric, ...] = (
     *latency.METRICS, *throughput.METRICS, *quality.METRICS, *goodput.METRICS, *usage.METRICS,
+    *server.METRICS,
 )
 BY_KEY: dict[str, Metric] = {m.key: m for m in ALL}
 

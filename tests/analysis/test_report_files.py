@@ -94,7 +94,7 @@ def test_running_summary(partial_job_dir, known_job_dir):
     s = running_summary(partial_job_dir)
     assert s["trials_total"] == 6
     assert (s["trials_done"], s["trials_running"]) == (3, 1)
-    assert s["mean_tsq"] == pytest.approx(0.5)
-    assert s["mean_ttft_ms"] == pytest.approx((12 + 14 + 16) / 3)
+    assert s["tsq_mean"] == pytest.approx(0.5)
+    assert s["ttft_ms_mean"] == pytest.approx((12 + 14 + 16) / 3)
     s = running_summary(known_job_dir)
-    assert s["trials_errored"] == 1 and s["mean_ttft_ms"] == pytest.approx(15.0)
+    assert s["trials_errored"] == 1 and s["ttft_ms_mean"] == pytest.approx(15.0)
