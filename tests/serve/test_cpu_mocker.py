@@ -213,3 +213,16 @@ def test_write_trace_round_trips_through_the_tokenizer(tmp_path, dynamo_python):
     assert all(ln.output_length == len(ln.output_token_ids) for ln in lines)
     with pytest.raises(ValueError, match="must not contain ':'"):
         write_trace(tmp_path / "bad.jsonl", {"a:b": ["x"]})
+
+
+def test_external_profile_records_an_existing_server(stack, tmp_path):
+    state = api.up("external", options={"url": stack.base_url.removesuffix("/v1")},
+                   state_dir=tmp_path / "ext")
+    assert state.base_url == stack.base_url and state.model == stack.model
+    assert state.components == []
+    assert api.status(state).ok
+    api.down(state)  # launches nothing, so stops nothing: the stack stays up
+    assert api.status(stack).ok
+    with pytest.raises(ServeError, match="not served"):
+        api.up("external", model="other", options={"url": stack.base_url},
+               state_dir=tmp_path / "ext")
