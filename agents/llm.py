@@ -1,0 +1,346 @@
+"""The streaming chat client: one OpenAI-compatible request in, one timing record out.
+
+Every request streams (`stream=True`, usage included) so that time to first token and the gaps
+between tokens are measured on the client with `perf_counter_ns()`. Transient failures (429,
+5xx, timeouts, dropped connections, broken streams) are retried with jittered exponential
+back-off; the record then carries the timing of the attempt that succeeded and how many retries
+it took. Other 4xx answers fail at once. The API key is read from an environment variable and
+never leaves this module: error texts are scrubbed of it before they reach a record.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+import uuid
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import openai
+from pydantic import BaseModel, Field
+from tenacity import (
+    AsyncRetrying,
+    RetryError,
+    retry_if_exception,
+    stop_after_attempt,
+    wait_random_exponential,
+)
+
+from contracts.llm_calls import CallError, LLMCallRecord
+
+DUMMY_API_KEY = "not-needed"  # local servers (Dynamo, llama.cpp) ignore the key
+SESSION_HEADER = "x-dynamo-session-id"
+
+
+class ClientSettings(BaseModel):
+    """How to reach the server and how hard to try."""
+
+    base_url: str = Field(description="OpenAI-compatible base URL, e.g. http://127.0.0.1:8000/v1")
+    model: str = Field(description="Model name as the server lists it.")
+    api_key_env: str = Field(
+        "OPENAI_API_KEY", description="Environment variable holding the API key (never stored)."
+    )
+    request_timeout_s: float = Field(120.0, gt=0, description="Connect/read timeout per attempt.")
+    max_attempts: int = Field(4, ge=1, description="Attempts per request, first one included.")
+    backoff_initial_s: float = Field(0.5, ge=0, description="Back-off scale before a retry.")
+    backoff_max_s: float = Field(8.0, ge=0, description="Longest back-off between attempts.")
+    session_header: bool = Field(True, description=f"Send `{SESSION_HEADER}` per trial.")
+    server_timing: bool = Field(
+        True, description="Ask Dynamo for worker ids and timing (nvext extra_fields)."
+    )
+    nvext_annotations: list[str] = Field(
+        default_factory=list,
+        description="nvext annotation templates, formatted with the call's fields "
+        "({scenario_id}, {trial_name}, {session_id}, {attempt}, {step}, {role}, {request_index}).",
+    )
+
+
+@dataclass
+class CallInfo:
+    """Who is calling: copied into the record and available to annotation templates."""
+
+    trial_name: str
+    scenario_id: str
+    attempt: int
+    step: int
+    role: str  # "agent" | "evaluator"
+    session_id: str | None
+    request_index: int = 0
+
+
+@dataclass
+class ToolCallOut:
+    id: str
+    name: str
+    arguments: str  # raw JSON text as the model produced it
+
+
+@dataclass
+class ChatResult:
+    content: str
+    tool_calls: list[ToolCallOut]
+    finish_reason: str | None
+    record: LLMCallRecord
+
+
+class LLMCallFailed(Exception):
+    """The request failed for good; `record` holds what was measured and why."""
+
+    def __init__(self, record: LLMCallRecord, *, retryable: bool) -> None:
+        err = record.error
+        super().__init__(f"{err.type}: {err.message}" if err else "LLM call failed")
+        self.record = record
+        self.retryable = retryable  # True: server/transport trouble that outlived the retries
+
+
+class _AttemptError(Exception):
+    """One attempt failed; carries the classified error and partial timing."""
+
+    def __init__(self, error: CallError, status: int | None, retryable: bool, partial: dict):
+        super().__init__(error.message)
+        self.error, self.status, self.retryable, self.partial = error, status, retryable, partial
+
+
+@dataclass
+class _StreamState:
+    t0: int
+    content: list[str] = field(default_factory=list)
+    tools: dict[int, dict[str, str]] = field(default_factory=dict)
+    token_times: list[int] = field(default_factory=list)
+    finish_reason: str | None = None
+    usage: Any = None
+    server: dict[str, Any] = field(default_factory=dict)
+    done: bool = False
+
+
+RecordSink = Callable[[LLMCallRecord], Awaitable[None] | None]
+
+
+class StreamingClient:
+    """Async streaming chat client that measures every request and hands its record to `sink`."""
+
+    def __init__(self, settings: ClientSettings, sink: RecordSink | None = None) -> None:
+        self.settings = settings
+        self._sink = sink
+        self._api_key = os.environ.get(settings.api_key_env) or DUMMY_API_KEY
+        self._client = openai.AsyncOpenAI(
+            base_url=settings.base_url,
+            api_key=self._api_key,
+            max_retries=0,  # retries are ours, so they are counted
+            timeout=settings.request_timeout_s,
+        )
+
+    async def aclose(self) -> None:
+        await self._client.close()
+
+    def _scrub(self, text: str) -> str:
+        if self._api_key and self._api_key != DUMMY_API_KEY:
+            text = text.replace(self._api_key, "***")
+        return text
+
+    def _request_extras(self, info: CallInfo, request_id: str) -> tuple[dict, dict]:
+        headers = {"x-request-id": request_id}
+        if self.settings.session_header and info.session_id:
+            headers[SESSION_HEADER] = info.session_id
+        nvext: dict[str, Any] = {}
+        if self.settings.server_timing:
+            nvext["extra_fields"] = ["worker_id", "timing"]
+        if self.settings.nvext_annotations:
+            values = {**info.__dict__}
+            nvext["annotations"] = [t.format(**values) for t in self.settings.nvext_annotations]
+        return headers, ({"nvext": nvext} if nvext else {})
+
+    async def chat(
+        self,
+        messages: list[dict[str, Any]],
+        info: CallInfo,
+        **params: Any,
+    ) -> ChatResult:
+        """Stream one completion. `params` go to the API (tools, tool_choice, stop, max_tokens…).
+
+        Raises LLMCallFailed after writing the failure record.
+        """
+        request_id = uuid.uuid4().hex
+        headers, extra_body = self._request_extras(info, request_id)
+        start_unix_ns = time.time_ns()
+        attempts = 0
+        s = self.settings
+        retrying = AsyncRetrying(
+            stop=stop_after_attempt(s.max_attempts),
+            wait=wait_random_exponential(multiplier=s.backoff_initial_s, max=s.backoff_max_s),
+            retry=retry_if_exception(lambda e: isinstance(e, _AttemptError) and e.retryable),
+            reraise=False,
+        )
+        try:
+            async for attempt in retrying:
+                with attempt:
+                    attempts += 1
+                    start_unix_ns = time.time_ns()
+                    state, status = await self._one_attempt(messages, params, headers, extra_body)
+        except (RetryError, _AttemptError) as exc:
+            last = exc.last_attempt.exception() if isinstance(exc, RetryError) else exc
+            assert isinstance(last, _AttemptError)
+            record = self._record(
+                request_id, info, start_unix_ns, last.partial.get("state"), status=last.status,
+                retries=attempts - 1, error=last.error,
+            )
+            await self._emit(record)
+            raise LLMCallFailed(record, retryable=last.retryable) from None
+        record = self._record(
+            request_id, info, start_unix_ns, state, status=status, retries=attempts - 1
+        )
+        await self._emit(record)
+        tool_calls = [
+            ToolCallOut(id=t.get("id") or f"call_{request_id[:8]}_{i}", name=t.get("name", ""),
+                        arguments=t.get("arguments", ""))
+            for i, t in sorted(state.tools.items())
+        ]
+        return ChatResult("".join(state.content), tool_calls, state.finish_reason, record)
+
+    async def _emit(self, record: LLMCallRecord) -> None:
+        if self._sink is not None:
+            result = self._sink(record)
+            if result is not None:
+                await result
+
+    async def _one_attempt(
+        self, messages: list[dict], params: dict, headers: dict, extra_body: dict
+    ) -> tuple[_StreamState, int]:
+        state = _StreamState(t0=time.perf_counter_ns())
+        status: int | None = None
+        try:
+            raw = await self._client.chat.completions.with_raw_response.create(
+                model=self.settings.model,
+                messages=messages,
+                stream=True,
+                stream_options={"include_usage": True},
+                extra_headers=headers,
+                extra_body=extra_body or None,
+                **params,
+            )
+            status = raw.http_response.status_code
+            stream = raw.parse()
+            async for chunk in stream:
+                _absorb(state, chunk)
+            state.done = True
+        except openai.APIStatusError as exc:
+            code = exc.status_code
+            retryable = code == 429 or code >= 500
+            raise self._attempt_error(f"http_{code}", exc, code, retryable, state) from None
+        except openai.APITimeoutError as exc:
+            raise self._attempt_error("timeout", exc, status, True, state) from None
+        except openai.APIConnectionError as exc:
+            cause = exc.__cause__ or exc
+            raise self._attempt_error("connection", cause, status, True, state) from None
+        except openai.APIError as exc:  # error event inside a 200 stream
+            body = exc.body if isinstance(exc.body, dict) else {}
+            code = body.get("code") if isinstance(body.get("code"), int) else None
+            retryable = code is None or code == 429 or code >= 500
+            raise self._attempt_error("stream_error", exc, code or status, retryable, state) \
+                from None
+        except (json.JSONDecodeError, ValueError) as exc:
+            raise self._attempt_error("bad_stream", exc, status, True, state) from None
+        if state.finish_reason is None and state.usage is None:
+            # The body ended cleanly but the completion never finished: a cut stream.
+            err = CallError(type="bad_stream", message="stream ended before a finish_reason")
+            raise _AttemptError(err, status, True, {"state": state})
+        assert status is not None
+        return state, status
+
+    def _attempt_error(
+        self, kind: str, exc: BaseException, status: int | None, retryable: bool, state
+    ) -> _AttemptError:
+        message = self._scrub(f"{type(exc).__name__}: {exc}")[:500]
+        return _AttemptError(CallError(type=kind, message=message), status, retryable,
+                             {"state": state})
+
+    def _record(
+        self,
+        request_id: str,
+        info: CallInfo,
+        start_unix_ns: int,
+        state: _StreamState | None,
+        *,
+        status: int | None,
+        retries: int,
+        error: CallError | None = None,
+    ) -> LLMCallRecord:
+        ttft = itl = e2e = None
+        prompt = completion = cached = None
+        finish = None
+        server = None
+        if state is not None:
+            times = state.token_times
+            if times:
+                ttft = (times[0] - state.t0) / 1e6
+                itl = [(b - a) / 1e6 for a, b in zip(times, times[1:], strict=False)]
+            e2e = (time.perf_counter_ns() - state.t0) / 1e6
+            finish = state.finish_reason
+            server = state.server or None
+            if state.usage is not None:
+                prompt, completion, cached = _usage_tokens(state.usage)
+        return LLMCallRecord(
+            request_id=request_id,
+            trial_name=info.trial_name,
+            scenario_id=info.scenario_id,
+            attempt=info.attempt,
+            step=info.step,
+            role=info.role,  # type: ignore[arg-type]
+            model=self.settings.model,
+            session_id=info.session_id,
+            start_unix_ns=start_unix_ns,
+            ttft_ms=ttft,
+            itl_ms=itl or [],
+            e2e_ms=e2e,
+            prompt_tokens=prompt,
+            completion_tokens=completion,
+            cached_tokens=cached,
+            finish_reason=finish,
+            http_status=status,
+            retries=retries,
+            error=error,
+            server=server,
+        )
+
+
+def _absorb(state: _StreamState, chunk: Any) -> None:
+    """Fold one streamed chunk into the state, stamping content-bearing chunks."""
+    now = time.perf_counter_ns()
+    bearing = False
+    for choice in chunk.choices or []:
+        delta = choice.delta
+        if delta is not None:
+            if delta.content:
+                state.content.append(delta.content)
+                bearing = True
+            reasoning = getattr(delta, "reasoning_content", None)
+            if reasoning:
+                bearing = True
+            for tc in delta.tool_calls or []:
+                slot = state.tools.setdefault(tc.index or 0, {})
+                if tc.id:
+                    slot["id"] = tc.id
+                fn = tc.function
+                if fn is not None:
+                    if fn.name:
+                        slot["name"] = slot.get("name", "") + fn.name
+                    if fn.arguments:
+                        slot["arguments"] = slot.get("arguments", "") + fn.arguments
+                bearing = True
+        if choice.finish_reason:
+            state.finish_reason = choice.finish_reason
+    if bearing:
+        state.token_times.append(now)
+    if chunk.usage is not None:
+        state.usage = chunk.usage
+    nvext = (chunk.model_extra or {}).get("nvext")
+    if isinstance(nvext, dict):
+        state.server.update(nvext)
+
+
+def _usage_tokens(usage: Any) -> tuple[int | None, int | None, int | None]:
+    details = getattr(usage, "prompt_tokens_details", None)
+    cached = getattr(details, "cached_tokens", None) if details is not None else None
+    return usage.prompt_tokens, usage.completion_tokens, cached
