@@ -30,15 +30,16 @@ from pydantic import BaseModel, Field, ValidationError, field_validator
 from environments.sandbox import (
     BindMount,
     HostTools,
+    NamespaceHolder,
     RootLayout,
     build_root,
     cached_host_tools,
-    enter_script,
     inside,
     kill_processes_rooted_at,
     mounts_under,
     plan_layout,
     run_command,
+    setup_script,
 )
 
 APP_DIR = "/app"  # where environment/ lands, as the tasks' Dockerfiles `COPY . /app`
@@ -110,6 +111,7 @@ class LocalEnvironment(BaseEnvironment):
         self._tools: HostTools | None = None
         self._layout: RootLayout | None = None
         self._state: Path | None = None
+        self._holder: NamespaceHolder | None = None
         super().__init__(*args, **kwargs)
         self._workdir = (
             self.task_env_config.workdir or _dockerfile_workdir(self.environment_dir) or APP_DIR
@@ -143,6 +145,8 @@ class LocalEnvironment(BaseEnvironment):
         name = re.sub(r"[^A-Za-z0-9_.-]", "_", self.session_id)[:80]
         self._state = Path(tempfile.mkdtemp(prefix=f"{name}-", dir=base))
         await asyncio.to_thread(self._build_root)
+        self._holder = NamespaceHolder(self._tools, self._state / "setup.sh")
+        await asyncio.to_thread(self._holder.start)
         self.logger.debug(f"LocalEnvironment root: {self.root}")
 
     def _private_dirs(self) -> dict[str, int]:
@@ -176,7 +180,7 @@ class LocalEnvironment(BaseEnvironment):
             self.environment_dir, inside(self.root, APP_DIR), symlinks=True,
             dirs_exist_ok=True, ignore=_skip_special_files,
         )
-        (self._state / "enter.sh").write_text(enter_script(self._layout, self._tools))
+        (self._state / "setup.sh").write_text(setup_script(self._layout, self._tools))
         (self._state / "exec").mkdir()
 
     async def stop(self, delete: bool) -> None:
@@ -184,6 +188,9 @@ class LocalEnvironment(BaseEnvironment):
             return
         if self._layout is not None:
             await asyncio.to_thread(self._kill_leftovers)
+        if self._holder is not None:
+            await asyncio.to_thread(self._holder.stop)
+            self._holder = None
         if not delete or self._options.keep:
             self.logger.info(f"LocalEnvironment kept {self._state}")
             return
@@ -219,7 +226,7 @@ class LocalEnvironment(BaseEnvironment):
         timeout_sec: int | None = None,
         user: str | int | None = None,
     ) -> ExecResult:
-        if self._state is None or self._tools is None or self._layout is None:
+        if self._holder is None or self._tools is None or self._layout is None:
             raise RuntimeError("LocalEnvironment.exec called before start() or after stop()")
         userspec = self._userspec(self._resolve_user(user))
         # A clean environment like a container's: nothing of the host's (API keys included).
@@ -229,8 +236,9 @@ class LocalEnvironment(BaseEnvironment):
             "LANG": "C.UTF-8",
             **(self._merge_env(env) or {}),
         }
-        argv = [*self._tools.unshare, self._tools.sh, str(self._state / "enter.sh"),
-                cwd or self._workdir, command, userspec]
+        user_flag = [f"--userspec={userspec}"] if userspec else []
+        argv = [*self._holder.enter_argv(), self._tools.chroot, *user_flag, str(self.root),
+                "/usr/bin/env", f"--chdir={cwd or self._workdir}", "/bin/bash", "-c", command]
         code, stdout, stderr, timed_out = await run_command(
             argv, process_env, timeout_sec or None, self._state / "exec"
         )

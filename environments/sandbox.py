@@ -1,9 +1,10 @@
 """The machinery behind LocalEnvironment: a private root per trial, entered per command.
 
 Each trial owns a host directory (its "root") holding the task paths as plain directories.
-Every command runs under `unshare` in a fresh private mount namespace, where a generated
-`enter.sh` bind-mounts the host's system directories read-only into the root, then chroots
-into it. Mounts live only inside that namespace, so nothing is ever mounted on the host and
+At start, `unshare` opens a private mount namespace for the trial, where a generated
+`setup.sh` bind-mounts the host's system directories read-only into the root; a holder
+process keeps that namespace open. Every command then `nsenter`s it and chroots into the
+root. Mounts live only inside that namespace, so nothing is ever mounted on the host and
 deleting the root is a plain recursive delete.
 """
 
@@ -45,6 +46,7 @@ class HostTools:
     mount: str
     chroot: str
     sh: str
+    nsenter: str
 
 
 def _which(name: str) -> str | None:
@@ -65,7 +67,8 @@ def probe_host_tools(as_root: bool | None = None) -> HostTools:
     `as_root` (default: whether we are root) False tries only the unprivileged recipe.
     """
     as_root = os.geteuid() == 0 if as_root is None else as_root
-    found = {name: _which(name) for name in ("unshare", "mount", "chroot", "sh", "bash")}
+    names = ("unshare", "nsenter", "mount", "chroot", "sh", "bash")
+    found = {name: _which(name) for name in names}
     missing = [name for name, path in found.items() if path is None]
     if missing:
         raise NamespaceUnavailableError(
@@ -78,7 +81,10 @@ def probe_host_tools(as_root: bool | None = None) -> HostTools:
             probe = [*prefix, found["mount"], "--bind", probe_dir, probe_dir]
             done = subprocess.run(probe, capture_output=True, text=True, timeout=30)
             if done.returncode == 0:
-                return HostTools(prefix, userns, found["mount"], found["chroot"], found["sh"])  # type: ignore[arg-type]
+                return HostTools(
+                    prefix, userns, found["mount"], found["chroot"], found["sh"],  # type: ignore[arg-type]
+                    found["nsenter"],  # type: ignore[arg-type]
+                )
             reason = (done.stderr or done.stdout).strip() or f"exit {done.returncode}"
             failures.append(f"`{' '.join(prefix[1:])}`: {reason}")
     hint = (
@@ -182,15 +188,13 @@ def build_root(layout: RootLayout) -> None:
             target.touch(exist_ok=True)
 
 
-def enter_script(layout: RootLayout, tools: HostTools) -> str:
-    """Shell script run inside a fresh namespace: mount, chroot, run `$2` with bash in `$1`.
-
-    `$3`, when not empty, is a `chroot --userspec` value (root mode only).
-    """
-    root = shlex.quote(str(layout.root))
+def setup_script(layout: RootLayout, tools: HostTools) -> str:
+    """Shell script run in a fresh namespace: make the mounts, then either run the given
+    command chrooted (manual use: `unshare --mount sh setup.sh /bin/bash -l`) or print
+    `ready` and hold the namespace open until its stdin closes."""
     mount = shlex.quote(tools.mount)
-    lines = ["#!/bin/sh", "# Enters one LocalEnvironment root: $1 cwd, $2 command, $3 userspec.",
-             "set -e", f"R={root}"]
+    lines = ["#!/bin/sh", "# Sets up one LocalEnvironment root's mounts (see environments/).",
+             "set -e", f"R={shlex.quote(str(layout.root))}"]
     for source, target in (("/dev", "/dev"), ("/proc", "/proc")):
         lines.append(f'{mount} --rbind {source} "$R"{target}')
     for bind in layout.binds:
@@ -198,15 +202,60 @@ def enter_script(layout: RootLayout, tools: HostTools) -> str:
         lines.append(f'{mount} --rbind {shlex.quote(str(bind.source))} "$R"{target}')
         if bind.read_only:
             lines.append(f'{mount} -o remount,bind,ro "$R"{target}')
-    run = "'cd -- \"$0\" && exec /bin/bash -c \"$1\"'"
-    chroot = shlex.quote(tools.chroot)
     lines += [
-        'if [ -n "$3" ]; then',
-        f'  exec {chroot} --userspec="$3" "$R" /bin/bash -c {run} "$1" "$2"',
-        "fi",
-        f'exec {chroot} "$R" /bin/bash -c {run} "$1" "$2"',
+        f'if [ $# -gt 0 ]; then exec {shlex.quote(tools.chroot)} "$R" "$@"; fi',
+        "echo ready",
+        "exec cat >/dev/null 2>&1",
     ]
     return "\n".join(lines) + "\n"
+
+
+class NamespaceHolder:
+    """Keeps one root's mount namespace alive, mounts made once; commands `nsenter` it.
+
+    The holder waits on a pipe from this process, so it ends when the harness ends,
+    even if the harness is killed before it can stop the environment.
+    """
+
+    def __init__(self, tools: HostTools, script: Path) -> None:
+        self._tools = tools
+        self._script = script
+        self._process: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> None:
+        process = subprocess.Popen(
+            [*self._tools.unshare, self._tools.sh, str(self._script)],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            start_new_session=True,
+        )
+        self._process = process
+        assert process.stdout is not None and process.stderr is not None
+        if process.stdout.readline().strip() != b"ready":
+            process.wait(timeout=30)
+            reason = process.stderr.read().decode(errors="replace").strip()
+            raise NamespaceUnavailableError(
+                f"LocalEnvironment could not mount its root ({self._script}): {reason}"
+            )
+        process.stdout.close()
+        process.stderr.close()
+
+    def enter_argv(self) -> list[str]:
+        """argv prefix that runs a host program inside the namespace."""
+        if self._process is None or self._process.poll() is not None:
+            raise RuntimeError("LocalEnvironment's namespace is gone (stopped, or its holder died)")
+        user = ["--user"] if self._tools.userns else []
+        return [self._tools.nsenter, f"--target={self._process.pid}", *user, "--mount", "--"]
+
+    def stop(self) -> None:
+        if self._process is None:
+            return
+        if self._process.stdin is not None:
+            self._process.stdin.close()
+        try:
+            self._process.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            self._process.kill()
+            self._process.wait()
 
 
 def kill_group(pgid: int) -> None:
