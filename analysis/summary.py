@@ -64,7 +64,7 @@ def summarize(tables: Tables, slo: SLO | None = None, pass_threshold: float = 1.
         if slo is not None:
             row.update(goodput_metrics(req, trial_rows, slo, window_seconds(req)))
         row.update(usage_metrics(req, trial_rows))
-        if job is not None and job["metrics_before"] and job["metrics_after"]:
+        if job is not None and pd.notna(job["metrics_before"]) and pd.notna(job["metrics_after"]):
             row.update(server_metrics(Path(job["metrics_before"]), Path(job["metrics_after"])))
         rows.append(row)
     return pd.DataFrame(rows)
