@@ -19,7 +19,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, Field, ValidationError
 
 from tasks.banking.rows import PersonaRow, ScenarioRow, ToolRow, describe_error
 
@@ -59,8 +59,6 @@ class Scenario(BaseModel):
 
 
 class Dataset(BaseModel):
-    model_config = ConfigDict(arbitrary_types_allowed=True)
-
     domain: str
     revision: str
     origin: str
