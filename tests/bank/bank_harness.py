@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import glob
 import json
 import os
 import subprocess
@@ -12,6 +13,33 @@ from pathlib import Path
 REPO_ROOT = Path(__file__).resolve().parents[2]
 BANK_SCRIPT = REPO_ROOT / "tasks/banking/template/environment/bank"
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
+
+
+def find_python38() -> str | None:
+    """The oldest Python the task scripts support: $BANKBENCH_PYTHON38, else a pyenv 3.8, else
+    python3.8 on PATH, whichever runs and really is 3.8; None when there is none."""
+    candidates = [os.environ.get("BANKBENCH_PYTHON38", "")]
+    pyenv_root = os.environ.get("PYENV_ROOT", os.path.expanduser("~/.pyenv"))
+    candidates += sorted(glob.glob(f"{pyenv_root}/versions/3.8*/bin/python3.8"), reverse=True)
+    candidates.append("python3.8")
+    for candidate in filter(None, candidates):
+        try:
+            done = subprocess.run(
+                [candidate, "-c", "import sys; print(sys.version_info[:2])"],
+                capture_output=True,
+                text=True,
+                timeout=30,
+            )
+        except (OSError, subprocess.TimeoutExpired):
+            continue
+        if done.returncode == 0 and done.stdout.strip() == "(3, 8)":
+            return candidate
+    return None
+
+
+PYTHON38 = find_python38()
+# The task scripts run on the environment's python3: check the newest and the oldest supported.
+INTERPRETERS = {"py-current": sys.executable, "py3.8": PYTHON38}
 
 
 @dataclass

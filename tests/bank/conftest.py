@@ -5,9 +5,19 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from bank_harness import FIXTURES, Bank
+from bank_harness import FIXTURES, INTERPRETERS, Bank
+
+
+@pytest.fixture(params=sorted(INTERPRETERS))
+def python(request: pytest.FixtureRequest) -> str:
+    """Each test runs the bank on the current Python and on Python 3.8 (skipped if absent)."""
+    interpreter = INTERPRETERS[request.param]
+    if interpreter is None:
+        pytest.skip("no Python 3.8 interpreter found (set BANKBENCH_PYTHON38)")
+    return interpreter
 
 
 @pytest.fixture
-def bank(tmp_path: Path) -> Bank:
-    return Bank(bank_dir=FIXTURES, intents=tmp_path / "logs" / "agent" / "intents.jsonl")
+def bank(tmp_path: Path, python: str) -> Bank:
+    intents = tmp_path / "logs" / "agent" / "intents.jsonl"
+    return Bank(bank_dir=FIXTURES, intents=intents, python=python)

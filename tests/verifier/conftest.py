@@ -7,7 +7,14 @@ from pathlib import Path
 from types import ModuleType
 
 import pytest
-from verifier_harness import EXPECTED_FIXTURE, TEST_SH, VERIFY_SCRIPT, Trial, load_verify_module
+from verifier_harness import (
+    EXPECTED_FIXTURE,
+    INTERPRETERS,
+    TEST_SH,
+    VERIFY_SCRIPT,
+    Trial,
+    load_verify_module,
+)
 
 
 @pytest.fixture(scope="session")
@@ -15,9 +22,18 @@ def verify() -> ModuleType:
     return load_verify_module()
 
 
+@pytest.fixture(params=sorted(INTERPRETERS))
+def python(request: pytest.FixtureRequest) -> str:
+    """Scripts run on the current Python and on Python 3.8 (skipped if absent)."""
+    interpreter = INTERPRETERS[request.param]
+    if interpreter is None:
+        pytest.skip("no Python 3.8 interpreter found (set BANKBENCH_PYTHON38)")
+    return interpreter
+
+
 @pytest.fixture
-def trial(tmp_path: Path) -> Trial:
-    trial = Trial(tmp_path)
+def trial(tmp_path: Path, python: str) -> Trial:
+    trial = Trial(tmp_path, python=python)
     trial.tests_dir.mkdir()
     shutil.copy(VERIFY_SCRIPT, trial.tests_dir / "verify.py")
     shutil.copy(TEST_SH, trial.tests_dir / "test.sh")

@@ -3,11 +3,8 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 
-from verifier_harness import BANK_FIXTURES, BANK_SCRIPT, EXPECTED_FIXTURE, Trial
+from verifier_harness import EXPECTED_FIXTURE, Trial
 
 from contracts.expected import Expected
 from contracts.intents import Acceptance, Intent
@@ -19,7 +16,6 @@ def test_fixture_expected_json_has_the_task_builders_shape() -> None:
 
 
 def test_bank_lines_and_reward_validate_against_the_contracts(trial: Trial) -> None:
-    env = dict(os.environ, BANK_DIR=str(BANK_FIXTURES), BANK_INTENTS=str(trial.intents))
     for argv in [
         ("call", "get_account_balance", '{"account_number": "1", "account_type": "savings"}'),
         ("call", "get_account_balance", "{oops"),
@@ -27,13 +23,7 @@ def test_bank_lines_and_reward_validate_against_the_contracts(trial: Trial) -> N
         ("call", "transfer_funds", json.dumps({"tags": ["x" * 20_000]})),
         ("accept", "1"),
     ]:
-        subprocess.run(
-            [sys.executable, str(BANK_SCRIPT), *argv],
-            env=env,
-            capture_output=True,
-            timeout=60,
-            check=False,
-        )
+        trial.bank(*argv)
     lines = trial.intents.read_text().splitlines()
     intents = [Intent.model_validate_json(line) for line in lines[:-1]]
     assert [i.valid for i in intents] == [True, False, False, False]

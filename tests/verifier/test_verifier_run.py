@@ -5,13 +5,11 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 from types import ModuleType
 
 import pytest
-from verifier_harness import BANK_FIXTURES, BANK_SCRIPT, REWARD_KEYS, Trial, call_line
+from verifier_harness import REWARD_KEYS, Trial, call_line
 
 ZERO = dict.fromkeys(REWARD_KEYS, 0.0)
 BALANCE, TRANSFER, RECENT = "get_account_balance", "transfer_funds", "list_recent_transactions"
@@ -216,7 +214,6 @@ def test_test_sh_writes_zeros_when_verify_py_dies(trial: Trial) -> None:
 
 def test_bank_calls_score_end_to_end(trial: Trial) -> None:
     """The real bank records a trial; the real verifier scores it."""
-    env = dict(os.environ, BANK_DIR=str(BANK_FIXTURES), BANK_INTENTS=str(trial.intents))
     bank_calls = [
         ("call", BALANCE, '{"account_number": "1", "account_type": "savings"}', "--attempt", "1"),
         ("call", RECENT, '{"account_number": "1"}', "--attempt", "1"),
@@ -225,14 +222,7 @@ def test_bank_calls_score_end_to_end(trial: Trial) -> None:
         ("call", "tools.transfer_funds", "{}", "--attempt", "2"),
         ("accept", "2"),
     ]
-    for argv in bank_calls:
-        subprocess.run(
-            [sys.executable, str(BANK_SCRIPT), *argv],
-            env=env,
-            capture_output=True,
-            timeout=60,
-            check=False,
-        )
+    assert [trial.bank(*argv).returncode for argv in bank_calls] == [0, 0, 0, 2, 2, 0]
     outcome = trial.verify()
     assert outcome.details["scored_attempt"] == 2
     assert outcome.reward == pytest.approx(

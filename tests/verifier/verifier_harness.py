@@ -21,15 +21,27 @@ BANK_FIXTURES = REPO_ROOT / "tests/bank/fixtures"
 REWARD_KEYS = {"tsq", "precision", "recall", "param_validity", "multiset_f1", "goal_coverage"}
 
 
-def load_verify_module() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("bankbench_task_verify", VERIFY_SCRIPT)
+def load_module(name: str, path: Path) -> ModuleType:
+    spec = importlib.util.spec_from_file_location(name, path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module  # dataclasses look their module up while the class is built
     spec.loader.exec_module(module)
     return module
 
 
+def load_verify_module() -> ModuleType:
+    return load_module("bankbench_task_verify", VERIFY_SCRIPT)
+
+
+# Which interpreters the task scripts are checked on is decided once, beside the bank tests.
+INTERPRETERS: dict[str, str | None] = load_module(
+    "bankbench_bank_harness", REPO_ROOT / "tests/bank/bank_harness.py"
+).INTERPRETERS
+
+
 def call_line(seq: int, tool: str, attempt: int = 1, valid: bool = True) -> dict:
+    """An intents line as the bank writes it for one call."""
     return {
         "seq": seq,
         "attempt": attempt,
@@ -54,6 +66,7 @@ class Trial:
     """A trial's files as the verifier sees them: tests/ dir, intents log, verifier output."""
 
     root: Path
+    python: str = sys.executable
 
     @property
     def tests_dir(self) -> Path:
@@ -76,15 +89,27 @@ class Trial:
         text = content if isinstance(content, str) else json.dumps(content)
         (self.tests_dir / "expected.json").write_text(text)
 
+    def bank(self, *argv: str) -> subprocess.CompletedProcess[str]:
+        """Run the real bank on the fixture tool set, recording into this trial's log."""
+        env = dict(os.environ, BANK_DIR=str(BANK_FIXTURES), BANK_INTENTS=str(self.intents))
+        env.pop("BANK_ATTEMPT", None)
+        return subprocess.run(
+            [self.python, str(BANK_SCRIPT), *argv],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+
     def outcome(self, returncode: int, stdout: str) -> Outcome:
         reward = json.loads((self.out_dir / "reward.json").read_text())
         details = json.loads((self.out_dir / "tsq.json").read_text())
         return Outcome(returncode, reward, details, stdout)
 
-    def verify(self, python: str = sys.executable) -> Outcome:
+    def verify(self) -> Outcome:
         done = subprocess.run(
             [
-                python,
+                self.python,
                 str(self.tests_dir / "verify.py"),
                 "--intents",
                 str(self.intents),
@@ -99,9 +124,13 @@ class Trial:
         return self.outcome(done.returncode, done.stdout)
 
     def test_sh(self, path: str | None = None) -> Outcome:
+        """Run test.sh with `python3` resolving to this trial's interpreter (or with `path`)."""
+        shim = self.root / "python-shim"
+        shim.mkdir(exist_ok=True)
+        if not (shim / "python3").exists():
+            os.symlink(self.python, shim / "python3")
         env = dict(os.environ, BANK_INTENTS=str(self.intents), VERIFIER_OUT_DIR=str(self.out_dir))
-        if path is not None:
-            env["PATH"] = path
+        env["PATH"] = path if path is not None else f"{shim}{os.pathsep}{env.get('PATH', '')}"
         done = subprocess.run(
             ["/usr/bin/env", "bash", str(self.tests_dir / "test.sh")],
             capture_output=True,
