@@ -98,3 +98,19 @@ def test_running_summary(partial_job_dir, known_job_dir):
     assert s["ttft_ms_mean"] == pytest.approx((12 + 14 + 16) / 3)
     s = running_summary(known_job_dir)
     assert s["trials_errored"] == 1 and s["ttft_ms_mean"] == pytest.approx(15.0)
+
+
+def test_example_notebook_is_clean_and_runs(tmp_path, monkeypatch):
+    from pathlib import Path
+
+    path = Path(__file__).parents[2] / "analysis" / "notebooks" / "example.ipynb"
+    nb = json.loads(path.read_text())
+    assert nb["nbformat"] == 4
+    code = [c for c in nb["cells"] if c["cell_type"] == "code"]
+    assert code and all(c["outputs"] == [] and c["execution_count"] is None for c in code)
+    monkeypatch.chdir(tmp_path)  # JOB does not exist here: the notebook makes its own sweep
+    namespace: dict = {}
+    for cell in code:
+        exec(compile("".join(cell["source"]), str(path), "exec"), namespace)
+    assert len(namespace["summary"]) == 3
+    assert namespace["ax"].get_xlabel() == "Mean TTFT of the trial's requests (ms)"
