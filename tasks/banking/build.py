@@ -8,6 +8,7 @@ stale (and removed only with prune_stale=True).
 
 from __future__ import annotations
 
+import re
 import shutil
 import sys
 from collections.abc import Callable
@@ -112,6 +113,12 @@ def template_files(template_dir: Path) -> dict[str, tuple[bytes, int]]:
     return files
 
 
+def tools_named_in(text: str, names: list[str]) -> list[str]:
+    """Tool names that appear as whole words in text."""
+    edge = "A-Za-z0-9_"
+    return [n for n in names if re.search(rf"(?<![{edge}]){re.escape(n)}(?![{edge}])", text)]
+
+
 def oracle_calls(
     scenario: Scenario, labels: ScenarioLabels, dataset: Dataset
 ) -> list[tuple[str, dict[str, Any]]]:
@@ -209,6 +216,11 @@ def build_tasks(
     rendered = [
         (s.scenario_id, task_files(s, dataset, labelset, mode, template, shared)) for s in chosen
     ]
+    for sid, files in rendered:
+        named = tools_named_in(files["instruction.md"][0].decode(), dataset.tool_names)
+        if named:
+            # Only the dataset's own text can do this; say so rather than silently edit it.
+            say(f"warning: {sid}: the customer's text names tool(s) {', '.join(named)}")
 
     out.mkdir(parents=True, exist_ok=True)
     changed = 0

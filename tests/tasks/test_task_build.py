@@ -243,3 +243,15 @@ def test_bad_options_stop_before_writing(tmp_path, fake_template, kwargs, error,
 def test_missing_template_is_named(tmp_path):
     with pytest.raises(DatasetError, match="task template incomplete: missing .*environment/bank"):
         build_tasks("sample", tmp_path / "out", template_dir=tmp_path / "none", **quiet)
+
+
+def test_a_tool_name_in_the_customers_text_is_flagged(tmp_path, fake_template):
+    rows = sample_rows()
+    rows["adaptive_tool_use"][1]["user_goals"][0] = "Please run freeze_card on my debit card"
+    source = write_hub_layout(tmp_path / "data", rows)
+    lines: list[str] = []
+    out = tmp_path / "out"
+    build_tasks(str(source), out, limit=3, template_dir=fake_template, log=lines.append)
+    assert [line for line in lines if line.startswith("warning")] == [
+        "warning: banking-001: the customer's text names tool(s) freeze_card"
+    ]
