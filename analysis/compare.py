@@ -52,7 +52,8 @@ def compare_table(summary: pd.DataFrame, keys: tuple[str, ...] = COMPARE_KEYS) -
                 pct = delta / abs(a) * 100 if a and not np.isnan(a) else np.nan
                 metric = metric_of(key)
                 better = None
-                if metric is not None and metric.larger_is_better is not None and delta:
+                if (metric is not None and metric.larger_is_better is not None
+                        and not np.isnan(delta) and delta != 0):
                     better = (delta > 0) == metric.larger_is_better
                 rows.append({"level": label, "metric": key,
                              "unit": metric.unit if metric else "", "baseline": a,

@@ -96,10 +96,12 @@ def draw_figures(tables: Tables, summary: pd.DataFrame, folder: Path) -> list[tu
             "ITL distribution", folder / "itl_hist.png")))
     counted = trials[trials["in_quality"].astype(bool)].dropna(subset=["tsq"])
     if len(counted):
-        for column, name in (("ttft_ms_mean", "ttft"), ("itl_ms_mean", "itl"),
-                             ("output_tps_per_user_mean", "tps")):
+        for column, name, title in (
+                ("ttft_ms_mean", "ttft", "TSQ vs TTFT per trial"),
+                ("itl_ms_mean", "itl", "TSQ vs ITL per trial"),
+                ("output_tps_per_user_mean", "tps", "TSQ vs per-request output tokens/s")):
             if counted[column].notna().any():
-                figures.append((f"TSQ vs {name.upper()} per trial", plots.scatter_vs_tsq(
+                figures.append((title, plots.scatter_vs_tsq(
                     trials, column, folder / f"tsq_vs_{name}.png")))
     if summary.groupby("source")["level"].nunique().max() > 1:
         figures += [

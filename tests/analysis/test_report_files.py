@@ -114,3 +114,17 @@ def test_example_notebook_is_clean_and_runs(tmp_path, monkeypatch):
         exec(compile("".join(cell["source"]), str(path), "exec"), namespace)
     assert len(namespace["summary"]) == 3
     assert namespace["ax"].get_xlabel() == "Mean TTFT of the trial's requests (ms)"
+
+
+def test_compare_marks_direction_only_for_real_deltas():
+    from analysis.compare import compare_table
+
+    summary = pd.DataFrame({"source": ["a", "b"], "level": [4, 4],
+                            "ttft_ms_p50": [10.0, 12.0], "tsq_mean": [0.8, 0.9],
+                            "itl_ms_p50": [5.0, float("nan")], "error_rate": [0.1, 0.1]})
+    rows = compare_table(summary).set_index("metric")
+    assert rows.loc["ttft_ms_p50", "delta"] == pytest.approx(2.0)
+    assert rows.loc["ttft_ms_p50", "delta_pct"] == pytest.approx(20.0)
+    assert rows.loc["ttft_ms_p50", "better"] is False  # latency went up
+    assert rows.loc["tsq_mean", "better"] is True
+    assert rows.loc["itl_ms_p50", "better"] is None and rows.loc["error_rate", "better"] is None
