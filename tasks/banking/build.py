@@ -55,7 +55,7 @@ class BuildSummary(BaseModel):
     def lines(self) -> list[str]:
         """Human summary, one fact per line."""
         out = [
-            f"{self.tasks_written} tasks in {self.out} ({self.tasks_changed} written, "
+            f"{self.tasks_written} tasks in {self.out} ({self.tasks_changed} changed, "
             f"{self.tasks_unchanged} unchanged); labels {self.labels}; mode {self.mode}; "
             f"dataset {self.source} @ {self.dataset_revision}",
         ]
