@@ -45,3 +45,17 @@ def read_pid(root: Path, path: str, within_sec: float = 10.0) -> int:
             return int(text)
         time.sleep(0.05)
     raise AssertionError(f"{path} never appeared in {root}")
+
+
+def holder_pids(state_dir: Path) -> list[int]:
+    """Processes whose command line runs this trial's setup.sh (its namespace holder)."""
+    needle = str(state_dir / "setup.sh").encode()
+    pids = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if needle in (entry / "cmdline").read_bytes().split(b"\0"):
+                    pids.append(int(entry.name))
+            except OSError:
+                continue
+    return pids

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import os
+import signal
+import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-from localenv_helpers import IS_ROOT, process_gone, read_pid
+from localenv_helpers import IS_ROOT, holder_pids, process_gone, read_pid
 
 import environments.local as local
 import environments.sandbox as sandbox
@@ -216,3 +218,51 @@ async def test_start_says_what_is_missing_when_namespaces_are_unavailable(
     assert "Operation not permitted" in message
     assert "--user --map-root-user --mount" in message
     assert "unprivileged user namespaces" in message and "--env docker" in message
+
+
+HARNESS_DIES = """
+import asyncio, sys
+from pathlib import Path
+from harbor.models.task.config import EnvironmentConfig
+from harbor.models.trial.paths import TrialPaths
+from environments.local import LocalEnvironment
+
+async def main(base):
+    (base / "env").mkdir()
+    paths = TrialPaths(base / "trial")
+    paths.mkdir()
+    env = LocalEnvironment(environment_dir=base / "env", environment_name="t",
+                           session_id="t__env", trial_paths=paths,
+                           task_env_config=EnvironmentConfig(), state_dir=str(base / "roots"))
+    await env.start(force_build=False)
+    print(env.root, flush=True)
+    sys.stdin.read()  # the test kills this process here, before any stop()
+
+asyncio.run(main(Path(sys.argv[1])))
+"""
+
+
+def test_a_killed_harness_leaves_no_namespace_holder(tmp_path):
+    harness = subprocess.Popen(
+        [sys.executable, "-c", HARNESS_DIES, str(tmp_path)],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+    )
+    try:
+        state_dir = Path(harness.stdout.readline().strip()).parent
+        holders = holder_pids(state_dir)
+        assert len(holders) == 1
+    finally:
+        harness.kill()
+        harness.wait()
+    assert process_gone(holders[0])
+
+
+async def test_exec_says_so_when_the_namespace_holder_died(make_env):
+    env = make_env()
+    await env.start(force_build=False)
+    (holder,) = holder_pids(env.root.parent)
+    os.kill(holder, signal.SIGKILL)
+    assert process_gone(holder)
+    await asyncio.sleep(0.1)
+    with pytest.raises(RuntimeError, match="namespace is gone"):
+        await env.exec("true")
