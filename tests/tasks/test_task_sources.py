@@ -112,6 +112,15 @@ def test_hub_snapshot_is_read_through_huggingface_hub(tmp_path):
     assert raw.revision == SHA and len(raw.scenarios) == 14
 
 
+def test_a_pinned_commit_is_found_without_refs(tmp_path):
+    cache = _hub_cache(tmp_path / "hf", sample_rows())
+    (cache / ("datasets--" + REPO_ID.replace("/", "--")) / "refs" / "main").unlink()
+    folder, sha = fetch_snapshot("banking", revision=SHA, cache=cache, local_files_only=True)
+    assert sha == SHA and folder.name == SHA
+    with pytest.raises(DatasetError, match="@main is not cached"):
+        fetch_snapshot("banking", cache=cache, local_files_only=True)
+
+
 def test_build_from_cached_hub_records_the_commit(tmp_path, fake_template, monkeypatch):
     monkeypatch.setenv("BANKBENCH_CACHE", str(tmp_path / "cache"))
     _hub_cache(tmp_path / "cache" / "hf", sample_rows())
