@@ -19,9 +19,10 @@ import seaborn as sns  # noqa: E402
 
 _DPI = 110
 SCATTER_X = {
-    "ttft_ms_mean": "Mean TTFT of the trial's requests (ms)",
-    "itl_ms_mean": "Mean ITL of the trial's requests (ms)",
-    "output_tps_per_user_mean": "Mean output tokens/s per request (tokens/s)",
+    "ttft_ms_mean": ("Mean TTFT of the trial's requests (ms)", "TTFT"),
+    "itl_ms_mean": ("Mean ITL of the trial's requests (ms)", "ITL"),
+    "output_tps_per_user_mean": ("Mean output tokens/s per request (tokens/s)",
+                                 "per-request output speed"),
 }
 
 
@@ -53,40 +54,49 @@ def scatter_vs_tsq(trials: pd.DataFrame, x: str, out: Path) -> Path:
     fig, ax = plt.subplots(figsize=(6.4, 4.4))
     hue = _hue(data) if len(data) else None
     sns.scatterplot(x=data[x], y=data["tsq"], hue=hue, alpha=0.6, s=22, ax=ax)
-    ax.set_xlabel(SCATTER_X.get(x, x))
+    label, short = SCATTER_X.get(x, (x, x))
+    ax.set_xlabel(label)
     ax.set_ylabel("TSQ of the trial (0–1)")
     ax.set_ylim(-0.03, 1.03)
-    ax.set_title(f"TSQ vs {SCATTER_X.get(x, x).split(' (')[0].lower()} (n={len(data)} trials)")
+    if ax.get_legend() is not None:
+        ax.get_legend().set_title(None)
+    ax.set_title(f"TSQ vs {short} ({len(data)} counted trials)")
     return _save(fig, out)
 
 
 def histogram(values: pd.Series, groups: pd.Series | None, xlabel: str, title: str,
               out: Path) -> Path:
-    """Distribution of one latency; groups drawn as overlaid density outlines.
+    """Distribution of one latency: a histogram for up to three groups, otherwise one
+    cumulative curve per group (many overlaid histograms cannot be read).
 
-    Bins computed once with numpy so millions of ITL gaps stay cheap.
+    Computed with numpy, so millions of ITL gaps stay cheap.
     """
     v = values.to_numpy(dtype=float)
     keep = ~np.isnan(v)
     v = v[keep]
     g = groups.to_numpy()[keep] if groups is not None else None
+    labels = [None] if g is None else list(dict.fromkeys(g))
+    cumulative = len(labels) > 3
     sns.set_theme(style="whitegrid")
     fig, ax = plt.subplots(figsize=(6.4, 4.2))
     if v.size:
         hi = np.percentile(v, 99.5)
-        bins = np.linspace(max(0.0, v.min()), hi if hi > v.min() else v.min() + 1, 60)
-        labels = [None] if g is None else list(dict.fromkeys(g))
+        n_bins = 200 if cumulative else int(np.clip(np.sqrt(v.size / len(labels)), 10, 80))
+        bins = np.linspace(max(0.0, v.min()), hi if hi > v.min() else v.min() + 1, n_bins + 1)
         for label, colour in zip(labels, sns.color_palette(n_colors=len(labels)), strict=True):
             part = v if label is None else v[g == label]
             counts, edges = np.histogram(part, bins=bins)
             share = counts / max(part.size, 1)
+            if cumulative:
+                share = np.cumsum(share)
             ax.stairs(share, edges, label=None if label is None else str(label), color=colour,
-                      fill=label is None, alpha=0.8 if label is None else 1.0, linewidth=1.6)
+                      fill=len(labels) == 1, alpha=0.8 if len(labels) == 1 else 1.0,
+                      linewidth=1.6, baseline=None if cumulative else 0)
         if g is not None:
-            ax.legend(title=None)
+            ax.legend(title=None, fontsize=8)
     ax.set_xlabel(xlabel)
-    ax.set_ylabel("Share of values per bin")
-    ax.set_title(title)
+    ax.set_ylabel("Share of values ≤ x" if cumulative else "Share of values per bin")
+    ax.set_title(title + (" (cumulative)" if cumulative else ""))
     return _save(fig, out)
 
 
@@ -117,6 +127,10 @@ def latency_vs_concurrency(summary: pd.DataFrame, out: Path) -> Path:
         _level_axis(ax, summary)
         ax.set_ylabel(label)
         ax.set_title(f"{label.split(' (')[0]} percentiles vs concurrency")
+        if ax is not axes[0] and ax.get_legend() is not None:
+            ax.get_legend().remove()  # one legend is enough for three panels
+        elif ax.get_legend() is not None:
+            ax.legend(fontsize=8)
     return _save(fig, out)
 
 
