@@ -369,6 +369,16 @@ def test_torn_last_line_does_not_swallow_the_next_record(bank: Bank) -> None:
     assert json.loads(lines[-1])["seq"] == 6  # seq continues from the last readable call
 
 
+def test_bare_function_entries_are_understood(bank: Bank, tmp_path: Path) -> None:
+    bank.bank_dir = tmp_path / "app"
+    bank.bank_dir.mkdir()
+    tools = json.loads((FIXTURES / "tools.json").read_text())
+    bare = [tool["function"] for tool in tools] + ["junk", {"function": "junk"}]
+    (bank.bank_dir / "tools.json").write_text(json.dumps(bare))
+    assert bank.run("call", "get_account_balance", json.dumps(VALID_BALANCE)).returncode == 0
+    assert bank.run("call", "get_account_balance", "{}").returncode == 2
+
+
 def test_missing_tool_schemas_exit_78_but_keep_the_call(bank: Bank, tmp_path: Path) -> None:
     bank.bank_dir = tmp_path / "empty"
     bank.bank_dir.mkdir()
