@@ -17,6 +17,11 @@ class Intent(BaseModel):
     valid: bool = Field(description="Tool known and arguments satisfy its schema.")
     errors: list[str] = Field(default_factory=list)
     ts: float = Field(description="Unix time of the call.")
+    arguments_truncated: bool = Field(
+        False, description="Arguments past the bank's size bound were cut (kept as text)."
+    )
+    arguments_bytes: int | None = Field(None, description="Size of the arguments as sent.")
+    tool_truncated: bool = Field(False, description="An over-long tool name was cut.")
 
 
 class Acceptance(BaseModel):
