@@ -86,6 +86,7 @@ class AgentStatus(_Lenient):
 
     status: Literal["ok", "agent_error", "infra_error"]
     reason: str | None = None
+    attempts: int | None = None  # self-evaluation attempts the agent made
 
 
 class AttemptScores(BaseModel):

@@ -202,7 +202,8 @@ def _read_trial(trial_dir: Path, source: str, job: str, level: int, job_finished
         row[key] = 0.0 if imputed else (float(value) if value is not None else np.nan)
     row["in_quality"] = status in QUALITY_STATUSES
     row["reward_imputed"] = imputed
-    row.update(_attempt_columns(attempts, records, row["tsq"]))
+    row.update(_attempt_columns(attempts, records, row["tsq"],
+                                agent_status.attempts if agent_status else None))
     row.update(_timing_columns(result))
     sink.trials.append(row)
     _add_requests(len(sink.trials) - 1, records, sink)
@@ -215,10 +216,12 @@ def _task_name_from_config(trial_dir: Path, issues: list[files.Issue]) -> str | 
 
 
 def _attempt_columns(attempts: files.AttemptScores | None, records: list[LLMCallRecord],
-                     tsq: float) -> dict[str, Any]:
+                     tsq: float, reported: int | None) -> dict[str, Any]:
     by_attempt = attempts.by_attempt if attempts else {}
     max_called = max((r.attempt for r in records), default=0)
-    n_attempts = max(len(by_attempt), max(by_attempt, default=0), max_called)
+    # Whichever source saw most: the verifier lists attempts with bank calls, the call log
+    # attempts that reached the LLM, the agent its own count.
+    n_attempts = max(len(by_attempt), max(by_attempt, default=0), max_called, reported or 0)
     scored = attempts.scored_attempt if attempts else None
     # The verifier lists only attempts that made bank calls: a missing attempt 1 scored 0.
     first = by_attempt.get(1, 0.0) if by_attempt else tsq
@@ -262,6 +265,8 @@ def _add_requests(trial_index: int, records: list[LLMCallRecord], sink: _Sink) -
         gaps = rec.itl_ms
         server = rec.server or {}
         worker = server.get("worker_id")
+        if isinstance(worker, dict):  # disaggregated serving names prefill and decode workers
+            worker = worker.get("decode_worker_id", worker.get("worker_id", worker))
         req["request_id"].append(rec.request_id)
         req["role"].append(rec.role)
         req["attempt"].append(rec.attempt)

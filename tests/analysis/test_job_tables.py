@@ -97,11 +97,15 @@ def test_not_a_job_is_one_clear_error(tmp_path):
 
 def test_server_worker_id_and_itl_rows(tmp_path):
     job = write_job(tmp_path / "job", n_concurrent=1)
+    disagg = {"worker_id": {"prefill_worker_id": 1, "decode_worker_id": 2}}
     write_trial(job, "banking-000__x", scenario_id="banking-000", rewards={"tsq": 1.0},
+                agent_status={"status": "ok", "attempts": 3, "llm_calls": 3},
                 records=[record(request_id="r1", itl_ms=[1.0, 2.0], server={"worker_id": 7}),
-                         record(request_id="r2", itl_ms=[3.0])])
+                         record(request_id="r2", itl_ms=[3.0]),
+                         record(request_id="r3", server=disagg)])
     tables = load(job)
     workers = tables.requests["worker_id"]
-    assert workers[0] == "7" and pd.isna(workers[1])
-    assert list(tables.itl["request_row"]) == [0, 0, 1]
+    assert workers[0] == "7" and pd.isna(workers[1]) and workers[2] == "2"
+    assert tables.trials.loc[0, "n_attempts"] == 3  # the agent's own count, no tsq.json
+    assert list(tables.itl["request_row"]) == [0, 0, 1]  # r3 has no gaps
     assert tables.trials.loc[0, "itl_ms_mean"] == pytest.approx(2.0)
