@@ -48,14 +48,19 @@ def read_pid(root: Path, path: str, within_sec: float = 10.0) -> int:
 
 
 def holder_pids(state_dir: Path) -> list[int]:
-    """Processes whose command line runs this trial's setup.sh (its namespace holder)."""
+    """The process running this trial's setup.sh (its namespace holder).
+
+    A child the script forks shows the same command line until it execs; those are
+    left out by keeping only candidates whose parent is not a candidate.
+    """
     needle = str(state_dir / "setup.sh").encode()
-    pids = []
+    parents = {}
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit():
             try:
                 if needle in (entry / "cmdline").read_bytes().split(b"\0"):
-                    pids.append(int(entry.name))
+                    stat = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+                    parents[int(entry.name)] = int(stat[1])
             except OSError:
                 continue
-    return pids
+    return [pid for pid, parent in parents.items() if parent not in parents]
