@@ -43,7 +43,7 @@ def test_sweep_report_writes_every_file(sweep_report, sweeps):
         assert (out / "plots" / f"{name}.png").read_bytes()[:8] == PNG, name
     requests = pd.read_csv(out / "requests.csv")
     assert len(requests) == 2 * 3 * 6 * 3  # two sources × levels × trials × requests
-    assert sum(1 for _ in (out / "requests.jsonl").open()) == len(requests)
+    assert len((out / "requests.jsonl").read_text().splitlines()) == len(requests)
 
 
 def test_summary_json_holds_rows_definitions_and_deltas(sweep_report):
