@@ -167,8 +167,8 @@ class LocalEnvironment(BaseEnvironment):
             if mount.get("type", "bind") != "bind":
                 raise ValueError(f"LocalEnvironment supports bind mounts only, got {mount}")
             source = Path(mount["source"]).resolve()
-            if not source.exists():
-                raise FileNotFoundError(f"LocalEnvironment mount source {source} not found")
+            if not source.exists():  # as Docker does for a bind source
+                source.mkdir(parents=True)
             host_mounts.append(
                 BindMount(source, str(mount["target"]), bool(mount.get("read_only")))
             )

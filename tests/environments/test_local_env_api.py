@@ -266,3 +266,17 @@ async def test_exec_says_so_when_the_namespace_holder_died(make_env):
     await asyncio.sleep(0.1)
     with pytest.raises(RuntimeError, match="namespace is gone"):
         await env.exec("true")
+
+
+async def test_auto_mounting_and_user_mounts_bind_host_folders(make_env, tmp_path):
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "rows.txt").write_text("r1\n")
+    mounts = [{"type": "bind", "source": str(data), "target": "/data", "read_only": True}]
+    env = make_env(auto_mounting=True, mounts=mounts)
+    await env.start(force_build=False)
+    result = await env.exec("echo live > /logs/agent/now.txt; cat /data/rows.txt; touch /data/x")
+    assert result.stdout == "r1\n" and "Read-only" in (result.stderr or "")
+    # written straight into the trial folder on the host; Harbor then skips the copy
+    assert (env.trial_paths.agent_dir / "now.txt").read_text() == "live\n"
+    assert env.is_path_mounted("/logs/agent", env.trial_paths.agent_dir)
