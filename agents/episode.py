@@ -1,0 +1,178 @@
+"""One trial end to end: discover tools, run attempts, judge them, mark the accepted one.
+
+Never raises for something the agent or the server did: the outcome goes to
+`agent_status.json` (ok / agent_error / infra_error) and the AgentContext metadata, and the
+trial proceeds to verification with whatever the bank recorded.
+
+How a failure is classed:
+- infra_error: the bank could not list tools; an LLM request failed with 429/5xx/timeout/
+  dropped connection after every retry; the server refused the setup (401/403/404: bad key,
+  URL or model name).
+- agent_error: the server rejected a request as invalid (other 4xx, e.g. context too long),
+  or the attempt hit max_steps without a final answer.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from agents import bank_bridge
+from agents.llm import CallInfo, ClientSettings, LLMCallFailed, StreamingClient
+from agents.options import BankingAgentOptions
+from agents.react import AttemptResult, AttemptRunner, LoopSettings, TrialIdentity
+from agents.records import AgentStatus, CallLog, write_status
+from agents.self_eval import (
+    Verdict,
+    evaluator_messages,
+    parse_verdict,
+    retry_feedback,
+)
+from agents.trajectory import TrajectoryBuilder
+
+_SETUP_REFUSALS = {401, 403, 404}
+
+
+@dataclass
+class EpisodeOutcome:
+    status: AgentStatus
+    verdicts: list[Verdict] = field(default_factory=list)
+    attempts: list[AttemptResult] = field(default_factory=list)
+
+
+def client_settings(opts: BankingAgentOptions, model: str, base_url: str) -> ClientSettings:
+    return ClientSettings(
+        base_url=base_url, model=model, api_key_env=opts.api_key_env,
+        request_timeout_s=opts.request_timeout_s, max_attempts=opts.max_attempts,
+        session_header=opts.session_header, server_timing=opts.server_timing,
+        nvext_annotations=opts.nvext_annotations,
+    )
+
+
+def classify_llm_failure(exc: LLMCallFailed) -> tuple[str, str]:
+    record = exc.record
+    status = record.http_status
+    reason = str(exc)
+    if exc.retryable:
+        return "infra_error", f"LLM request failed after {record.retries + 1} tries: {reason}"
+    if status in _SETUP_REFUSALS:
+        return "infra_error", f"server refused the request ({status}): {reason}"
+    return "agent_error", f"server rejected the request ({status}): {reason}"
+
+
+class Episode:
+    def __init__(self, opts: BankingAgentOptions, model: str, logs_dir: Path,
+                 ident: TrialIdentity, trace: TrajectoryBuilder, context: Any) -> None:
+        self.opts, self.model, self.logs_dir, self.ident = opts, model, logs_dir, ident
+        self.trace, self.context = trace, context
+        self.log = CallLog(logs_dir)
+        self.client = StreamingClient(client_settings(opts, model, opts.base_url),
+                                      sink=self._on_record)
+        eval_model = opts.eval_model or model
+        eval_url = opts.eval_base_url or opts.base_url
+        if (eval_model, eval_url) == (model, opts.base_url):
+            self.eval_client = self.client
+        else:
+            self.eval_client = StreamingClient(client_settings(opts, eval_model, eval_url),
+                                               sink=self._on_record)
+        self.outcome = EpisodeOutcome(status=AgentStatus(status="ok"))
+
+    def _on_record(self, record) -> None:
+        self.log.append(record)
+        prompt, cached, completion = self.log.token_totals()
+        self.context.n_input_tokens = prompt
+        self.context.n_cache_tokens = cached
+        self.context.n_output_tokens = completion
+        self.outcome.status.llm_calls = len(self.log.records)
+        self.outcome.status.failed_llm_calls = sum(1 for r in self.log.records if r.error)
+
+    async def run(self, instruction: str, environment: Any) -> EpisodeOutcome:
+        status = self.outcome.status
+        try:
+            await self._run(instruction, environment)
+        except bank_bridge.BankUnavailable as exc:
+            status.status, status.reason = "infra_error", f"bank unavailable: {exc}"
+        except LLMCallFailed as exc:
+            status.status, status.reason = classify_llm_failure(exc)
+        finally:
+            await self.client.aclose()
+            if self.eval_client is not self.client:
+                await self.eval_client.aclose()
+            self._publish()
+        return self.outcome
+
+    async def _run(self, instruction: str, environment: Any) -> None:
+        opts, status = self.opts, self.outcome.status
+        tools = await bank_bridge.list_tools(environment)
+        self.trace.set_tools(tools)
+        runner = AttemptRunner(self.client, self.log, environment, tools, self.ident,
+                               _loop_settings(opts), self.trace)
+        total = 1 + (opts.max_retries if opts.self_eval else 0)
+        feedback: str | None = None
+        for attempt in range(1, total + 1):
+            result = await runner.run(instruction, attempt, feedback)
+            self.outcome.attempts.append(result)
+            status.attempts = attempt
+            self._publish()
+            if not opts.self_eval:
+                break
+            verdict = await self._evaluate(instruction, tools, result)
+            self.outcome.verdicts.append(verdict)
+            self._publish()
+            if verdict.accepted:
+                if await bank_bridge.accept(environment, attempt):
+                    status.accepted_attempt = attempt
+                break
+            feedback = retry_feedback(verdict) if opts.pass_feedback else None
+        last = self.outcome.attempts[-1]
+        if last.stop_reason == "max_steps":
+            status.status = "agent_error"
+            status.reason = f"attempt {last.attempt} reached max_steps={opts.max_steps} " \
+                            "without a final answer"
+
+    async def _evaluate(self, instruction: str, tools: list[dict],
+                        result: AttemptResult) -> Verdict:
+        messages = evaluator_messages(instruction, tools, result.calls, result.final_answer)
+        info = CallInfo(self.ident.trial_name, self.ident.scenario_id, result.attempt, 0,
+                        "evaluator", self.ident.session_id,
+                        request_index=self.log.next_request_index())
+        params: dict[str, Any] = {"max_tokens": self.opts.max_tokens}
+        if self.opts.temperature is not None:
+            params["temperature"] = self.opts.temperature
+        if self.opts.eval_json_mode:
+            params["response_format"] = {"type": "json_object"}
+        reply = await self.eval_client.chat(messages, info, **params)
+        verdict = parse_verdict(reply.content, result.attempt, self.opts.min_confidence)
+        verdict.request_id = reply.record.request_id
+        self.trace.add_model_turn(
+            reply.record, reply.content, model_name=self.eval_client.settings.model,
+            extra={"role": "evaluator", "verdict": verdict.model_dump(mode="json")},
+        )
+        return verdict
+
+    def _publish(self) -> None:
+        """Metadata, status file and trajectory as they stand now (a timeout keeps them)."""
+        status = self.outcome.status
+        self.context.metadata = {
+            **(self.context.metadata or {}),
+            "status": status.status,
+            "status_reason": status.reason,
+            "attempts": status.attempts,
+            "accepted_attempt": status.accepted_attempt,
+            "verdicts": [v.model_dump(mode="json") for v in self.outcome.verdicts],
+            "tool_calls_per_attempt": [len(a.calls) for a in self.outcome.attempts],
+            "llm_calls": len(self.log.records),
+            "tool_mode": self.opts.tool_mode,
+            "self_eval": self.opts.self_eval,
+        }
+        write_status(self.logs_dir, status)
+        self.trace.write(self.logs_dir, self.log.records)
+
+
+def _loop_settings(opts: BankingAgentOptions) -> LoopSettings:
+    return LoopSettings(
+        tool_mode=opts.tool_mode, max_steps=opts.max_steps,
+        max_calls_per_step=opts.max_calls_per_step, max_argument_chars=opts.max_argument_chars,
+        temperature=opts.temperature, max_tokens=opts.max_tokens,
+    )

@@ -1,0 +1,96 @@
+"""The agent's options, as `harbor run --ak key=value` passes them (validated, documented)."""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+DEFAULT_BASE_URL = "http://127.0.0.1:8000/v1"
+
+
+class BankingAgentOptions(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    base_url: str = Field(
+        default_factory=lambda: os.environ.get("OPENAI_BASE_URL") or DEFAULT_BASE_URL,
+        description="OpenAI-compatible endpoint (default: $OPENAI_BASE_URL, else "
+        f"{DEFAULT_BASE_URL}).",
+    )
+    model: str | None = Field(None, description="Model name; default: harbor's -m.")
+    api_key_env: str = Field("OPENAI_API_KEY",
+                             description="Environment variable holding the API key.")
+    tool_mode: Literal["native", "text"] = Field(
+        "native", description="native: OpenAI tool calls; text: Thought/Action/Observation."
+    )
+    max_steps: int = Field(12, ge=1, le=200, description="Model turns per attempt.")
+    max_calls_per_step: int = Field(8, ge=1, le=100, description="Tool calls run per turn.")
+    max_argument_chars: int = Field(8000, ge=2, description="Longest tool-call argument text.")
+    temperature: float | None = Field(0.0, ge=0, le=2, description="Sampling temperature.")
+    max_tokens: int = Field(1024, ge=1, description="Completion token limit per request.")
+    request_timeout_s: float = Field(120.0, gt=0, description="Per-attempt read timeout.")
+    max_attempts: int = Field(4, ge=1, le=20, description="Tries per LLM request (retries+1).")
+    session_header: bool = Field(True, description="Send x-dynamo-session-id per trial.")
+    server_timing: bool = Field(True, description="Ask Dynamo for nvext worker ids and timing.")
+    nvext_annotations: list[str] = Field(
+        default_factory=list,
+        description="nvext annotation templates, e.g. 'output_replay_id:{scenario_id}:"
+        "{request_index}' (fields: scenario_id, trial_name, session_id, attempt, step, role, "
+        "request_index).",
+    )
+    self_eval: bool = Field(False, description="Judge each attempt and retry when rejected.")
+    max_retries: int = Field(2, ge=0, le=10, description="Extra attempts after a rejection.")
+    min_confidence: float = Field(0.7, ge=0, le=1,
+                                  description="Evaluator confidence needed to accept.")
+    pass_feedback: bool = Field(True,
+                                description="Give the evaluator's reasoning to the retry.")
+    eval_model: str | None = Field(None, description="Evaluator model (default: the agent's).")
+    eval_base_url: str | None = Field(None, description="Evaluator endpoint (default: agent's).")
+    eval_json_mode: bool = Field(
+        False, description="Ask the evaluator for response_format json_object."
+    )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _split_annotations(cls, data: Any) -> Any:
+        # `--ak nvext_annotations=a,b` arrives as one string.
+        if isinstance(data, dict) and isinstance(data.get("nvext_annotations"), str):
+            data = {**data, "nvext_annotations": [
+                a for a in data["nvext_annotations"].split(",") if a]}
+        return data
+
+    @model_validator(mode="after")
+    def _check_templates(self) -> BankingAgentOptions:
+        fields = dict.fromkeys(("scenario_id", "trial_name", "session_id", "attempt", "step",
+                                "role", "request_index"), "x")
+        for template in self.nvext_annotations:
+            try:
+                template.format(**fields)
+            except (KeyError, IndexError, ValueError) as exc:
+                raise ValueError(f"nvext_annotations template {template!r}: {exc}") from None
+        return self
+
+
+def parse_options(kwargs: dict[str, Any]) -> BankingAgentOptions:
+    """Validate `--ak` kwargs; raise ValueError with one line per bad option."""
+    try:
+        return BankingAgentOptions.model_validate(kwargs)
+    except ValidationError as exc:
+        problems = []
+        for err in exc.errors(include_url=False, include_input=False):
+            name = ".".join(str(p) for p in err["loc"]) or "kwargs"
+            if err["type"] == "extra_forbidden":
+                problems.append(f"unknown option --ak {name}")
+            else:
+                problems.append(f"--ak {name}: {err['msg']}")
+        raise ValueError("BankingAgent: " + "; ".join(problems)) from None
+
+
+def strip_provider(model: str | None) -> str | None:
+    """`openai/my-model` → `my-model`: Harbor passes -m with a provider prefix."""
+    if model and "/" in model:
+        provider, rest = model.split("/", 1)
+        if provider.lower() in {"openai", "hosted_vllm", "vllm", "dynamo", "nim", "local"}:
+            return rest
+    return model

@@ -1,0 +1,142 @@
+"""FAULT-INJECTING TEST PROXY — not a model server.
+
+It exists only because the real Dynamo frontend cannot be made to fail on demand. It sits
+between the client under test and a real upstream (the Dynamo frontend), forwards requests and
+streams responses through unchanged, except for the requests its schedule marks: those get an
+HTTP error, a connection dropped before the first byte or in the middle of the stream, a stall
+longer than the client's timeout, or a malformed SSE event.
+
+    schedule = FaultSchedule.seeded(seed=7, n=20, faults=["http_429", "drop_mid_stream"])
+    async with FaultProxy(upstream="http://127.0.0.1:8000", schedule=schedule) as proxy:
+        ...  # point the client at proxy.base_url ("http://127.0.0.1:<port>/v1")
+
+Request n (0-based, counting every POST the proxy sees) gets `schedule.faults[n]` or passes
+through when there is none; `proxy.seen` lists what each request got.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from dataclasses import dataclass, field
+from typing import Literal
+
+from aiohttp import ClientSession, ClientTimeout, web
+
+Fault = Literal[
+    "pass",
+    "http_400",
+    "http_429",
+    "http_500",
+    "http_503",
+    "drop_before_first_byte",
+    "drop_mid_stream",
+    "stall",
+    "malformed_sse",
+]
+_HOP_HEADERS = {"host", "content-length", "transfer-encoding", "connection", "keep-alive"}
+
+
+@dataclass
+class FaultSchedule:
+    faults: list[Fault] = field(default_factory=list)
+    stall_s: float = 30.0  # how long a "stall" holds the connection without sending a byte
+
+    @classmethod
+    def seeded(cls, seed: int, n: int, faults: list[Fault], rate: float = 0.3,
+               stall_s: float = 30.0) -> FaultSchedule:
+        """A reproducible random schedule: each of `n` requests faults with probability `rate`."""
+        rng = random.Random(seed)
+        picks: list[Fault] = [rng.choice(faults) if rng.random() < rate else "pass"
+                              for _ in range(n)]
+        return cls(picks, stall_s)
+
+    def fault_for(self, index: int) -> Fault:
+        return self.faults[index] if index < len(self.faults) else "pass"
+
+
+class FaultProxy:
+    def __init__(self, upstream: str, schedule: FaultSchedule) -> None:
+        self.upstream = upstream.rstrip("/")
+        if self.upstream.endswith("/v1"):
+            self.upstream = self.upstream[: -len("/v1")]
+        self.schedule = schedule
+        self.seen: list[Fault] = []
+        self._runner: web.AppRunner | None = None
+        self._session: ClientSession | None = None
+        self.port = 0
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    async def __aenter__(self) -> FaultProxy:
+        app = web.Application()
+        app.router.add_route("*", "/{tail:.*}", self._handle)
+        self._runner = web.AppRunner(app, handle_signals=False)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, "127.0.0.1", 0)
+        await site.start()
+        self.port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+        self._session = ClientSession(timeout=ClientTimeout(total=None, sock_read=120))
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        if self._session is not None:
+            await self._session.close()
+        if self._runner is not None:
+            await self._runner.cleanup()
+
+    async def _handle(self, request: web.Request) -> web.StreamResponse:
+        body = await request.read()
+        fault: Fault = "pass"
+        if request.method == "POST":
+            fault = self.schedule.fault_for(len(self.seen))
+            self.seen.append(fault)
+        if fault.startswith("http_"):
+            code = int(fault.split("_")[1])
+            payload = {"error": {"message": f"injected {code}", "type": "injected", "code": code}}
+            return web.json_response(payload, status=code)
+        if fault == "drop_before_first_byte":
+            _abort(request)
+            raise asyncio.CancelledError  # aiohttp drops the connection without a response
+        if fault == "stall":
+            await asyncio.sleep(self.schedule.stall_s)
+        return await self._forward(request, body, fault)
+
+    async def _forward(self, request: web.Request, body: bytes, fault: Fault):
+        assert self._session is not None
+        headers = {k: v for k, v in request.headers.items() if k.lower() not in _HOP_HEADERS}
+        url = self.upstream + request.rel_url.path_qs
+        async with self._session.request(request.method, url, data=body,
+                                         headers=headers) as upstream:
+            out_headers = {k: v for k, v in upstream.headers.items()
+                           if k.lower() not in _HOP_HEADERS | {"content-encoding"}}
+            response = web.StreamResponse(status=upstream.status, headers=out_headers)
+            await response.prepare(request)
+            events = 0
+            buffer = b""
+            async for piece in upstream.content.iter_any():
+                buffer += piece
+                # Forward whole SSE events so faults land between events, as a real break would.
+                while b"\n\n" in buffer:
+                    event, buffer = buffer.split(b"\n\n", 1)
+                    events += 1
+                    if fault == "drop_mid_stream" and events == 3:
+                        _abort(request)
+                        return response
+                    if fault == "malformed_sse" and events == 2:
+                        await response.write(b'data: {"choices": [ this is not json\n\n')
+                        await response.write_eof()
+                        return response
+                    await response.write(event + b"\n\n")
+            if buffer:
+                await response.write(buffer)
+            await response.write_eof()
+            return response
+
+
+def _abort(request: web.Request) -> None:
+    transport = request.transport
+    if transport is not None:
+        transport.abort()
