@@ -109,3 +109,14 @@ def test_server_worker_id_and_itl_rows(tmp_path):
     assert tables.trials.loc[0, "n_attempts"] == 3  # the agent's own count, no tsq.json
     assert list(tables.itl["request_row"]) == [0, 0, 1]  # r3 has no gaps
     assert tables.trials.loc[0, "itl_ms_mean"] == pytest.approx(2.0)
+
+
+def test_sweep_level_not_started_yet_is_reported(tmp_path):
+    from analysis.synthetic import write_sweep_manifest
+
+    sweep = synthetic_sweep(tmp_path / "sw", [1], trials_per_level=2, requests_per_trial=1)
+    write_sweep_manifest(sweep, [1, 8], finished_at=None)
+    tables = load(sweep)
+    assert list(tables.jobs["level"]) == [1]
+    missing = tables.issues[tables.issues["message"].str.contains("no job yet")]
+    assert list(missing["path"]) == [str(sweep / "c8")]
