@@ -117,6 +117,13 @@ def system_python_ok() -> bool:
     return False
 
 
+def fallback_python() -> Path:
+    """The interpreter behind the harness (>= 3.12), by its versioned name, which every
+    standard installation has (a venv's own `python` may be a copy outside the prefix)."""
+    version = f"python{sys.version_info.major}.{sys.version_info.minor}"
+    return Path(sys.base_prefix).resolve() / "bin" / version
+
+
 @dataclass
 class BindMount:
     source: Path  # host path
@@ -178,7 +185,7 @@ def build_root(layout: RootLayout) -> None:
         path.chmod(mode)
     if FALLBACK_BIN in layout.private_dirs:
         link = inside(root, FALLBACK_BIN) / "python3"
-        link.symlink_to(Path(sys.base_prefix).resolve() / "bin" / "python3")
+        link.symlink_to(fallback_python())
     for bind in layout.binds:
         target = inside(root, bind.target)
         if bind.source.is_dir():
