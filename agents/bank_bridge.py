@@ -48,9 +48,10 @@ async def list_tools(env: ExecLike, timeout_sec: int = 60) -> list[dict[str, Any
     return tools
 
 
-def call_command(tool: str, arguments_json: str, attempt: int) -> str:
+def call_command(tool: str, arguments_json: str, attempt: int, bank: str = BANK) -> str:
     """Shell command for one call; every piece the model controls is quoted."""
-    return f"{BANK} call {shlex.quote(tool)} {shlex.quote(arguments_json)} --attempt {attempt}"
+    return (f"{bank} call {shlex.quote(tool)} {shlex.quote(arguments_json)} "
+            f"--attempt {int(attempt)}")
 
 
 async def call_tool(env: ExecLike, tool: str, arguments_json: str, attempt: int,

@@ -24,6 +24,11 @@ SYSTEM_INTRO = (
     "then reply with a short summary for the customer and no further tool call."
 )
 
+EMPTY_REPLY_NUDGE = (
+    "Your last reply was empty (no text and no readable tool call). Call the tools the "
+    "request still needs, or reply with a short summary if everything is done."
+)
+
 
 @dataclass
 class LoopSettings:
@@ -98,6 +103,18 @@ class AttemptRunner:
             messages, self._info(result.attempt, step), tools=self.tools, tool_choice="auto",
             **self._sampling(),
         )
+        if not reply.tool_calls and "<tool_call>" in reply.content:
+            # The server's tool parser let a call through as text: it was malformed (or the
+            # server parses none). Salvage a readable one, else tell the model what went wrong.
+            return await self._malformed_native(messages, reply, result, step)
+        if not reply.tool_calls and not reply.content.strip():
+            # Nothing usable (e.g. a call so malformed the server's parser dropped it): say so
+            # and let the model try again; max_steps bounds this.
+            messages.append({"role": "assistant", "content": ""})
+            messages.append({"role": "user", "content": EMPTY_REPLY_NUDGE})
+            self.trace.add_model_turn(reply.record, "", observations=[(None, EMPTY_REPLY_NUDGE)],
+                                      extra=_step_extra(result, step))
+            return False
         if not reply.tool_calls:
             result.final_answer = reply.content
             messages.append({"role": "assistant", "content": reply.content})
@@ -119,6 +136,24 @@ class AttemptRunner:
             observations.append((tc.id, text))
         calls = [(tc.id, tc.name, tc.arguments) for tc in reply.tool_calls]
         self.trace.add_model_turn(reply.record, reply.content, calls, observations,
+                                  extra=_step_extra(result, step))
+        return False
+
+    async def _malformed_native(self, messages: list[dict], reply: ChatResult,
+                                result: AttemptResult, step: int) -> bool:
+        parsed = text_protocol.parse_reply(reply.content)
+        messages.append({"role": "assistant", "content": reply.content})
+        call_id = f"{reply.record.request_id[:12]}-0"
+        if parsed.action is not None:
+            args = parsed.action_input or "{}"
+            text = await self._call(parsed.action, args, result)
+            calls = [(call_id, parsed.action, args)]
+        else:
+            text = _error("malformed tool call: write <tool_call>{\"name\": ..., \"arguments\": "
+                          "{...}}</tool_call> with valid JSON, or use the tool-calling API")
+            calls = []
+        messages.append({"role": "user", "content": f"Tool result: {text}"})
+        self.trace.add_model_turn(reply.record, reply.content, calls, [(call_id, text)],
                                   extra=_step_extra(result, step))
         return False
 

@@ -41,6 +41,9 @@ _HOP_HEADERS = {"host", "content-length", "transfer-encoding", "connection", "ke
 class FaultSchedule:
     faults: list[Fault] = field(default_factory=list)
     stall_s: float = 30.0  # how long a "stall" holds the connection without sending a byte
+    # A careless server that quotes the request's Authorization header in its error bodies:
+    # lets tests prove the client scrubs the key from what it records.
+    echo_auth_in_errors: bool = False
 
     @classmethod
     def seeded(cls, seed: int, n: int, faults: list[Fault], rate: float = 0.3,
@@ -95,7 +98,10 @@ class FaultProxy:
             self.seen.append(fault)
         if fault.startswith("http_"):
             code = int(fault.split("_")[1])
-            payload = {"error": {"message": f"injected {code}", "type": "injected", "code": code}}
+            message = f"injected {code}"
+            if self.schedule.echo_auth_in_errors:
+                message += f" (request had Authorization: {request.headers.get('Authorization')})"
+            payload = {"error": {"message": message, "type": "injected", "code": code}}
             return web.json_response(payload, status=code)
         if fault == "drop_before_first_byte":
             _abort(request)

@@ -1,0 +1,115 @@
+"""Scripted model outputs for the agent tests: one Dynamo mocker replay trace serves them all.
+
+Each session is a list of output texts, one per request in the order the agent makes them
+(agent turns and evaluator calls share one counter per trial). The agent selects turn k of
+session S with the nvext annotation `output_replay_id:S:k`, so the tests pass
+`--ak nvext_annotations=output_replay_id:<prefix>{scenario_id}:{request_index}`.
+"""
+
+from __future__ import annotations
+
+import json
+
+from bankbench.serve.replay import tool_call_text as tc
+
+ACCT_A, ACCT_B = "12345678", "87654321"
+
+# Scenario -> (script, tool names the bank records for it). Expected tools come from each
+# task's tests/expected.json; the test computes the F1 the script implies from both.
+NATIVE: dict[str, list[str]] = {
+    # Two right calls in one turn (parallel), then a summary.
+    "banking-000": [
+        tc("get_account_balance", {"account_number": ACCT_A, "account_type": "checking"})
+        + "\n" + tc("transfer_funds", {"from_account": ACCT_B, "to_account": ACCT_A,
+                                        "amount": 800}),
+        "Your balance is checked and the transfer is on its way.",
+    ],
+    # One right call, one wrong tool, one call whose arguments are not an object (malformed).
+    "banking-001": [
+        tc("freeze_card", {"card_last4": "4821", "reason": "lost"}),
+        tc("get_exchange_rate", {"from_currency": "USD", "to_currency": "EUR"}),
+        '<tool_call>{"name": "request_replacement_card", "arguments": "express please"}'
+        "</tool_call>",
+        "I froze your card.",
+    ],
+    # Only wrong tools.
+    "banking-002": [
+        tc("open_account", {"account_type": "savings", "owners": ["Sam"],
+                            "opening_deposit": 100}),
+        "Done.",
+    ],
+    # Every expected tool, one per turn.
+    "banking-003": [
+        tc("send_international_wire", {"from_account": ACCT_A, "beneficiary_name": "Ana",
+                                       "swift_code": "DEUTDEFF", "iban": "DE89370400440532013000",
+                                       "amount": 500, "currency": "EUR"}),
+        tc("get_exchange_rate", {"from_currency": "USD", "to_currency": "EUR"}),
+        tc("transfer_funds", {"from_account": ACCT_A, "to_account": ACCT_B, "amount": 50}),
+        "All three requests are done.",
+    ],
+}
+
+
+def verdict(ok: bool, confidence: float, missing: list[str]) -> str:
+    return json.dumps({"is_sufficient": ok, "confidence": confidence,
+                       "reasoning": "scripted judgement", "missing_steps": missing})
+
+
+# Self-evaluation: attempt 1 is judged insufficient, attempt 2 sufficient.
+SELF_EVAL: dict[str, list[str]] = {
+    "banking-000": [
+        tc("get_account_balance", {"account_number": ACCT_A, "account_type": "checking"}),
+        "Checked your balance.",
+        verdict(False, 0.9, ["transfer_funds", "schedule_bill_payment"]),
+        tc("get_account_balance", {"account_number": ACCT_A, "account_type": "checking"})
+        + "\n" + tc("transfer_funds", {"from_account": ACCT_B, "to_account": ACCT_A,
+                                        "amount": 800})
+        + "\n" + tc("schedule_bill_payment", {"account_number": ACCT_A,
+                                              "payee_name": "Metro Power", "amount": 96.4,
+                                              "payment_date": "2026-11-27"}),
+        "Balance checked, transfer made, bill scheduled.",
+        "Here is my verdict: ```json\n" + verdict(True, 0.95, []) + "\n```",
+    ],
+    # The judge's first reply is unreadable (counts as a rejection), the second accepts.
+    "banking-002": [
+        tc("open_account", {"account_type": "savings", "owners": ["Sam"],
+                            "opening_deposit": 100}),
+        "Done.",
+        "I think it is mostly fine?",
+        tc("freeze_card", {"card_last4": "1111", "reason": "stolen"}),
+        "Card frozen.",
+        verdict(True, 0.8, []),
+    ],
+}
+
+# Text mode (Thought/Action protocol), including an odd reply the parser must tolerate.
+TEXT: dict[str, list[str]] = {
+    "banking-003": [
+        "Thought: the wire first\nAction: send_international_wire\nAction Input: "
+        + json.dumps({"from_account": ACCT_A, "beneficiary_name": "Ana",
+                      "swift_code": "DEUTDEFF", "iban": "DE89370400440532013000",
+                      "amount": 500, "currency": "EUR"}),
+        "**Thought:** now the rate\n**Action:** `get_exchange_rate`\n**Action Input:**\n"
+        "```json\n{'from_currency': 'USD', 'to_currency': 'EUR'}\n```",
+        "I am confused",
+        "Thought: I am done\nFinal Answer: wire sent and rate quoted.",
+    ],
+}
+
+# Direct client tests.
+CLIENT: dict[str, list[str]] = {
+    "timing": [
+        "The quick brown fox jumps over the lazy dog and keeps running far away.",
+        tc("get_account_balance", {"account_number": ACCT_A, "account_type": "savings"}),
+    ],
+}
+
+PREFIX_NATIVE, PREFIX_SELF_EVAL, PREFIX_TEXT = "n-", "se-", "tx-"
+
+
+def all_sessions() -> dict[str, list[str]]:
+    sessions: dict[str, list[str]] = dict(CLIENT)
+    for prefix, scripts in ((PREFIX_NATIVE, NATIVE), (PREFIX_SELF_EVAL, SELF_EVAL),
+                            (PREFIX_TEXT, TEXT)):
+        sessions.update({prefix + sid: turns for sid, turns in scripts.items()})
+    return sessions
