@@ -7,7 +7,7 @@ beside it (Harbor's resume deletes any folder inside a job that has no result.js
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -31,18 +31,29 @@ def default_out_dir(path: Path) -> Path:
 
 
 def write_report(path: Path, out: Path | None = None, compare: Sequence[Path] = (),
-                 slo: SLO | None = None, *, draw: bool = True,
-                 pass_threshold: float = 1.0) -> Path:
-    """Read `path` (and `compare`), write every report file into `out`; returns report.md."""
+                 slo: SLO | None = None, *, draw: bool = True, pass_threshold: float = 1.0,
+                 log: Callable[[str], None] | None = None) -> Path:
+    """Read `path` (and `compare`), write every report file into `out`; returns report.md.
+
+    `log`, when given, receives one line per stage (the CLI prints them as progress).
+    """
+    say = log or (lambda _line: None)
     path = Path(path)
     out = Path(out) if out is not None else default_out_dir(path)
     inputs = [path, *(Path(p) for p in compare)]
     tables = load_many(inputs)
+    counts = tables.trials["status"].value_counts().to_dict()
+    say(f"read {len(tables.jobs)} job(s): {len(tables.trials):,} trials "
+        f"({', '.join(f'{n} {s}' for s, n in counts.items()) or 'none'}), "
+        f"{len(tables.requests):,} LLM calls, {len(tables.issues)} input problem(s)")
     summary = summarize(tables, slo, pass_threshold)
     comparison = compare_table(summary)
     out.mkdir(parents=True, exist_ok=True)
     write_data_files(tables, summary, comparison, out, inputs, slo, pass_threshold)
+    say(f"wrote summary ({len(summary)} rows) and data files to {out}")
     figures = draw_figures(tables, summary, out / "plots") if draw else []
+    if draw:
+        say(f"drew {len(figures)} figure(s) in {out / 'plots'}")
     text = render_markdown(tables, summary, comparison, inputs, slo, figures, out)
     report = out / "report.md"
     report.write_text(text, encoding="utf-8")

@@ -44,7 +44,8 @@ def _run(args: argparse.Namespace) -> int:
         print(f"bankbench report: reading {args.path}"
               + (f" and {len(args.compare)} to compare" if args.compare else ""), file=sys.stderr)
         report = write_report(args.path, args.out, args.compare, slo, draw=not args.no_plots,
-                              pass_threshold=args.pass_threshold)
+                              pass_threshold=args.pass_threshold,
+                              log=lambda line: print(f"  {line}", file=sys.stderr))
     except (AnalysisInputError, ValueError) as exc:
         print(f"bankbench report: {exc}", file=sys.stderr)
         return 2
