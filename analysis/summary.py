@@ -47,7 +47,15 @@ def summarize(tables: Tables, slo: SLO | None = None, pass_threshold: float = 1.
     gap_group = group_of_row[itl_level_rows] if len(itl_level_rows) else itl_level_rows
     gap_ok = ok[itl_level_rows] if len(itl_level_rows) else np.zeros(0, dtype=bool)
     jobs = tables.jobs.groupby(GROUP).first()
-    for (source, level), trial_rows in trials.groupby(GROUP, sort=True):
+    # Input order of sources (the first is the comparison baseline), then level; a job with
+    # no trial folder yet still gets its row.
+    order = {source: i for i, source in enumerate(tables.sources)}
+    trial_groups = trials.groupby(GROUP, sort=False).indices if len(trials) else {}
+    group_keys = sorted({*trial_groups, *zip(tables.jobs["source"], tables.jobs["level"],
+                                             strict=True)},
+                        key=lambda k: (order.get(k[0], len(order)), k[1]))
+    for source, level in group_keys:
+        trial_rows = trials.iloc[trial_groups.get((source, level), np.zeros(0, dtype=np.int64))]
         idx = req_groups.get((source, level), np.zeros(0, dtype=np.int64))
         req = requests.iloc[idx]
         number = keys.index((source, level)) if (source, level) in req_groups else -2
@@ -67,4 +75,4 @@ def summarize(tables: Tables, slo: SLO | None = None, pass_threshold: float = 1.
         if job is not None and pd.notna(job["metrics_before"]) and pd.notna(job["metrics_after"]):
             row.update(server_metrics(Path(job["metrics_before"]), Path(job["metrics_after"])))
         rows.append(row)
-    return pd.DataFrame(rows)
+    return pd.DataFrame(rows) if rows else pd.DataFrame(columns=GROUP)

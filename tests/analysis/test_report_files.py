@@ -128,3 +128,19 @@ def test_compare_marks_direction_only_for_real_deltas():
     assert rows.loc["ttft_ms_p50", "better"] is False  # latency went up
     assert rows.loc["tsq_mean", "better"] is True
     assert rows.loc["itl_ms_p50", "better"] is None and rows.loc["error_rate", "better"] is None
+
+
+def test_job_without_trials_yet_still_reports(tmp_path):
+    from analysis.synthetic import write_job
+
+    job = write_job(tmp_path / "fresh", n_concurrent=3, finished=False)
+    text = write_report(job).read_text()
+    assert "| fresh | 3 | 0 | 0 | 0 | 0 | 0 | 0 | 0 | 0 |" in text
+
+
+def test_baseline_is_the_first_path_not_the_first_name(sweeps, tmp_path):
+    base, other = sweeps  # "base" sorts before "other": compare the other way round
+    write_report(other, out=tmp_path / "r", compare=[base], draw=False)
+    payload = json.loads((tmp_path / "r" / "summary.json").read_text())
+    assert payload["summary"][0]["source"] == "other"
+    assert {c["source"] for c in payload["comparison"]} == {"base"}
