@@ -152,3 +152,16 @@ def test_every_metric_has_unit_direction_and_definition():
     for metric in ALL:
         assert metric.unit and metric.description
         assert metric.larger_is_better in (True, False, None)
+
+
+def test_achieved_trial_concurrency(tmp_path):
+    from datetime import timedelta
+
+    from analysis.synthetic import T0, write_job, write_trial
+
+    job = write_job(tmp_path / "job", n_concurrent=2)
+    for name, start in (("banking-000__a", 0), ("banking-001__b", 5)):
+        write_trial(job, name, scenario_id=name[:11], rewards={"tsq": 1.0},
+                    started_at=T0 + timedelta(seconds=start), phase_s=(1, 1, 7, 1))
+    row = summarize(load(job)).iloc[0]
+    assert row["achieved_trial_concurrency"] == approx(20 / 15)  # 0–10 s and 5–15 s
