@@ -123,7 +123,8 @@ class AttemptRunner:
         messages.append({
             "role": "assistant", "content": reply.content or None,
             "tool_calls": [{"id": tc.id, "type": "function",
-                            "function": {"name": tc.name, "arguments": tc.arguments}}
+                            "function": {"name": tc.name,
+                                         "arguments": _history_arguments(tc.arguments)}}
                            for tc in reply.tool_calls],
         })
         observations: list[tuple[str | None, str]] = []
@@ -193,6 +194,16 @@ class AttemptRunner:
                                             timeout_sec=self.s.bank_timeout_s)
         result.calls.append(CallSummary(name=name, arguments=arguments, ok=reply.ok))
         return reply.text
+
+
+def _history_arguments(raw: str) -> str:
+    """Arguments as echoed back in the conversation. Servers reject a history whose tool call
+    arguments are not a JSON object, so a malformed one is replaced there (the bank, the
+    trajectory and the tool's error reply keep the original)."""
+    try:
+        return raw if isinstance(json.loads(raw), dict) else "{}"
+    except (json.JSONDecodeError, ValueError):
+        return "{}"
 
 
 def _error(message: str) -> str:

@@ -1,0 +1,218 @@
+"""Acceptance: the real `harbor` CLI runs BankingAgent on sample tasks, concurrently, in
+LocalEnvironment, against the real Dynamo frontend + mocker whose replay trace scripts every
+model output (see scripts.py). Scores, intents, call records and token counts are checked
+against what the scripts imply and what the server itself counted."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import httpx
+import pytest
+from harbor.models.trajectories.trajectory import Trajectory
+from harbor.models.trial.result import TrialResult
+from tokenizers import Tokenizer
+
+from contracts.llm_calls import LLMCallRecord
+from tests.agents import scripts
+
+pytestmark = [pytest.mark.dynamo, pytest.mark.harbor]
+
+_CALL = re.compile(r"<tool_call>\s*(\{.*?\})\s*</tool_call>", re.S)
+_TEXT_ACTION = re.compile(r"Action:[*`\s]*([A-Za-z_]+)")
+
+
+def _norm(name: str) -> str:
+    return name.lower().replace("_", "").replace("-", "")
+
+
+def set_f1(actual: list[str], expected: list[str]) -> float:
+    a, e = {_norm(n) for n in actual}, {_norm(n) for n in expected}
+    if not a and not e:
+        return 1.0
+    if not a or not e:
+        return 0.0
+    hit = len(a & e)
+    if hit == 0:
+        return 0.0
+    p, r = hit / len(a), hit / len(e)
+    return 2 * p * r / (p + r)
+
+
+def scripted_calls(turns: list[str]) -> list[str]:
+    """Tool names a script makes the agent call, in order (hermes blocks or text Actions)."""
+    names: list[str] = []
+    for turn in turns:
+        blocks = _CALL.findall(turn)
+        names += [json.loads(b)["name"] for b in blocks]
+        if not blocks and "Final Answer" not in turn:
+            names += _TEXT_ACTION.findall(turn)
+    return names
+
+
+def _token_count(text: str) -> int:
+    from bankbench.serve.smollm2 import model_dir
+
+    tok = Tokenizer.from_file(str(model_dir() / "tokenizer.json"))
+    return len(tok.encode(text, add_special_tokens=False).ids)
+
+
+def _server_token_sums(base_url: str) -> tuple[float, float]:
+    text = httpx.get(base_url.removesuffix("/v1") + "/metrics", timeout=10).text
+    def total(metric: str) -> float:
+        return sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines()
+                   if line.startswith(metric + "{") or line.startswith(metric + " "))
+    return (total("dynamo_frontend_input_sequence_tokens_sum"),
+            total("dynamo_frontend_output_sequence_tokens_sum"))
+
+
+def run_job(tasks: Path, stack, jobs: Path, name: str, include: list[str], prefix: str,
+            extra_ak: list[str], key: str) -> Path:
+    harbor = Path(sys.executable).parent / "harbor"
+    cmd = [str(harbor), "run", "-p", str(tasks), "-n", str(len(include)),
+           "--agent", "agents.banking:BankingAgent", "-m", f"openai/{stack.model}",
+           "--env", "environments.local:LocalEnvironment", "-o", str(jobs), "--job-name", name,
+           "--ak", f"base_url={stack.base_url}", "--ak", "api_key_env=BANKBENCH_E2E_KEY",
+           "--ak", f"nvext_annotations=output_replay_id:{prefix}{{scenario_id}}:{{request_index}}"]
+    for task in include:
+        cmd += ["-i", task]
+    for ak in extra_ak:
+        cmd += ["--ak", ak]
+    env = {**os.environ, "HARBOR_TELEMETRY": "0", "LITELLM_LOCAL_MODEL_COST_MAP": "True",
+           "BANKBENCH_E2E_KEY": key}
+    proc = subprocess.run(cmd, env=env, cwd=jobs, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return jobs / name
+
+
+def trials(job: Path) -> dict[str, Path]:
+    found = {p.name.split("__")[0]: p for p in job.iterdir() if (p / "result.json").exists()
+             and "__" in p.name}
+    return found
+
+
+def read_jsonl(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def expected_tools(tasks: Path, scenario: str) -> list[str]:
+    return json.loads((tasks / scenario / "tests/expected.json").read_text())["expected_tools"]
+
+
+@pytest.fixture(scope="module")
+def secret_key() -> str:
+    return "sk-e2e-" + os.urandom(12).hex()
+
+
+@pytest.fixture(scope="module")
+def native_job(sample_tasks, scripted_stack, tmp_path_factory, secret_key):
+    before = _server_token_sums(scripted_stack.base_url)
+    job = run_job(sample_tasks, scripted_stack, tmp_path_factory.mktemp("jobs"), "native",
+                  sorted(scripts.NATIVE), scripts.PREFIX_NATIVE, [], secret_key)
+    after = _server_token_sums(scripted_stack.base_url)
+    return job, (after[0] - before[0], after[1] - before[1])
+
+
+def test_scores_match_the_scripts(native_job, sample_tasks):
+    job, _ = native_job
+    found = trials(job)
+    assert sorted(found) == sorted(scripts.NATIVE)
+    for scenario, trial in found.items():
+        result = TrialResult.model_validate_json((trial / "result.json").read_text())
+        assert result.exception_info is None, result.exception_info
+        reward = json.loads((trial / "verifier/reward.json").read_text())
+        implied = set_f1(scripted_calls(scripts.NATIVE[scenario]),
+                         expected_tools(sample_tasks, scenario))
+        assert reward["tsq"] == pytest.approx(implied), scenario
+        status = json.loads((trial / "agent/agent_status.json").read_text())
+        assert status["status"] == "ok" and status["accepted_attempt"] is None
+
+
+def test_concurrent_trials_never_mix_intents(native_job):
+    job, _ = native_job
+    for scenario, trial in trials(job).items():
+        intents = read_jsonl(trial / "agent/intents.jsonl")
+        assert [i["tool"] for i in intents] == scripted_calls(scripts.NATIVE[scenario])
+        assert {i["attempt"] for i in intents} == {1}
+    malformed = read_jsonl(trials(job)["banking-001"] / "agent/intents.jsonl")[-1]
+    assert malformed["tool"] == "request_replacement_card" and malformed["valid"] is False
+
+
+def test_every_request_is_recorded_with_the_servers_token_counts(native_job):
+    job, (server_prompt, server_completion) = native_job
+    all_records: list[LLMCallRecord] = []
+    for scenario, trial in trials(job).items():
+        records = [LLMCallRecord.model_validate(r)
+                   for r in read_jsonl(trial / "agent/llm_calls.jsonl")]
+        turns = scripts.NATIVE[scenario]
+        assert len(records) == len(turns)
+        assert [r.completion_tokens for r in records] == [_token_count(t) for t in turns]
+        assert {r.trial_name for r in records} == {trial.name}
+        assert {r.session_id for r in records} == {trial.name}
+        assert {r.scenario_id for r in records} == {scenario}
+        assert [r.step for r in records] == list(range(1, len(turns) + 1))
+        assert all(r.error is None and r.ttft_ms and r.http_status == 200 for r in records)
+        result = TrialResult.model_validate_json((trial / "result.json").read_text())
+        assert result.agent_result.n_input_tokens == sum(r.prompt_tokens for r in records)
+        assert result.agent_result.n_output_tokens == sum(r.completion_tokens for r in records)
+        Trajectory.model_validate_json((trial / "agent/trajectory.json").read_text())
+        all_records += records
+    assert sum(r.prompt_tokens for r in all_records) == server_prompt
+    assert sum(r.completion_tokens for r in all_records) == server_completion
+
+
+def test_api_key_never_reaches_the_job_dir(native_job, secret_key):
+    job, _ = native_job
+    leaks = [p for p in job.rglob("*") if p.is_file() and secret_key.encode() in p.read_bytes()]
+    assert leaks == []
+    assert "BANKBENCH_E2E_KEY" in (job / "config.json").read_text()  # the name only
+
+
+def test_self_eval_retries_until_accepted(sample_tasks, scripted_stack, tmp_path, secret_key):
+    job = run_job(sample_tasks, scripted_stack, tmp_path, "self-eval", sorted(scripts.SELF_EVAL),
+                  scripts.PREFIX_SELF_EVAL, ["self_eval=true", "max_retries=2"], secret_key)
+    found = trials(job)
+    assert sorted(found) == sorted(scripts.SELF_EVAL)
+    for scenario, trial in found.items():
+        turns = scripts.SELF_EVAL[scenario]
+        intents = read_jsonl(trial / "agent/intents.jsonl")
+        calls = [i for i in intents if "tool" in i]
+        assert {c["attempt"] for c in calls} == {1, 2}
+        assert [i["accept"] for i in intents if "accept" in i] == [2]
+        second = [c["tool"] for c in calls if c["attempt"] == 2]
+        assert second == scripted_calls(turns[3:5])
+        reward = json.loads((trial / "verifier/reward.json").read_text())
+        assert reward["tsq"] == pytest.approx(set_f1(second, expected_tools(sample_tasks,
+                                                                            scenario)))
+        records = read_jsonl(trial / "agent/llm_calls.jsonl")
+        assert len(records) == len(turns)
+        judge = [r for r in records if r["role"] == "evaluator"]
+        assert [(r["attempt"], r["step"]) for r in judge] == [(1, 0), (2, 0)]
+        meta = TrialResult.model_validate_json(
+            (trial / "result.json").read_text()).agent_result.metadata
+        assert meta["accepted_attempt"] == 2 and meta["attempts"] == 2
+        assert [v["accepted"] for v in meta["verdicts"]] == [False, True]
+        status = json.loads((trial / "agent/agent_status.json").read_text())
+        assert status["status"] == "ok" and status["accepted_attempt"] == 2
+    first = TrialResult.model_validate_json(
+        (found["banking-002"] / "result.json").read_text()).agent_result.metadata["verdicts"][0]
+    assert first["parsed"] is False and first["confidence"] == 0.0
+
+
+def test_text_mode(sample_tasks, scripted_stack, tmp_path, secret_key):
+    job = run_job(sample_tasks, scripted_stack, tmp_path, "text", sorted(scripts.TEXT),
+                  scripts.PREFIX_TEXT, ["tool_mode=text"], secret_key)
+    trial = trials(job)["banking-003"]
+    turns = scripts.TEXT["banking-003"]
+    intents = read_jsonl(trial / "agent/intents.jsonl")
+    assert [i["tool"] for i in intents] == scripted_calls(turns)
+    assert intents[1]["arguments"] == {"from_currency": "USD", "to_currency": "EUR"}
+    reward = json.loads((trial / "verifier/reward.json").read_text())
+    assert reward["tsq"] == pytest.approx(set_f1(scripted_calls(turns),
+                                                 expected_tools(sample_tasks, "banking-003")))
+    assert len(read_jsonl(trial / "agent/llm_calls.jsonl")) == len(turns)
