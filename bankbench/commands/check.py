@@ -1,4 +1,4 @@
-"""`bankbench check`."""
+"""`bankbench check`: can the banking agent run against this server? (agents/test_agent.py)"""
 
 from __future__ import annotations
 
@@ -6,9 +6,20 @@ import argparse
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("check", help="(not built yet)")
+    from agents.test_agent import add_arguments
+
+    p = sub.add_parser(
+        "check",
+        help="probe an OpenAI-compatible server the way the agent uses it",
+        description="Lists models, streams one completion (TTFT, ITL, tokens), probes tool "
+        "calling with tool_choice auto and named, and prints a verdict per step. Exit 0 only "
+        "when the agent can run against the server.",
+    )
+    add_arguments(p)
     p.set_defaults(func=_run)
 
 
 def _run(args: argparse.Namespace) -> int:
-    raise SystemExit("bankbench check: not built yet")
+    from agents.test_agent import main_from_args
+
+    return main_from_args(args)

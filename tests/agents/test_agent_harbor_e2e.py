@@ -216,3 +216,25 @@ def test_text_mode(sample_tasks, scripted_stack, tmp_path, secret_key):
     assert reward["tsq"] == pytest.approx(set_f1(scripted_calls(turns),
                                                  expected_tools(sample_tasks, "banking-003")))
     assert len(read_jsonl(trial / "agent/llm_calls.jsonl")) == len(turns)
+
+
+@pytest.mark.harbor
+def test_unreachable_server_is_an_infra_error_and_still_verified(sample_tasks, tmp_path,
+                                                                 secret_key):
+    import socket
+    from types import SimpleNamespace
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        dead = SimpleNamespace(base_url=f"http://127.0.0.1:{s.getsockname()[1]}/v1",
+                               model="m")
+    job = run_job(sample_tasks, dead, tmp_path, "dead", ["banking-000"], "n-",
+                  ["max_attempts=2", "request_timeout_s=2"], secret_key)
+    trial = trials(job)["banking-000"]
+    status = json.loads((trial / "agent/agent_status.json").read_text())
+    assert status["status"] == "infra_error" and "after 2 tries" in status["reason"]
+    result = TrialResult.model_validate_json((trial / "result.json").read_text())
+    assert result.exception_info is None  # the trial went on to verification
+    assert json.loads((trial / "verifier/reward.json").read_text())["tsq"] == 0.0
+    record = read_jsonl(trial / "agent/llm_calls.jsonl")[0]
+    assert record["error"]["type"] == "connection" and record["retries"] == 1

@@ -1,0 +1,180 @@
+"""Can the agent run against this server? `bankbench check` / `python -m agents.test_agent`.
+
+Steps, each with a verdict: the model is listed; a streamed completion arrives with usage
+(TTFT, ITL and token counts printed, measured by the agent's own client); tool calling with
+tool_choice "auto" and with a named tool. Exit 0 when the agent can run: the model answers
+and streams. Tool-call probes only decide which `tool_mode` to recommend.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import statistics
+import sys
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from agents.options import DEFAULT_BASE_URL, strip_provider
+
+if TYPE_CHECKING:  # the client (openai) loads only when a check runs: `--help` stays fast
+    from agents.llm import CallInfo, ClientSettings, StreamingClient
+
+PROBE_TOOL = {"type": "function", "function": {
+    "name": "get_account_balance",
+    "description": "Current balance of one of the customer's accounts.",
+    "parameters": {"type": "object", "properties": {
+        "account_number": {"type": "string", "description": "8-12 digits"},
+        "account_type": {"type": "string", "enum": ["checking", "savings"]}},
+        "required": ["account_number", "account_type"]}}}
+PROBE_ASK = "What is the balance of my checking account 12345678? Use the tool."
+
+
+@dataclass
+class Step:
+    name: str
+    verdict: str  # PASS | WARN | FAIL
+    detail: str
+
+
+def _info(step: int) -> CallInfo:
+    from agents.llm import CallInfo
+
+    return CallInfo("check", "check", 1, step, "agent", None, request_index=step)
+
+
+def _timing(rec) -> str:
+    itl = f"{statistics.median(rec.itl_ms):.1f} ms" if rec.itl_ms else "n/a"
+    ttft = f"{rec.ttft_ms:.1f} ms" if rec.ttft_ms is not None else "n/a"
+    server = ""
+    if rec.server and isinstance(rec.server.get("timing"), dict):
+        server_ttft = rec.server["timing"].get("ttft_ms")
+        if server_ttft is not None:
+            server = f", server TTFT {server_ttft:.1f} ms"
+    return (f"TTFT {ttft}, median ITL {itl}, e2e {rec.e2e_ms:.1f} ms, tokens "
+            f"{rec.prompt_tokens} in / {rec.completion_tokens} out{server}")
+
+
+async def run_checks(settings: ClientSettings, max_tokens: int = 64) -> list[Step]:
+    from agents.llm import LLMCallFailed, StreamingClient
+
+    steps: list[Step] = []
+    client = StreamingClient(settings)
+    try:
+        try:
+            listed = [m.id async for m in client._client.models.list()]
+        except Exception as exc:  # any failure here means the URL is not usable
+            cause = exc.__cause__ or exc.__context__
+            why = f"{exc} ({type(cause).__name__}: {cause})" if cause else str(exc)
+            steps.append(Step("models", "FAIL", f"{settings.base_url}/models: "
+                                                f"{client._scrub(why)[:300]}"))
+            return steps
+        if settings.model not in listed:
+            steps.append(Step("models", "FAIL", f"model {settings.model!r} not served; "
+                                                f"listed: {', '.join(listed) or 'none'}"))
+            return steps
+        steps.append(Step("models", "PASS", f"{len(listed)} listed, {settings.model!r} among "
+                                            "them"))
+        try:
+            reply = await client.chat([{"role": "user", "content": "Say hello to a customer."}],
+                                      _info(1), max_tokens=max_tokens)
+        except LLMCallFailed as exc:
+            steps.append(Step("stream", "FAIL", str(exc)[:300]))
+            return steps
+        rec = reply.record
+        if rec.ttft_ms is None:
+            steps.append(Step("stream", "FAIL", "no content-bearing chunk arrived"))
+            return steps
+        steps.append(Step("stream", "PASS", _timing(rec)))
+        if rec.prompt_tokens is None or rec.completion_tokens is None:
+            steps.append(Step("usage", "WARN", "no usage in the stream: token counts will be "
+                                               "missing from llm_calls.jsonl"))
+        else:
+            steps.append(Step("usage", "PASS", f"cached tokens reported: "
+                                               f"{rec.cached_tokens is not None}"))
+        for name, choice in (("tools:auto", "auto"),
+                             ("tools:named", {"type": "function",
+                                              "function": {"name": "get_account_balance"}})):
+            steps.append(await _probe_tools(client, name, choice, max_tokens))
+    finally:
+        await client.aclose()
+    return steps
+
+
+async def _probe_tools(client: StreamingClient, name: str, choice, max_tokens: int) -> Step:
+    from agents.llm import LLMCallFailed
+
+    try:
+        reply = await client.chat([{"role": "user", "content": PROBE_ASK}], _info(2),
+                                  tools=[PROBE_TOOL], tool_choice=choice,
+                                  max_tokens=max(max_tokens, 128))
+    except LLMCallFailed as exc:
+        return Step(name, "WARN", f"request failed: {str(exc)[:200]}")
+    calls = [t for t in reply.tool_calls if t.name == "get_account_balance"]
+    if not calls:
+        return Step(name, "WARN", f"no tool call (text: {reply.content[:80]!r}); "
+                                  f"{_timing(reply.record)}")
+    try:
+        args_ok = isinstance(json.loads(calls[0].arguments), dict)
+    except json.JSONDecodeError:
+        args_ok = False
+    verdict = "PASS" if args_ok else "WARN"
+    return Step(name, verdict, f"{calls[0].name}({calls[0].arguments[:80]}); "
+                               f"{_timing(reply.record)}")
+
+
+def can_run(steps: list[Step]) -> bool:
+    passed = {s.name for s in steps if s.verdict == "PASS"}
+    return {"models", "stream"} <= passed
+
+
+def report(steps: list[Step], out=sys.stdout) -> None:
+    for step in steps:
+        print(f"[{step.verdict}] {step.name:<12} {step.detail}", file=out)
+    native = any(s.name.startswith("tools:") and s.verdict == "PASS" for s in steps)
+    if can_run(steps):
+        mode = "native" if any(s.name == "tools:auto" and s.verdict == "PASS" for s in steps) \
+            else ("native (named tool calls work; auto did not call)" if native else "text")
+        print(f"verdict: the agent can run here; suggested --ak tool_mode={mode.split()[0]}"
+              + ("" if mode in ("native", "text") else f"  [{mode}]"), file=out)
+    else:
+        print("verdict: the agent cannot run against this server", file=out)
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--base-url", default=None,
+                   help=f"OpenAI-compatible endpoint (default $OPENAI_BASE_URL or "
+                        f"{DEFAULT_BASE_URL})")
+    p.add_argument("--model", required=True, help="model name as the server lists it")
+    p.add_argument("--api-key-env", default="OPENAI_API_KEY",
+                   help="environment variable holding the API key (default OPENAI_API_KEY; "
+                        "a dummy key is used when it is unset)")
+    p.add_argument("--timeout", type=float, default=60.0, help="seconds per request")
+    p.add_argument("--max-tokens", type=int, default=64, help="completion tokens per probe")
+
+
+def main_from_args(args: argparse.Namespace) -> int:
+    import os
+
+    from agents.llm import ClientSettings
+
+    base_url = args.base_url or os.environ.get("OPENAI_BASE_URL") or DEFAULT_BASE_URL
+    settings = ClientSettings(base_url=base_url, model=strip_provider(args.model) or args.model,
+                              api_key_env=args.api_key_env, request_timeout_s=args.timeout,
+                              max_attempts=2, backoff_initial_s=0.2)
+    print(f"checking {settings.base_url} model {settings.model!r}", flush=True)
+    steps = asyncio.run(run_checks(settings, args.max_tokens))
+    report(steps)
+    return 0 if can_run(steps) else 1
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m agents.test_agent", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_arguments(parser)
+    return main_from_args(parser.parse_args(argv))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

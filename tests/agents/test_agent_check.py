@@ -1,0 +1,41 @@
+"""`bankbench check` as a user runs it, against the real stack and against nothing."""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import sys
+
+import pytest
+
+
+def _check(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "bankbench", "check", *args],
+                          capture_output=True, text=True, timeout=300)
+
+
+@pytest.mark.dynamo
+def test_check_passes_on_the_mocker_stack(scripted_stack):
+    proc = _check("--base-url", scripted_stack.base_url, "--model", scripted_stack.model)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "[PASS] models" in proc.stdout and "[PASS] stream" in proc.stdout
+    assert "TTFT" in proc.stdout and "tools:named" in proc.stdout
+    assert "verdict: the agent can run here" in proc.stdout
+
+
+@pytest.mark.dynamo
+def test_check_names_a_model_the_server_lacks(scripted_stack):
+    proc = _check("--base-url", scripted_stack.base_url, "--model", "no-such-model")
+    assert proc.returncode == 1
+    assert f"listed: {scripted_stack.model}" in proc.stdout
+
+
+def test_check_fails_cleanly_without_a_server():
+    with socket.socket() as s:  # a port nobody listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    proc = subprocess.run([sys.executable, "-m", "agents.test_agent", "--base-url",
+                           f"http://127.0.0.1:{port}/v1", "--model", "m", "--timeout", "2"],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 1
+    assert "[FAIL] models" in proc.stdout and "Traceback" not in proc.stderr
