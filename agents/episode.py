@@ -10,10 +10,13 @@ How a failure is classed:
   URL or model name).
 - agent_error: the server rejected a request as invalid (other 4xx, e.g. context too long),
   or the attempt hit max_steps without a final answer.
+- Harbor's agent timeout (the task is cancelled): infra_error when an LLM request was under
+  way, agent_error otherwise; the status file is written before the cancellation goes on.
 """
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -95,6 +98,13 @@ class Episode:
             status.status, status.reason = "infra_error", f"bank unavailable: {exc}"
         except LLMCallFailed as exc:
             status.status, status.reason = classify_llm_failure(exc)
+        except asyncio.CancelledError:
+            # Harbor's agent timeout. Waiting on the server is the server's fault.
+            waiting = self.client.cancelled_in_flight or self.eval_client.cancelled_in_flight
+            status.status = "infra_error" if waiting else "agent_error"
+            status.reason = "agent timeout while " + (
+                "waiting for the LLM server" if waiting else "running tools")
+            raise
         finally:
             await self.client.aclose()
             if self.eval_client is not self.client:

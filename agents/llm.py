@@ -10,6 +10,7 @@ never leaves this module: error texts are scrubbed of it before they reach a rec
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import time
@@ -124,6 +125,10 @@ class StreamingClient:
     def __init__(self, settings: ClientSettings, sink: RecordSink | None = None) -> None:
         self.settings = settings
         self._sink = sink
+        self.in_flight = 0
+        # Set when a request was cancelled under way (Harbor's agent timeout hit mid-call):
+        # tells a timeout spent waiting on the server from one spent elsewhere.
+        self.cancelled_in_flight = False
         self._api_key = os.environ.get(settings.api_key_env) or DUMMY_API_KEY
         self._client = openai.AsyncOpenAI(
             base_url=settings.base_url,
@@ -162,6 +167,17 @@ class StreamingClient:
 
         Raises LLMCallFailed after writing the failure record.
         """
+        self.in_flight += 1
+        try:
+            return await self._chat(messages, info, params)
+        except asyncio.CancelledError:
+            self.cancelled_in_flight = True
+            raise
+        finally:
+            self.in_flight -= 1
+
+    async def _chat(self, messages: list[dict[str, Any]], info: CallInfo,
+                    params: dict[str, Any]) -> ChatResult:
         request_id = uuid.uuid4().hex
         headers, extra_body = self._request_extras(info, request_id)
         start_unix_ns = time.time_ns()
@@ -179,6 +195,12 @@ class StreamingClient:
                     attempts += 1
                     start_unix_ns = time.time_ns()
                     state, status = await self._one_attempt(messages, params, headers, extra_body)
+        except asyncio.CancelledError:
+            record = self._record(request_id, info, start_unix_ns, None, status=None,
+                                  retries=attempts - 1,
+                                  error=CallError(type="cancelled", message="cancelled mid-call"))
+            await self._emit(record)
+            raise
         except (RetryError, _AttemptError) as exc:
             last = exc.last_attempt.exception() if isinstance(exc, RetryError) else exc
             assert isinstance(last, _AttemptError)

@@ -72,7 +72,7 @@ def _server_token_sums(base_url: str) -> tuple[float, float]:
 
 
 def run_job(tasks: Path, stack, jobs: Path, name: str, include: list[str], prefix: str,
-            extra_ak: list[str], key: str) -> Path:
+            extra_ak: list[str], key: str, extra_args: list[str] | None = None) -> Path:
     harbor = Path(sys.executable).parent / "harbor"
     cmd = [str(harbor), "run", "-p", str(tasks), "-n", str(len(include)),
            "--agent", "agents.banking:BankingAgent", "-m", f"openai/{stack.model}",
@@ -83,6 +83,7 @@ def run_job(tasks: Path, stack, jobs: Path, name: str, include: list[str], prefi
         cmd += ["-i", task]
     for ak in extra_ak:
         cmd += ["--ak", ak]
+    cmd += extra_args or []
     env = {**os.environ, "HARBOR_TELEMETRY": "0", "LITELLM_LOCAL_MODEL_COST_MAP": "True",
            "BANKBENCH_E2E_KEY": key}
     proc = subprocess.run(cmd, env=env, cwd=jobs, capture_output=True, text=True, timeout=600)
@@ -238,3 +239,30 @@ def test_unreachable_server_is_an_infra_error_and_still_verified(sample_tasks, t
     assert json.loads((trial / "verifier/reward.json").read_text())["tsq"] == 0.0
     record = read_jsonl(trial / "agent/llm_calls.jsonl")[0]
     assert record["error"]["type"] == "connection" and record["retries"] == 1
+
+
+async def test_agent_timeout_while_waiting_on_the_server(sample_tasks, scripted_stack, tmp_path,
+                                                         secret_key):
+    """Harbor cancels the agent mid-request: the request is still recorded, and the trial is
+    marked infra_error because the time was spent waiting on the server."""
+    import asyncio
+    import tomllib
+    from types import SimpleNamespace
+
+    from tests.support.fault_proxy import FaultProxy, FaultSchedule
+
+    config = tomllib.loads((sample_tasks / "banking-000/task.toml").read_text())
+    multiplier = 3.0 / config["agent"]["timeout_sec"]
+    async with FaultProxy(scripted_stack.base_url, FaultSchedule(["stall"], stall_s=8)) as proxy:
+        slow = SimpleNamespace(base_url=proxy.base_url, model=scripted_stack.model)
+        job = await asyncio.to_thread(
+            run_job, sample_tasks, slow, tmp_path, "timeout", ["banking-000"], "n-",
+            ["request_timeout_s=60"], secret_key, [f"--agent-timeout-multiplier={multiplier}"])
+    trial = trials(job)["banking-000"]
+    result = TrialResult.model_validate_json((trial / "result.json").read_text())
+    assert result.exception_info is not None
+    assert "Timeout" in result.exception_info.exception_type
+    status = json.loads((trial / "agent/agent_status.json").read_text())
+    assert status["status"] == "infra_error" and "waiting for the LLM server" in status["reason"]
+    (record,) = read_jsonl(trial / "agent/llm_calls.jsonl")
+    assert record["error"]["type"] == "cancelled" and record["ttft_ms"] is None
