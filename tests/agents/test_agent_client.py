@@ -149,3 +149,25 @@ async def test_key_echoed_by_a_server_is_scrubbed(scripted_stack, monkeypatch, t
             await client.aclose()
     assert "Bearer ***" in info.value.record.error.message  # the proxy did echo it
     assert key not in str(info.value) and key not in log.path.read_text()
+
+
+async def test_seeded_fault_schedule_is_reproducible_and_fully_accounted(scripted_stack):
+    faults = ["http_429", "http_500", "drop_before_first_byte", "drop_mid_stream",
+              "malformed_sse", "stall"]
+    schedule = FaultSchedule.seeded(seed=11, n=40, faults=faults, rate=0.4, stall_s=2.0)
+    assert schedule.faults == FaultSchedule.seeded(11, 40, faults, 0.4, 2.0).faults
+    assert set(schedule.faults) - {"pass"}  # the seed does inject something
+    async with FaultProxy(scripted_stack.base_url, schedule) as proxy:
+        client = _client(proxy.base_url, scripted_stack.model, request_timeout_s=0.5,
+                         max_attempts=10)
+        try:
+            records = [(await client.chat([{"role": "user", "content": "hi"}], _info(0),
+                                          max_tokens=200)).record for _ in range(8)]
+        finally:
+            await client.aclose()
+    # Every injected fault cost exactly one retry; every request ended with the full text.
+    injected = sum(1 for f in proxy.seen if f != "pass")
+    assert injected > 0
+    assert sum(r.retries for r in records) == injected
+    assert len(proxy.seen) == 8 + injected
+    assert all(r.error is None and r.http_status == 200 for r in records)
