@@ -171,3 +171,21 @@ async def test_seeded_fault_schedule_is_reproducible_and_fully_accounted(scripte
     assert sum(r.retries for r in records) == injected
     assert len(proxy.seen) == 8 + injected
     assert all(r.error is None and r.http_status == 200 for r in records)
+
+
+@pytest.mark.parametrize("session_header", [True, False])
+async def test_request_carries_ids_and_nvext_fields(scripted_stack, session_header):
+    async with FaultProxy(scripted_stack.base_url, FaultSchedule([])) as proxy:
+        client = _client(proxy.base_url, scripted_stack.model, session_header=session_header)
+        try:
+            reply = await client.chat([{"role": "user", "content": "hi"}], _info(0),
+                                      max_tokens=200)
+        finally:
+            await client.aclose()
+    ((headers, body),) = proxy.requests
+    sent = json.loads(body)
+    assert headers["x-request-id"] == reply.record.request_id
+    assert headers.get("x-dynamo-session-id") == ("sess-x" if session_header else None)
+    assert sent["stream"] is True and sent["stream_options"] == {"include_usage": True}
+    assert sent["nvext"] == {"extra_fields": ["worker_id", "timing"],
+                             "annotations": ["output_replay_id:timing:0"]}

@@ -266,3 +266,17 @@ async def test_agent_timeout_while_waiting_on_the_server(sample_tasks, scripted_
     assert status["status"] == "infra_error" and "waiting for the LLM server" in status["reason"]
     (record,) = read_jsonl(trial / "agent/llm_calls.jsonl")
     assert record["error"]["type"] == "cancelled" and record["ttft_ms"] is None
+
+
+@pytest.mark.harbor
+def test_bad_agent_option_stops_the_job_before_any_trial(sample_tasks, tmp_path):
+    harbor = Path(sys.executable).parent / "harbor"
+    env = {**os.environ, "HARBOR_TELEMETRY": "0", "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
+    proc = subprocess.run(
+        [str(harbor), "run", "-p", str(sample_tasks), "-i", "banking-000",
+         "--agent", "agents.banking:BankingAgent", "-m", "openai/m",
+         "--env", "environments.local:LocalEnvironment", "-o", str(tmp_path / "jobs"),
+         "--ak", "tool_mod=text"], env=env, cwd=tmp_path, capture_output=True, text=True,
+        timeout=120)
+    assert "unknown option --ak tool_mod" in proc.stdout + proc.stderr
+    assert not list((tmp_path / "jobs").glob("*/banking-000__*"))

@@ -65,6 +65,7 @@ class FaultProxy:
             self.upstream = self.upstream[: -len("/v1")]
         self.schedule = schedule
         self.seen: list[Fault] = []
+        self.requests: list[tuple[dict[str, str], bytes]] = []  # (headers, body) per POST
         self._runner: web.AppRunner | None = None
         self._session: ClientSession | None = None
         self.port = 0
@@ -96,6 +97,7 @@ class FaultProxy:
         if request.method == "POST":
             fault = self.schedule.fault_for(len(self.seen))
             self.seen.append(fault)
+            self.requests.append(({k.lower(): v for k, v in request.headers.items()}, body))
         if fault.startswith("http_"):
             code = int(fault.split("_")[1])
             message = f"injected {code}"
