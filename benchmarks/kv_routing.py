@@ -6,11 +6,13 @@ mode it prints the share of prompt tokens served from the prefix cache (from the
 `usage.prompt_tokens_details.cached_tokens`, and from the frontend's /metrics counters) and
 the time to first token measured on the streamed chunks (time.perf_counter_ns).
 
-    .venv/bin/python benchmarks/kv_routing.py                       # kv vs round-robin
-    .venv/bin/python benchmarks/kv_routing.py --routers kv,round-robin,affinity --json out.json
+    .venv/bin/python benchmarks/kv_routing.py                   # kv, kv:4, round-robin, affinity
+    .venv/bin/python benchmarks/kv_routing.py --routers kv,round-robin --concurrency 4 --json o.json
 
-`affinity` is round-robin plus the frontend's session affinity (--router-session-affinity-ttl-secs)
-keyed by the x-dynamo-session-id header.
+`kv:W` is kv routing with --router-kv-overlap-score-weight W (Dynamo's default weight trades
+cache hits for load balance when requests overlap). `affinity` is round-robin plus the
+frontend's session affinity (--router-session-affinity-ttl-secs) keyed by the
+x-dynamo-session-id header. TTFT figures are for turns ≥ 2 (the turns that can hit the cache).
 """
 
 from __future__ import annotations
@@ -74,13 +76,17 @@ async def one_turn(client: httpx.AsyncClient, state, session: int, messages: lis
 
 
 async def run_sessions(state, sessions: int, turns: int, words: int, max_tokens: int,
-                       concurrency: int) -> list[dict]:
+                       concurrency: int, think_ms: float) -> list[dict]:
     sem = asyncio.Semaphore(concurrency)
     records: list[dict] = []
 
     async def session_loop(client: httpx.AsyncClient, s: int) -> None:
         messages = [{"role": "system", "content": system_prompt(s, words)}]
+        # Seeded think time between turns: without it the sessions move in lockstep and
+        # round-robin can land every session on the same worker each turn by accident.
+        rng = random.Random(1000 + s)
         for t in range(turns):
+            await asyncio.sleep(rng.uniform(0, think_ms) / 1000)
             messages.append({"role": "user", "content": f"Question {t} about my account."})
             async with sem:
                 rec = await one_turn(client, state, s, messages, max_tokens)
@@ -115,55 +121,65 @@ def summarize(records: list[dict], before: dict, after: dict) -> dict:
     }
 
 
-def bench_router(mode: str, args: argparse.Namespace, tmp: Path) -> dict:
-    router = "round-robin" if mode == "affinity" else mode
-    options = {"speedup_ratio": args.speedup_ratio}
-    if mode == "affinity":
+def bench_router(mode: str, concurrency: int, args: argparse.Namespace, tmp: Path) -> dict:
+    router, _, weight = mode.partition(":")
+    options: dict = {"speedup_ratio": args.speedup_ratio}
+    if router == "affinity":
+        router = "round-robin"
         options["router_session_affinity_ttl_secs"] = 300
-    print(f"[{mode}] starting frontend + {args.workers} mocker workers …", file=sys.stderr)
+    if router == "kv" and weight:
+        options["frontend_args"] = ["--router-kv-overlap-score-weight", weight]
+    label = f"{mode} c{concurrency}"
+    print(f"[{label}] starting frontend + {args.workers} mocker workers …", file=sys.stderr)
     state = api.up("cpu-mocker", router=router, workers=args.workers, options=options,
-                   state_dir=tmp / mode)
+                   state_dir=tmp / f"{mode}-{concurrency}")
     try:
         before = parse_prom(httpx.get(state.metrics_url, timeout=10).text)
         t0 = time.perf_counter()
         records = asyncio.run(run_sessions(state, args.sessions, args.turns, args.words,
-                                           args.max_tokens, args.concurrency))
+                                           args.max_tokens, concurrency, args.think_ms))
         wall = time.perf_counter() - t0
         after = parse_prom(httpx.get(state.metrics_url, timeout=10).text)
     finally:
         api.down(state)
-    summary = summarize(records, before, after) | {"router": mode, "wall_s": wall}
-    print(f"[{mode}] done in {wall:.1f} s", file=sys.stderr)
+    summary = summarize(records, before, after) | {
+        "router": mode, "concurrency": concurrency, "wall_s": wall}
+    print(f"[{label}] done in {wall:.1f} s", file=sys.stderr)
     return summary
 
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--routers", default="kv,round-robin",
-                   help="comma-separated: kv, round-robin, affinity (default kv,round-robin)")
+    p.add_argument("--routers", default="kv,kv:4,round-robin,affinity",
+                   help="comma-separated: kv, kv:W (kv with --router-kv-overlap-score-weight W), "
+                   "round-robin, affinity (default kv,kv:4,round-robin,affinity)")
     p.add_argument("--workers", type=int, default=4)
     p.add_argument("--sessions", type=int, default=8)
     p.add_argument("--turns", type=int, default=5)
     p.add_argument("--words", type=int, default=6000,
                    help="words of each session's system prompt (~1 token each)")
     p.add_argument("--max-tokens", type=int, default=32)
-    p.add_argument("--concurrency", type=int, default=4, help="requests in flight at most")
+    p.add_argument("--concurrency", default="1,4",
+                   help="comma-separated levels of requests in flight at most (default 1,4)")
+    p.add_argument("--think-ms", type=float, default=1000.0,
+                   help="each turn waits a seeded random 0..N ms first (default 1000)")
     p.add_argument("--speedup-ratio", type=float, default=1.0, help="mocker timing speed-up")
     p.add_argument("--json", type=Path, default=None, help="also write the results here")
     args = p.parse_args(argv)
     results = []
     with tempfile.TemporaryDirectory(prefix="kvbench-") as tmp:
-        for mode in args.routers.split(","):
-            results.append(bench_router(mode.strip(), args, Path(tmp)))
+        for level in (int(c) for c in args.concurrency.split(",")):
+            for mode in args.routers.split(","):
+                results.append(bench_router(mode.strip(), level, args, Path(tmp)))
     print(f"\n{args.workers} mocker workers, {args.sessions} sessions × {args.turns} turns, "
-          f"~{args.words}-word system prompt per session, concurrency {args.concurrency}")
-    print(f"{'router':<12} {'cached% (usage)':>15} {'cached% turns≥2':>16} "
+          f"~{args.words}-word system prompt per session, think time 0–{args.think_ms:.0f} ms")
+    print(f"{'router':<12} {'conc':>4} {'cached% (usage)':>15} {'cached% turns≥2':>16} "
           f"{'cached% (/metrics)':>19} {'TTFT mean ms':>13} {'p50':>7} {'p90':>7}")
     for r in results:
         def ms(v):
             return f"{v:7.1f}" if v is not None else "    n/a"
 
-        print(f"{r['router']:<12} {100 * r['cached_share_usage']:14.1f}% "
+        print(f"{r['router']:<12} {r['concurrency']:>4} {100 * r['cached_share_usage']:14.1f}% "
               f"{100 * r['cached_share_later_turns']:15.1f}% "
               f"{100 * r['cached_share_metrics']:18.1f}% {ms(r['ttft_ms_mean']):>13} "
               f"{ms(r['ttft_ms_p50'])} {ms(r['ttft_ms_p90'])}")
