@@ -1,0 +1,245 @@
+"""The cpu-tiny stack: real Dynamo frontend + llama.cpp worker + SmolLM2-135M, end to end.
+
+The first run on a machine compiles llama-cpp-python (3–6 min on 2 cores, then cached).
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+from bankbench.serve import api, llamacpp
+from bankbench.serve.errors import ServeError
+from bankbench.serve.procs import group_alive
+
+BALANCE_TOOL = {
+    "type": "function",
+    "function": {
+        "name": "get_account_balance",
+        "description": "Get the balance of one bank account.",
+        "parameters": {
+            "type": "object",
+            "properties": {
+                "account_number": {"type": "string"},
+                "account_type": {"type": "string", "enum": ["checking", "savings"]},
+            },
+            "required": ["account_number", "account_type"],
+        },
+    },
+}
+TRANSFER_TOOL = {
+    "type": "function",
+    "function": {
+        "name": "transfer_funds",
+        "description": "Move money between two accounts.",
+        "parameters": {
+            "type": "object",
+            "properties": {
+                "from_account": {"type": "string"},
+                "to_account": {"type": "string"},
+                "amount": {"type": "number"},
+            },
+            "required": ["from_account", "to_account", "amount"],
+        },
+    },
+}
+TOOLS = {t["function"]["name"]: t for t in (BALANCE_TOOL, TRANSFER_TOOL)}
+ASK_BALANCE = [{"role": "user", "content": "What is the balance of my savings account 12345?"}]
+PY_TYPES = {"string": str, "number": (int, float), "integer": int, "boolean": bool}
+
+
+def assert_matches_schema(args: dict, schema: dict) -> None:
+    """The subset of JSON Schema the test tools use: required keys, primitive types, enums."""
+    assert set(schema["required"]) <= set(args), args
+    assert set(args) <= set(schema["properties"]), args
+    for key, value in args.items():
+        prop = schema["properties"][key]
+        assert isinstance(value, PY_TYPES[prop["type"]]), (key, value)
+        if "enum" in prop:
+            assert value in prop["enum"], (key, value)
+
+
+@pytest.fixture(scope="module")
+def stack(tmp_path_factory):
+    state_dir = tmp_path_factory.mktemp("cpu-tiny") / "state"
+    try:
+        state = api.up("cpu-tiny", state_dir=state_dir)
+    except ServeError as exc:
+        if exc.component == "llama-cpp-python":
+            pytest.skip(f"llama-cpp-python cannot be built on this machine: {exc.cause}")
+        raise
+    yield state
+    api.down(state)
+    deadline = time.monotonic() + 30
+    pids = [c.pid for c in state.components if c.pid is not None]
+    while any(group_alive(p) for p in pids) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not any(group_alive(p) for p in pids), "cpu-tiny processes left behind"
+
+
+def chat(stack, **body) -> dict:
+    body = {"model": stack.model, **body}
+    r = httpx.post(f"{stack.base_url}/chat/completions", json=body, timeout=120)
+    assert r.status_code == 200, r.text
+    return r.json()
+
+
+def stream(stack, **body) -> tuple[list[int], list[dict]]:
+    """Stream a chat completion; return arrival times (ns) of content chunks and all chunks."""
+    body = {"model": stack.model, "stream": True, "stream_options": {"include_usage": True}, **body}
+    times, chunks = [], []
+    with httpx.stream("POST", f"{stack.base_url}/chat/completions", json=body, timeout=120) as r:
+        assert r.status_code == 200, r.read()
+        for line in r.iter_lines():
+            if not line.startswith("data: ") or line == "data: [DONE]":
+                continue
+            chunk = json.loads(line[6:])
+            chunks.append(chunk)
+            if any(c["delta"].get("content") for c in chunk.get("choices", [])):
+                times.append(time.perf_counter_ns())
+    return times, chunks
+
+
+pytestmark = [pytest.mark.dynamo, pytest.mark.slow]
+
+
+def test_streamed_completion_has_usage_and_sane_timing(stack):
+    start = time.perf_counter_ns()
+    times, chunks = stream(
+        stack,
+        messages=[{"role": "user", "content": "Tell me a long story about a dragon."}],
+        max_tokens=24,
+        seed=7,
+    )
+    usage = chunks[-1]["usage"]
+    finish = [c["finish_reason"] for ch in chunks for c in ch["choices"] if c["finish_reason"]]
+    assert usage["prompt_tokens"] > 5
+    assert 0 < usage["completion_tokens"] <= 24
+    assert finish == ["length"] if usage["completion_tokens"] == 24 else finish == ["stop"]
+    assert len(times) >= 3
+    ttft_ms = (times[0] - start) / 1e6
+    itl_ms = [(b - a) / 1e6 for a, b in zip(times, times[1:], strict=False)]
+    assert ttft_ms < 10_000
+    assert statistics.median(itl_ms) < 1_000
+
+
+def test_max_tokens_is_honoured(stack):
+    out = chat(
+        stack,
+        messages=[{"role": "user", "content": "Write a long poem."}],
+        max_tokens=5,
+        min_tokens=5,
+    )
+    assert out["usage"]["completion_tokens"] == 5
+    assert out["choices"][0]["finish_reason"] == "length"
+
+
+def test_stop_sequence_ends_the_reply(stack):
+    body = dict(
+        messages=[{"role": "user", "content": "Count from 1 to 20, separated by commas."}],
+        max_tokens=80,
+        temperature=0,
+    )
+    free = chat(stack, **body)["choices"][0]["message"]["content"]
+    assert "7" in free, "the unconstrained reply must contain the stop string for this test"
+    stopped = chat(stack, stop=["7"], **body)["choices"][0]
+    assert stopped["finish_reason"] == "stop"
+    assert "7" not in stopped["message"]["content"]
+    assert free.startswith(stopped["message"]["content"])
+
+
+def test_same_seed_same_reply(stack):
+    body = dict(
+        messages=[{"role": "user", "content": "Name a colour."}],
+        max_tokens=12,
+        temperature=1.0,
+        seed=1234,
+    )
+    first = chat(stack, **body)["choices"][0]["message"]["content"]
+    assert chat(stack, **body)["choices"][0]["message"]["content"] == first
+
+
+def test_named_tool_choice_returns_a_valid_call(stack):
+    out = chat(
+        stack,
+        messages=ASK_BALANCE,
+        tools=list(TOOLS.values()),
+        tool_choice={"type": "function", "function": {"name": "get_account_balance"}},
+        max_tokens=120,
+        seed=3,
+    )
+    choice = out["choices"][0]
+    calls = choice["message"]["tool_calls"]
+    assert choice["finish_reason"] == "tool_calls"
+    assert [c["function"]["name"] for c in calls] == ["get_account_balance"]
+    args = json.loads(calls[0]["function"]["arguments"])
+    assert_matches_schema(args, BALANCE_TOOL["function"]["parameters"])
+
+
+def test_required_tool_choice_returns_valid_calls(stack):
+    out = chat(
+        stack,
+        messages=ASK_BALANCE,
+        tools=list(TOOLS.values()),
+        tool_choice="required",
+        max_tokens=160,
+        seed=5,
+    )
+    calls = out["choices"][0]["message"]["tool_calls"]
+    assert calls
+    for call in calls:
+        tool = TOOLS[call["function"]["name"]]
+        assert_matches_schema(
+            json.loads(call["function"]["arguments"]), tool["function"]["parameters"]
+        )
+
+
+def test_client_disconnect_frees_the_worker(stack):
+    body = {
+        "model": stack.model,
+        "stream": True,
+        "max_tokens": 3000,
+        "min_tokens": 3000,
+        "messages": [{"role": "user", "content": "Write a very long story."}],
+    }
+    with httpx.stream("POST", f"{stack.base_url}/chat/completions", json=body, timeout=60) as r:
+        for n, _ in enumerate(r.iter_lines()):
+            if n > 10:
+                break  # hang up mid-stream
+    # 3000 tokens would take ~40 s; a cancelled request leaves the single llama.cpp slot free.
+    start = time.monotonic()
+    chat(stack, messages=[{"role": "user", "content": "Hi"}], max_tokens=4)
+    assert time.monotonic() - start < 10
+
+
+def test_prompt_longer_than_the_context_is_a_client_error(stack):
+    body = {
+        "model": stack.model,
+        "max_tokens": 4,
+        "messages": [{"role": "user", "content": "bank " * 5000}],
+    }
+    r = httpx.post(f"{stack.base_url}/chat/completions", json=body, timeout=120)
+    assert 400 <= r.status_code < 500, r.text
+    assert chat(stack, messages=ASK_BALANCE, max_tokens=3)["choices"]  # worker still serves
+
+
+def test_failed_build_reports_the_log_tail(tmp_path, monkeypatch):
+    """A build that cannot succeed (no such version) surfaces as ServeError with pip's words."""
+    from bankbench.serve.dynamo_venv import ensure_dynamo_venv
+
+    python = ensure_dynamo_venv()
+    monkeypatch.setenv("BANKBENCH_CACHE", str(tmp_path))
+    monkeypatch.setattr(llamacpp, "PACKAGE", "llama-cpp-python==0.0.0.dev0")
+    fake_venv_python = tmp_path / "venv" / "bin" / "python"
+    fake_venv_python.parent.mkdir(parents=True)
+    fake_venv_python.symlink_to(Path(python))
+    with pytest.raises(ServeError) as err:
+        llamacpp.ensure_llama_cpp(fake_venv_python)
+    assert err.value.component == "llama-cpp-python"
+    assert "building llama-cpp-python==0.0.0.dev0" in err.value.cause
+    assert "0.0.0.dev0" in err.value.log_tail
