@@ -119,6 +119,42 @@ def build_wheel(python: Path) -> Path:
     return final
 
 
+def _base_python_with_pip() -> Path | None:
+    base = Path(getattr(sys, "_base_executable", None) or sys.executable)
+    probe = subprocess.run([str(base), "-m", "pip", "--version"], capture_output=True)
+    return base if probe.returncode == 0 else None
+
+
+def start_wheel_build() -> threading.Thread | None:
+    """Begin compiling the wheel in the background while other set-up (venv, model) goes on.
+
+    The wheel is pure `py3-none`, so any interpreter with pip can build it. Returns the thread,
+    or None when the wheel is cached or no interpreter with pip is at hand (the build then
+    happens in `ensure_llama_cpp`). A failure here is left for `ensure_llama_cpp` to report.
+    """
+    if _cached_wheel() is not None:
+        return None
+    python = _base_python_with_pip()
+    if python is None:
+        return None
+
+    def build() -> None:
+        with file_lock(_lock_path()):
+            if _cached_wheel() is None:
+                try:
+                    build_wheel(python)
+                except ServeError:
+                    pass  # ensure_llama_cpp retries with the venv's pip and reports
+
+    thread = threading.Thread(target=build, name="llama-cpp-wheel", daemon=True)
+    thread.start()
+    return thread
+
+
+def _lock_path() -> Path:
+    return wheel_dir().parent / f"{wheel_dir().name}.lock"
+
+
 def ensure_llama_cpp(venv_python: Path) -> None:
     """Make `import llama_cpp` work in the venv of `venv_python`, building the wheel only once.
 
@@ -128,7 +164,7 @@ def ensure_llama_cpp(venv_python: Path) -> None:
     venv_python = Path(venv_python)
     if _installed(venv_python):
         return
-    with file_lock(wheel_dir().parent / f"{wheel_dir().name}.lock"):
+    with file_lock(_lock_path()):
         if _installed(venv_python):
             return
         wheel = _cached_wheel() or build_wheel(venv_python)

@@ -74,7 +74,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     )
     parser.add_argument("--n-ctx", type=int, default=4096, help="context window (tokens)")
     parser.add_argument(
-        "--threads", type=int, default=None, help="CPU threads (default: all cores)"
+        "--threads", type=int, default=None, help="CPU threads (default: usable cores, at most 8)"
     )
     parser.add_argument(
         "--seed",
@@ -305,7 +305,9 @@ class LlamaCppEngine(LLMEngine):
     def _load(self) -> Any:
         from llama_cpp import Llama
 
-        threads = self.args.threads or os.cpu_count() or 1
+        # Usable cores (cgroup/affinity aware), at most 8: a small model gains nothing from more
+        # and loses to thread synchronisation.
+        threads = self.args.threads or min(8, len(os.sched_getaffinity(0)))
         return Llama(
             model_path=self.args.model_path,
             n_ctx=self.args.n_ctx,
