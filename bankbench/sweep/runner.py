@@ -13,7 +13,7 @@ import platform
 from datetime import UTC, datetime
 from pathlib import Path
 
-from bankbench.sweep import harbor_job, progress
+from bankbench.sweep import harbor_job, preflight, progress
 from bankbench.sweep.config import SweepConfig, level_dir, level_dir_name
 from bankbench.sweep.provenance import git_sha, versions
 from bankbench.sweep.tasks import prepare_tasks
@@ -75,6 +75,29 @@ def _scrape(base_url: str, out: Path) -> bool:
         return False
 
 
+def _preflight(config: SweepConfig, base_url: str, model: str) -> None:
+    key_env = config.agent_kwargs.get("api_key_env", preflight.DEFAULT_KEY_ENV)
+    model = config.agent_kwargs.get("model", model)
+    try:
+        preflight.check_server(base_url, model, api_key_env=key_env)
+    except preflight.PreflightFailed as exc:
+        raise SweepError(f"server check failed, no trial was run: {exc}") from None
+
+
+def _stop_leftover_server(state_dir: Path) -> None:
+    """A sweep killed outright (SIGKILL, lost terminal) leaves the server it started running;
+    the resumed sweep owns that state dir, so it stops the old stack before starting anew."""
+    from bankbench.serve import api
+
+    try:
+        old = api.load_state(state_dir)
+    except (FileNotFoundError, ValueError):
+        return
+    print(f"stopping the {old.profile} server left running by the interrupted sweep ...",
+          flush=True)
+    api.down(old)
+
+
 def run_sweep(config: SweepConfig, sweep_dir: Path, *, resume: bool = False) -> Path:
     """Run (or continue) a sweep in `sweep_dir`; returns the path of report.md."""
     sweep_dir = sweep_dir.resolve()
@@ -87,6 +110,9 @@ def run_sweep(config: SweepConfig, sweep_dir: Path, *, resume: bool = False) -> 
                 "or choose another --name"
             )
         manifest = None
+    if not config.profile:
+        # Fail before anything is built or run: a dead URL would fail every trial slowly.
+        _preflight(config, str(config.base_url), str(config.model))
     sweep_dir.mkdir(parents=True, exist_ok=True)
 
     tasks_dir, n_tasks, dataset = prepare_tasks(config, sweep_dir, reuse=resume)
@@ -103,6 +129,8 @@ def run_sweep(config: SweepConfig, sweep_dir: Path, *, resume: bool = False) -> 
         if config.profile:
             from bankbench.serve import api
 
+            if resume:
+                _stop_leftover_server(sweep_dir / "server")
             print(f"starting server profile {config.profile} ...", flush=True)
             server = api.up(
                 config.profile, router=config.router, workers=config.workers,
@@ -110,6 +138,7 @@ def run_sweep(config: SweepConfig, sweep_dir: Path, *, resume: bool = False) -> 
                 state_dir=sweep_dir / "server",
             )
             base_url, model = server.base_url, server.model
+            _preflight(config, base_url, model)
             print(f"server ready: {base_url} model {model}", flush=True)
         else:
             base_url, model = str(config.base_url), str(config.model)
