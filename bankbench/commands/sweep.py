@@ -101,8 +101,9 @@ def _run(args: argparse.Namespace) -> int:
         config = SweepConfig.model_validate(fields)
     except ValidationError as exc:
         first = exc.errors()[0]
-        where = ".".join(str(x) for x in first["loc"]) or "options"
-        print(f"bankbench sweep: {where}: {first['msg']}", file=sys.stderr)
+        where = _option_name(first["loc"])
+        given = f" {first['input']!r}" if first["loc"] and first["type"] != "missing" else ""
+        print(f"bankbench sweep: {where}{given}: {first['msg']}", file=sys.stderr)
         return 2
     try:
         report = run_sweep(config, sweep_dir, resume=bool(args.resume))
@@ -119,6 +120,17 @@ def _run(args: argparse.Namespace) -> int:
         raise
     print(f"\nreport: {report}")
     return 0
+
+
+_OPTION_OF_FIELD = {"server_options": "--set", "agent_kwargs": "--ak", "tasks": "--tasks"}
+
+
+def _option_name(loc: tuple) -> str:
+    """The command-line option a SweepConfig validation error is about (`attempts` → --attempts)."""
+    if not loc:
+        return "options"
+    field = str(loc[0])
+    return _OPTION_OF_FIELD.get(field, "--" + field.replace("_", "-"))
 
 
 def _explicit_options(args: argparse.Namespace, all_fields: bool = False) -> dict:
