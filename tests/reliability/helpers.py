@@ -1,0 +1,65 @@
+"""Small helpers shared by the reliability tests: the CLI as a user runs it, closed ports, and
+finding processes a test started (by a path only that test uses) among everyone else's."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+HARBOR_ENV = {"HARBOR_TELEMETRY": "0", "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
+
+
+def bankbench(*args: str, env: dict[str, str] | None = None, timeout: float = 120,
+              cwd: Path | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "bankbench", *args], capture_output=True, text=True,
+        timeout=timeout, env={**os.environ, **HARBOR_ENV, **(env or {})}, cwd=cwd,
+    )
+
+
+def closed_port() -> int:
+    """A loopback port nothing listens on (bound, then released)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def error_lines(stderr: str) -> list[str]:
+    """The lines that carry the error, without argparse's usage block."""
+    lines = [ln for ln in stderr.splitlines() if ln.strip()]
+    return [ln for ln in lines if not ln.startswith(("usage:", " "))]
+
+
+def assert_one_line_error(done: subprocess.CompletedProcess, *culprits: str) -> str:
+    """Non-zero exit, no traceback, exactly one error line, and it names every culprit."""
+    assert done.returncode != 0, done.stdout + done.stderr
+    assert "Traceback" not in done.stderr, done.stderr
+    lines = error_lines(done.stderr)
+    assert len(lines) == 1, done.stderr
+    for culprit in culprits:
+        assert culprit in lines[0], lines[0]
+    return lines[0]
+
+
+def processes_mentioning(marker: str) -> list[str]:
+    """`pid cmdline` of live processes whose command line or environment holds `marker`
+    (a tmp path unique to one test), so other people's servers are never counted."""
+    found = []
+    me = os.getpid()
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == me:
+            continue
+        try:
+            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            environ = (entry / "environ").read_bytes().decode(errors="replace")
+            state = (entry / "stat").read_text().split(") ", 1)[1][:1]
+        except OSError:
+            continue
+        if state == "Z":  # a zombie holds nothing; its parent has merely not reaped it yet
+            continue
+        if marker in cmdline or marker in environ:
+            found.append(f"{entry.name} {cmdline.strip()}")
+    return found
