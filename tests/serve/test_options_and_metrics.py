@@ -92,3 +92,20 @@ def test_a_reused_pid_is_not_mistaken_for_our_process():
     assert me is not None
     assert is_same_process(os.getpid(), me)
     assert not is_same_process(os.getpid(), me + 1)
+
+
+def test_cpu_tiny_worker_command_matches_the_worker_cli(tmp_path):
+    from pathlib import Path
+
+    from bankbench.serve.cpu_tiny import worker_command, worker_script
+
+    opts = validate_options(TinyOptions, {"worker_args": "--n-ctx 8192 --threads 2"}, "cpu-tiny")
+    cmd = worker_command(Path("/venv/python"), Path("/m.gguf"), Path("/tok"), "tiny", opts)
+    assert cmd[:2] == ["/venv/python", str(worker_script())]
+    flags = dict(zip(cmd[2::2], cmd[3::2], strict=True))
+    assert flags == {"--model-path": "/m.gguf", "--model-name": "tiny", "--tokenizer-path": "/tok",
+                     "--dyn-tool-call-parser": "hermes", "--n-ctx": "8192", "--threads": "2"}
+    # every flag we pass is one the worker declares
+    source = worker_script().read_text()
+    for flag in ("--model-path", "--model-name", "--tokenizer-path", "--n-ctx", "--threads"):
+        assert f'"{flag}"' in source, flag
