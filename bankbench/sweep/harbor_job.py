@@ -72,6 +72,29 @@ def finished_trials(job_dir: Path) -> list[Path]:
     return [p for p in trial_dirs(job_dir) if (p / "result.json").exists()]
 
 
+def _readable_result(trial_dir: Path) -> bool:
+    try:
+        data = json.loads((trial_dir / "result.json").read_text())
+    except (OSError, UnicodeDecodeError, ValueError):
+        return False
+    return isinstance(data, dict) and bool(data.get("trial_name"))
+
+
+def quarantine_broken_trials(job_dir: Path, dest: Path) -> list[Path]:
+    """Move trial folders whose result.json is empty or cut short (a process killed while
+    writing it) out of the job into `dest`. Harbor's resume skips such folders without
+    rerunning their config under the same name, so left in place they would read as a second,
+    broken copy of a trial Harbor runs again. Moved, not deleted: nothing is lost."""
+    moved = []
+    for trial in trial_dirs(job_dir):
+        if (trial / "result.json").exists() and not _readable_result(trial):
+            dest.mkdir(parents=True, exist_ok=True)
+            target = dest / trial.name
+            os.replace(trial, target)
+            moved.append(target)
+    return moved
+
+
 def job_state(job_dir: Path) -> JobState:
     if not (job_dir / "config.json").exists():
         return JobState.ABSENT
@@ -81,7 +104,8 @@ def job_state(job_dir: Path) -> JobState:
         return JobState.PARTIAL
     total = result.get("n_total_trials")
     if result.get("finished_at") and isinstance(total, int):
-        if len(finished_trials(job_dir)) >= total:
+        done = finished_trials(job_dir)
+        if len(done) >= total and all(_readable_result(t) for t in done):
             return JobState.COMPLETE
     return JobState.PARTIAL
 

@@ -212,6 +212,10 @@ def _run_level(
     before = sweep_dir / f".{level_dir_name(level)}-{METRICS_BEFORE}"
     have_before = _scrape(base_url, before)
     if resumed:
+        quarantine = sweep_dir / "quarantine" / level_dir_name(level)
+        for moved in harbor_job.quarantine_broken_trials(job_dir, quarantine):
+            print(f"  {moved.name}: result.json unreadable (cut short); moved to {quarantine} "
+                  "and run again", flush=True)
         cmd = harbor_job.resume_command(job_dir)
     else:
         cmd = harbor_job.run_command(

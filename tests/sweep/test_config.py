@@ -63,7 +63,7 @@ def _trial(job, name, finished):
     d.mkdir(parents=True)
     (d / "config.json").write_text("{}")
     if finished:
-        (d / "result.json").write_text("{}")
+        (d / "result.json").write_text(json.dumps({"trial_name": name}))
 
 
 def test_job_state_from_disk(tmp_path):
@@ -77,8 +77,23 @@ def test_job_state_from_disk(tmp_path):
     (job / "result.json").write_text(json.dumps({"finished_at": "x", "n_total_trials": 2}))
     # The job says finished but one trial has no result: still partial (killed mid-write).
     assert harbor_job.job_state(job) is harbor_job.JobState.PARTIAL
-    (job / "banking-001__b" / "result.json").write_text("{}")
+    (job / "banking-001__b" / "result.json").write_text('{"trial_na')
+    # A result.json cut short by a kill is not a finished trial.
+    assert harbor_job.job_state(job) is harbor_job.JobState.PARTIAL
+    (job / "banking-001__b" / "result.json").write_text('{"trial_name": "banking-001__b"}')
     assert harbor_job.job_state(job) is harbor_job.JobState.COMPLETE
+
+
+def test_cut_short_results_are_moved_aside_not_deleted(tmp_path):
+    job = tmp_path / "c1"
+    _trial(job, "banking-000__a", finished=True)
+    _trial(job, "banking-001__b", finished=True)
+    _trial(job, "banking-002__c", finished=False)  # Harbor itself reruns this one
+    (job / "banking-001__b" / "result.json").write_text("")
+    moved = harbor_job.quarantine_broken_trials(job, tmp_path / "quarantine")
+    assert moved == [tmp_path / "quarantine" / "banking-001__b"]
+    assert (moved[0] / "config.json").exists()
+    assert [p.name for p in harbor_job.trial_dirs(job)] == ["banking-000__a", "banking-002__c"]
 
 
 def test_run_command_carries_level_attempts_and_agent_options(tmp_path):
