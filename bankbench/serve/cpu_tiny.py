@@ -42,16 +42,17 @@ def start(state: ServerState, port: int, opts: TinyOptions) -> ServerState:
 
     if not worker_script().exists():
         raise ServeError(f"cpu-tiny: the llama.cpp worker {worker_script()} is missing")
+    from bankbench.serve.llamacpp import ensure_llama_cpp, start_wheel_build
+
+    # First use compiles llama-cpp-python (minutes): start it now so the Dynamo venv and the
+    # model files are made meanwhile; ensure_llama_cpp then waits for it (or builds itself).
+    start_wheel_build()
     gguf = opts.gguf or gguf_path()
     if not Path(gguf).is_file():
         raise ServeError(f"cpu-tiny: GGUF file {gguf} not found")
     python = ensure_dynamo_venv()
-    try:
-        from bankbench.serve.llamacpp import ensure_llama_cpp
-    except ImportError as exc:
-        raise ServeError(f"cpu-tiny: llama.cpp support is not installed ({exc})") from None
-    ensure_llama_cpp(python)
     model_path = opts.model_path or model_dir()
+    ensure_llama_cpp(python)
     assert state.state_dir is not None
     env = dynamo_env(state.state_dir / "discovery")
     commands = [
