@@ -83,6 +83,14 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         help="default sampling seed for requests without one (default: random per request)",
     )
     parser.add_argument("--component", default="backend", help="Dynamo component name")
+    parser.add_argument(
+        "--shutdown-grace-s",
+        type=float,
+        default=1.0,
+        help="on SIGTERM, seconds between leaving discovery and draining in-flight requests "
+        "(Dynamo's DYN_GRACEFUL_SHUTDOWN_GRACE_PERIOD_SECS, which wins when set; Dynamo "
+        "defaults to 5 s, long for a local stack stopped as a whole)",
+    )
     DynamoRuntimeArgGroup().add_arguments(parser)
     return parser.parse_args(argv)
 
@@ -265,6 +273,9 @@ class LlamaCppEngine(LLMEngine):
     @classmethod
     async def from_args(cls, argv: list[str] | None = None) -> tuple[LlamaCppEngine, WorkerConfig]:
         args = parse_args(argv)
+        os.environ.setdefault(
+            "DYN_GRACEFUL_SHUTDOWN_GRACE_PERIOD_SECS", f"{args.shutdown_grace_s:g}"
+        )
         if not os.path.isfile(args.model_path):
             raise SystemExit(f"--model-path: GGUF file {args.model_path} not found")
         args.tokenizer_path = args.tokenizer_path or os.path.dirname(args.model_path)

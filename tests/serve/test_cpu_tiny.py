@@ -199,6 +199,22 @@ def test_required_tool_choice_returns_valid_calls(stack):
         )
 
 
+def test_response_format_json_schema_is_enforced(stack):
+    schema = {
+        "type": "object",
+        "properties": {"city": {"type": "string"}, "zip": {"type": "integer"}},
+        "required": ["city", "zip"],
+    }
+    out = chat(
+        stack,
+        messages=[{"role": "user", "content": "Give me a city and its zip code as JSON."}],
+        response_format={"type": "json_schema", "json_schema": {"name": "addr", "schema": schema}},
+        max_tokens=60,
+        seed=11,
+    )
+    assert_matches_schema(json.loads(out["choices"][0]["message"]["content"]), schema)
+
+
 def test_client_disconnect_frees_the_worker(stack):
     body = {
         "model": stack.model,
