@@ -6,7 +6,9 @@ The first run on a machine compiles llama-cpp-python (3–6 min on 2 cores, then
 from __future__ import annotations
 
 import json
+import re
 import statistics
+import subprocess
 import time
 from pathlib import Path
 
@@ -259,3 +261,66 @@ def test_failed_build_reports_the_log_tail(tmp_path, monkeypatch):
     assert err.value.component == "llama-cpp-python"
     assert "building llama-cpp-python==0.0.0.dev0" in err.value.cause
     assert "0.0.0.dev0" in err.value.log_tail
+
+
+# The grammar translation, checked inside the Dynamo venv (the worker imports `dynamo`).
+GRAMMAR_PROBE = r"""
+import json, sys
+sys.path.insert(0, sys.argv[1])
+import llamacpp_worker as w
+from dynamo.llm.exceptions import InvalidArgument
+from llama_cpp import LlamaGrammar
+
+schema = {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}
+tag = {"type": "tag", "begin": "<a>", "content": {"type": "json_schema", "json_schema": schema},
+       "end": "</a>"}
+out = {}
+for name, fmt in {
+    "required": {"type": "triggered_tags", "triggers": ["<a>"], "tags": [tag],
+                 "at_least_one": True, "stop_after_first": False},
+    "first_only": {"type": "triggered_tags", "triggers": ["<a>"], "tags": [tag],
+                   "at_least_one": True, "stop_after_first": True},
+    "separated": {"type": "tags_with_separator", "tags": [tag], "separator": ",",
+                  "at_least_one": True},
+    "sequence": {"type": "sequence", "elements": [{"type": "const_string", "value": "x"},
+                 {"type": "or", "elements": [tag, {"type": "const_string", "value": "y"}]}]},
+    "auto": {"type": "triggered_tags", "triggers": ["<a>"], "tags": [tag],
+             "at_least_one": False},
+}.items():
+    gbnf = w.structural_gbnf({"type": "structural_tag", "format": fmt})
+    if gbnf is not None:
+        LlamaGrammar.from_string(gbnf, verbose=False)  # llama.cpp accepts it
+    out[name] = gbnf
+for bad in ({"structural_tag": {"type": "structural_tag", "format": {"type": "qwen_xml"}}},
+            {"regex": "[0-9]+"}):
+    try:
+        w.guided_grammar(bad)
+        out[json.dumps(bad)] = "accepted"
+    except InvalidArgument as exc:
+        out[json.dumps(bad)] = "refused: " + str(exc)
+print(json.dumps(out))
+"""
+
+
+def test_structural_tags_become_grammars(stack, tmp_path):
+    # `stack` only guarantees llama_cpp is installed in the Dynamo venv (or skips).
+    from bankbench.paths import dynamo_assets
+    from bankbench.serve.dynamo_venv import ensure_dynamo_venv
+
+    probe = tmp_path / "probe.py"
+    probe.write_text(GRAMMAR_PROBE)
+    workers = dynamo_assets() / "workers"
+    proc = subprocess.run(
+        [str(ensure_dynamo_venv()), str(probe), str(workers)], capture_output=True, text=True
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert out["auto"] is None  # "auto" only permits tool calls: unconstrained
+    # one or more tags, newline-separated; just one; comma-separated
+    assert re.search(r'^(r\d+) ::= (r\d+) \("\\n" \2\)\*$', out["required"], re.M)
+    assert ")*" not in out["first_only"] and '"<a>" schema1 "</a>"' in out["first_only"]
+    assert re.search(r'^(r\d+) ::= (r\d+) \("," \2\)\*$', out["separated"], re.M)
+    assert re.search(r"^r\d+ ::= r\d+ \| r\d+$", out["sequence"], re.M)
+    refused = [v for k, v in out.items() if k.startswith("{")]
+    assert all(v.startswith("refused: ") for v in refused), refused
+    assert any("qwen_xml" in v for v in refused) and any("regex" in v for v in refused)
