@@ -72,26 +72,43 @@ def finished_trials(job_dir: Path) -> list[Path]:
     return [p for p in trial_dirs(job_dir) if (p / "result.json").exists()]
 
 
-def _readable_result(trial_dir: Path) -> bool:
+def trial_problem(trial_dir: Path) -> str | None:
+    """Why a trial folder with a result.json does not hold a finished trial, or None.
+
+    - "cut short": result.json empty or not JSON (a process killed while writing it). Harbor's
+      resume skips such a folder yet runs its trial again, which would leave a broken twin.
+    - "interrupted": Harbor stopped the trial because Harbor itself was stopped (SIGINT,
+      SIGTERM when the sweep died): cancelled, or ended with neither a reward nor an error,
+      which no trial that ran to its end does. Its result says nothing about the agent.
+    """
     try:
         data = json.loads((trial_dir / "result.json").read_text())
     except (OSError, UnicodeDecodeError, ValueError):
-        return False
-    return isinstance(data, dict) and bool(data.get("trial_name"))
+        return "cut short"
+    if not isinstance(data, dict) or not data.get("trial_name"):
+        return "cut short"
+    exception = data.get("exception_info") or {}
+    if exception.get("exception_type") == "CancelledError":
+        return "interrupted"
+    if not exception and data.get("verifier_result") is None:
+        return "interrupted"
+    return None
 
 
-def quarantine_broken_trials(job_dir: Path, dest: Path) -> list[Path]:
-    """Move trial folders whose result.json is empty or cut short (a process killed while
-    writing it) out of the job into `dest`. Harbor's resume skips such folders without
-    rerunning their config under the same name, so left in place they would read as a second,
-    broken copy of a trial Harbor runs again. Moved, not deleted: nothing is lost."""
+def quarantine_unfinished_trials(job_dir: Path, dest: Path) -> list[tuple[Path, str]]:
+    """Move trial folders that hold a result.json but no finished trial (see trial_problem)
+    out of the job into `dest`, so `harbor job resume` runs those trials again and the job
+    holds each trial once. Moved, not deleted: nothing is lost. Returns (new path, why)."""
     moved = []
     for trial in trial_dirs(job_dir):
-        if (trial / "result.json").exists() and not _readable_result(trial):
+        if not (trial / "result.json").exists():
+            continue  # Harbor's resume deletes and reruns these itself
+        problem = trial_problem(trial)
+        if problem:
             dest.mkdir(parents=True, exist_ok=True)
             target = dest / trial.name
             os.replace(trial, target)
-            moved.append(target)
+            moved.append((target, problem))
     return moved
 
 
@@ -105,7 +122,7 @@ def job_state(job_dir: Path) -> JobState:
     total = result.get("n_total_trials")
     if result.get("finished_at") and isinstance(total, int):
         done = finished_trials(job_dir)
-        if len(done) >= total and all(_readable_result(t) for t in done):
+        if len(done) >= total and not any(trial_problem(t) for t in done):
             return JobState.COMPLETE
     return JobState.PARTIAL
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import platform
+import time
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -84,6 +85,26 @@ def _preflight(config: SweepConfig, base_url: str, model: str) -> None:
         raise SweepError(f"server check failed, no trial was run: {exc}") from None
 
 
+def _reusable_port(base_url: str, wait_s: float = 90.0) -> int | None:
+    """The port of the first run's server, once the old one has let go of it."""
+    from urllib.parse import urlsplit
+
+    from bankbench.serve import procs
+
+    parts = urlsplit(base_url)
+    if parts.hostname not in ("127.0.0.1", "localhost") or parts.port is None:
+        return None
+    deadline = time.monotonic() + wait_s
+    while not procs.port_is_free(parts.port):  # closed connections linger for a while
+        if time.monotonic() > deadline:
+            raise SweepError(
+                f"cannot resume: the level jobs talk to {base_url}, and port {parts.port} is "
+                f"still in use after {wait_s:g} s; free it and run the resume again"
+            )
+        time.sleep(1.0)
+    return parts.port
+
+
 def _stop_leftover_server(state_dir: Path) -> None:
     """A sweep killed outright (SIGKILL, lost terminal) leaves the server it started running;
     the resumed sweep owns that state dir, so it stops the old stack before starting anew."""
@@ -129,13 +150,17 @@ def run_sweep(config: SweepConfig, sweep_dir: Path, *, resume: bool = False) -> 
         if config.profile:
             from bankbench.serve import api
 
-            if resume:
+            port = None
+            if manifest is not None:
+                # The level jobs hold the first run's URL in their Harbor config: the resumed
+                # trials must find the server where the killed run had it.
                 _stop_leftover_server(sweep_dir / "server")
+                port = _reusable_port(manifest.base_url)
             print(f"starting server profile {config.profile} ...", flush=True)
             server = api.up(
                 config.profile, router=config.router, workers=config.workers,
                 model=config.model, options=dict(config.server_options),
-                state_dir=sweep_dir / "server",
+                state_dir=sweep_dir / "server", port=port,
             )
             base_url, model = server.base_url, server.model
             _preflight(config, base_url, model)
@@ -213,9 +238,9 @@ def _run_level(
     have_before = _scrape(base_url, before)
     if resumed:
         quarantine = sweep_dir / "quarantine" / level_dir_name(level)
-        for moved in harbor_job.quarantine_broken_trials(job_dir, quarantine):
-            print(f"  {moved.name}: result.json unreadable (cut short); moved to {quarantine} "
-                  "and run again", flush=True)
+        for moved, why in harbor_job.quarantine_unfinished_trials(job_dir, quarantine):
+            print(f"  {moved.name}: {why}; moved to {quarantine}, its trial runs again",
+                  flush=True)
         cmd = harbor_job.resume_command(job_dir)
     else:
         cmd = harbor_job.run_command(

@@ -63,7 +63,8 @@ def _trial(job, name, finished):
     d.mkdir(parents=True)
     (d / "config.json").write_text("{}")
     if finished:
-        (d / "result.json").write_text(json.dumps({"trial_name": name}))
+        (d / "result.json").write_text(json.dumps({"trial_name": name,
+                                                   "verifier_result": {"rewards": {}}}))
 
 
 def test_job_state_from_disk(tmp_path):
@@ -80,20 +81,33 @@ def test_job_state_from_disk(tmp_path):
     (job / "banking-001__b" / "result.json").write_text('{"trial_na')
     # A result.json cut short by a kill is not a finished trial.
     assert harbor_job.job_state(job) is harbor_job.JobState.PARTIAL
-    (job / "banking-001__b" / "result.json").write_text('{"trial_name": "banking-001__b"}')
+    (job / "banking-001__b" / "result.json").write_text(json.dumps(
+        {"trial_name": "banking-001__b", "exception_info": {"exception_type": "CancelledError"}}))
+    # Cancelled because Harbor was stopped: not finished either.
+    assert harbor_job.job_state(job) is harbor_job.JobState.PARTIAL
+    (job / "banking-001__b" / "result.json").write_text(json.dumps(
+        {"trial_name": "banking-001__b", "exception_info": {"exception_type": "AgentTimeoutError"}},
+    ))
     assert harbor_job.job_state(job) is harbor_job.JobState.COMPLETE
 
 
-def test_cut_short_results_are_moved_aside_not_deleted(tmp_path):
+def test_unfinished_results_are_moved_aside_not_deleted(tmp_path):
     job = tmp_path / "c1"
-    _trial(job, "banking-000__a", finished=True)
-    _trial(job, "banking-001__b", finished=True)
-    _trial(job, "banking-002__c", finished=False)  # Harbor itself reruns this one
+    for name in ("banking-000__a", "banking-001__b", "banking-002__c", "banking-003__d"):
+        _trial(job, name, finished=True)
+    _trial(job, "banking-004__e", finished=False)  # Harbor itself reruns this one
     (job / "banking-001__b" / "result.json").write_text("")
-    moved = harbor_job.quarantine_broken_trials(job, tmp_path / "quarantine")
-    assert moved == [tmp_path / "quarantine" / "banking-001__b"]
-    assert (moved[0] / "config.json").exists()
-    assert [p.name for p in harbor_job.trial_dirs(job)] == ["banking-000__a", "banking-002__c"]
+    (job / "banking-002__c" / "result.json").write_text(json.dumps(
+        {"trial_name": "banking-002__c", "exception_info": None, "verifier_result": None}))
+    (job / "banking-003__d" / "result.json").write_text(json.dumps(
+        {"trial_name": "banking-003__d", "exception_info": {"exception_type": "RuntimeError"}}))
+    moved = harbor_job.quarantine_unfinished_trials(job, tmp_path / "quarantine")
+    assert moved == [(tmp_path / "quarantine" / "banking-001__b", "cut short"),
+                     (tmp_path / "quarantine" / "banking-002__c", "interrupted")]
+    assert (moved[0][0] / "config.json").exists()
+    # a trial that failed on its own is a result, and stays
+    assert [p.name for p in harbor_job.trial_dirs(job)] == [
+        "banking-000__a", "banking-003__d", "banking-004__e"]
 
 
 def test_run_command_carries_level_attempts_and_agent_options(tmp_path):

@@ -1,0 +1,120 @@
+"""Interrupting a sweep: killed outright (SIGKILL) mid-level and resumed, no finished trial is
+lost or duplicated and nothing keeps running; stopped with Ctrl-C (SIGINT), it exits 130, says
+how to resume and brings down the server it started.
+
+Real parts throughout: `bankbench sweep` as a subprocess, the real harbor CLI, LocalEnvironment,
+the real Dynamo frontend with the mocker engine (cpu-mocker)."""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from tests.reliability.helpers import HARBOR_ENV, bankbench, processes_mentioning
+
+pytestmark = [pytest.mark.dynamo, pytest.mark.harbor, pytest.mark.slow]
+
+N_TASKS, ATTEMPTS = 5, 2
+
+
+def _start_sweep(out: Path, levels: str) -> tuple[subprocess.Popen, Path]:
+    cmd = [sys.executable, "-m", "bankbench", "sweep", "--profile", "cpu-mocker",
+           "--set", "speedup_ratio=10", "--levels", levels, "--attempts", str(ATTEMPTS),
+           "--source", "sample", "--limit", str(N_TASKS), "--out", str(out), "--name", "s"]
+    log = (out / "sweep.out").open("w")
+    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, text=True,
+                            env={**os.environ, **HARBOR_ENV})
+    return proc, out / "s"
+
+
+def _finished(job: Path) -> dict[str, str]:
+    """trial folder name -> sha256 of its result.json, for trials that finished."""
+    if not job.is_dir():
+        return {}
+    return {p.name: hashlib.sha256((p / "result.json").read_bytes()).hexdigest()
+            for p in job.iterdir() if (p / "result.json").is_file()}
+
+
+def _wait_for(condition, proc: subprocess.Popen, log: Path, timeout: float = 300) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if proc.poll() is not None:
+            pytest.fail(f"sweep ended early ({proc.returncode}):\n{log.read_text()[-3000:]}")
+        if time.monotonic() > deadline:
+            proc.kill()
+            pytest.fail(f"condition not met in {timeout} s:\n{log.read_text()[-3000:]}")
+        time.sleep(0.2)
+
+
+def _no_leftovers(marker: str, wait_s: float = 30) -> list[str]:
+    deadline = time.monotonic() + wait_s
+    while (left := processes_mentioning(marker)) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    return left
+
+
+def test_sigkill_mid_level_then_resume_loses_and_duplicates_nothing(tmp_path):
+    proc, sweep = _start_sweep(tmp_path, "1,4")
+    log = tmp_path / "sweep.out"
+    per_level = N_TASKS * ATTEMPTS
+    _wait_for(lambda: 2 <= len(_finished(sweep / "c4")) < per_level, proc, log)
+    proc.kill()  # SIGKILL: no handler runs, no cleanup
+    proc.wait()
+    before = {level: _finished(sweep / level) for level in ("c1", "c4")}
+    assert len(before["c1"]) == per_level and 2 <= len(before["c4"]) < per_level
+
+    done = bankbench("sweep", "--resume", str(sweep), timeout=600)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert "level 1: already complete, skipped" in done.stdout
+    assert "level 4: resuming" in done.stdout
+    assert "left running by the interrupted sweep" in done.stdout
+
+    tasks = sorted(p.name for p in (sweep / "tasks").iterdir() if (p / "task.toml").exists())
+    assert len(tasks) == N_TASKS
+    clean_run = Counter({task: ATTEMPTS for task in tasks})  # what an uninterrupted level holds
+    for level in ("c1", "c4"):
+        after = _finished(sweep / level)
+        # every trial that had finished before the kill is still there, byte for byte
+        assert {name: after.get(name) for name in before[level]} == before[level]
+        # task x attempt: exactly a clean run's set, nothing twice, nothing missing
+        assert Counter(name.split("__")[0] for name in after) == clean_run
+        # and no half-finished trial folder left behind
+        trial_dirs = [p for p in (sweep / level).iterdir() if (p / "config.json").exists()]
+        assert len(trial_dirs) == len(after)
+
+    manifest = json.loads((sweep / "sweep.json").read_text())
+    assert [r["state"] for r in manifest["level_records"]] == ["complete", "complete"]
+    assert manifest["level_records"][1]["resumed"] is True
+    # the report counts each trial once, and none as broken or still running
+    with (sweep / "trials.csv").open() as fh:
+        rows = list(csv.DictReader(fh))
+    assert Counter(r["level"] for r in rows) == {"1": per_level, "4": per_level}
+    assert not {r["status"] for r in rows} & {"harness_failed", "running"}
+    assert (sweep / "report.md").exists()
+    assert _no_leftovers(str(tmp_path)) == []
+
+
+def test_sigint_stops_cleanly_and_says_how_to_resume(tmp_path):
+    proc, sweep = _start_sweep(tmp_path, "1,4")
+    log = tmp_path / "sweep.out"
+    _wait_for(lambda: len(_finished(sweep / "c1")) >= 1, proc, log)
+    proc.send_signal(signal.SIGINT)  # what Ctrl-C delivers to the foreground process
+    assert proc.wait(timeout=120) == 130
+    out = log.read_text()
+    assert f"bankbench sweep --resume {sweep}" in out
+    assert "stopping the server this sweep started" in out
+    assert not (sweep / "server" / "state.json").exists()
+    assert _no_leftovers(str(tmp_path), wait_s=10) == []
+    # Stopping never throws away what finished.
+    assert len(_finished(sweep / "c1")) >= 1
+    assert json.loads((sweep / "sweep.json").read_text())["finished_at"] is None
