@@ -72,6 +72,39 @@ def finished_trials(job_dir: Path) -> list[Path]:
     return [p for p in trial_dirs(job_dir) if (p / "result.json").exists()]
 
 
+def harbor_processes_in(sweep_dir: Path) -> list[int]:
+    """Pids of live Harbor processes whose command line names `sweep_dir` (a level job of an
+    earlier run of this sweep still shutting down)."""
+    marker = str(sweep_dir)
+    pids = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            args = (entry / "cmdline").read_bytes().split(b"\0")
+            zombie = (entry / "stat").read_text().split(") ", 1)[1].startswith("Z")
+        except OSError:
+            continue
+        text = [a.decode(errors="replace") for a in args]
+        if not zombie and any(Path(a).name == "harbor" for a in text[:2]) and any(
+                marker in a for a in text):
+            pids.append(int(entry.name))
+    return pids
+
+
+def wait_for_earlier_harbor(sweep_dir: Path, wait_s: float = 60.0) -> None:
+    """A sweep killed outright leaves its Harbor job stopping on its own (it gets SIGTERM and
+    records its cancelled trials); resuming before it is gone would race it for the job dir."""
+    deadline = time.monotonic() + wait_s
+    while pids := harbor_processes_in(sweep_dir):
+        if time.monotonic() > deadline:
+            raise HarborFailed(
+                f"Harbor from an earlier run (pid {', '.join(map(str, pids))}) is still writing "
+                f"into {sweep_dir}; stop it (kill {pids[0]}) and resume again"
+            )
+        time.sleep(0.5)
+
+
 def trial_problem(trial_dir: Path) -> str | None:
     """Why a trial folder with a result.json does not hold a finished trial, or None.
 

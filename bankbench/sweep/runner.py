@@ -237,6 +237,10 @@ def _run_level(
     before = sweep_dir / f".{level_dir_name(level)}-{METRICS_BEFORE}"
     have_before = _scrape(base_url, before)
     if resumed:
+        try:
+            harbor_job.wait_for_earlier_harbor(sweep_dir)
+        except harbor_job.HarborFailed as exc:
+            raise SweepError(f"level {level}: {exc}") from None
         quarantine = sweep_dir / "quarantine" / level_dir_name(level)
         for moved, why in harbor_job.quarantine_unfinished_trials(job_dir, quarantine):
             print(f"  {moved.name}: {why}; moved to {quarantine}, its trial runs again",
