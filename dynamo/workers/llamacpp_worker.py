@@ -72,7 +72,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         help="folder with tokenizer.json, tokenizer_config.json (chat template) and "
         "config.json that the frontend loads; default: the GGUF's folder",
     )
-    parser.add_argument("--n-ctx", type=int, default=4096, help="context window (tokens)")
+    parser.add_argument(
+        "--n-ctx",
+        type=int,
+        default=0,
+        help="context window in tokens; 0 (default) = the model's trained context "
+        "(8192 for SmolLM2-135M: 20 banking tool schemas alone take ~4.7k tokens)",
+    )
     parser.add_argument(
         "--threads", type=int, default=None, help="CPU threads (default: usable cores, at most 8)"
     )
@@ -266,6 +272,7 @@ class LlamaCppEngine(LLMEngine):
     def __init__(self, args: argparse.Namespace):
         self.args = args
         self.llama: Any = None
+        self.n_ctx = 0
         # llama.cpp contexts are not thread-safe: one thread runs every request in turn.
         self.executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="llama")
         self.jobs: dict[str, Job] = {}
@@ -300,16 +307,17 @@ class LlamaCppEngine(LLMEngine):
         del worker_id
         loop = asyncio.get_running_loop()
         self.llama = await loop.run_in_executor(self.executor, self._load)
-        logger.info("llama.cpp loaded %s (n_ctx %d)", self.args.model_path, self.args.n_ctx)
+        self.n_ctx = self.llama.n_ctx()
+        logger.info("llama.cpp loaded %s (n_ctx %d)", self.args.model_path, self.n_ctx)
         return EngineConfig(
             model=self.args.tokenizer_path,
             served_model_name=self.args.model_name,
             llm=LlmRegistration(
-                context_length=self.args.n_ctx,
+                context_length=self.n_ctx,
                 kv_cache_block_size=BLOCK_SIZE,
-                total_kv_blocks=self.args.n_ctx // BLOCK_SIZE,
+                total_kv_blocks=self.n_ctx // BLOCK_SIZE,
                 max_num_seqs=1,
-                max_num_batched_tokens=self.args.n_ctx,
+                max_num_batched_tokens=self.n_ctx,
             ),
         )
 
@@ -331,10 +339,10 @@ class LlamaCppEngine(LLMEngine):
         prompt = [int(t) for t in request.get("token_ids", [])]
         if not prompt:
             raise InvalidArgument("empty prompt")
-        room = self.args.n_ctx - len(prompt)
+        room = self.n_ctx - len(prompt)
         if room < 1:
             raise InvalidArgument(
-                f"prompt is {len(prompt)} tokens; the context window is {self.args.n_ctx}"
+                f"prompt is {len(prompt)} tokens; the context window is {self.n_ctx}"
             )
         stop = request.get("stop_conditions", {}) or {}
         options = request.get("sampling_options", {}) or {}

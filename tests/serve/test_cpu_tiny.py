@@ -239,7 +239,7 @@ def test_prompt_longer_than_the_context_is_a_client_error(stack):
     body = {
         "model": stack.model,
         "max_tokens": 4,
-        "messages": [{"role": "user", "content": "bank " * 5000}],
+        "messages": [{"role": "user", "content": "bank " * 9000}],
     }
     r = httpx.post(f"{stack.base_url}/chat/completions", json=body, timeout=120)
     assert 400 <= r.status_code < 500, r.text
