@@ -256,11 +256,22 @@ def test_failed_build_reports_the_log_tail(tmp_path, monkeypatch):
     fake_venv_python = tmp_path / "venv" / "bin" / "python"
     fake_venv_python.parent.mkdir(parents=True)
     fake_venv_python.symlink_to(Path(python))
-    with pytest.raises(ServeError) as err:
+    early = llamacpp.start_wheel_build()  # fails in the background, quietly…
+    if early is not None:
+        early.join(timeout=120)
+    with pytest.raises(ServeError) as err:  # …and the foreground attempt reports
         llamacpp.ensure_llama_cpp(fake_venv_python)
     assert err.value.component == "llama-cpp-python"
     assert "building llama-cpp-python==0.0.0.dev0" in err.value.cause
     assert "0.0.0.dev0" in err.value.log_tail
+    assert not list(llamacpp.wheel_dir().glob("*.whl"))
+
+
+def test_cached_wheel_skips_the_early_build(tmp_path, monkeypatch):
+    monkeypatch.setenv("BANKBENCH_CACHE", str(tmp_path))
+    llamacpp.wheel_dir().mkdir(parents=True)
+    (llamacpp.wheel_dir() / "llama_cpp_python-0.3.36-py3-none-linux_x86_64.whl").write_bytes(b"")
+    assert llamacpp.start_wheel_build() is None
 
 
 # The grammar translation, checked inside the Dynamo venv (the worker imports `dynamo`).
