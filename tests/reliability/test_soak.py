@@ -1,0 +1,55 @@
+"""A small soak (benchmarks/soak.py at 40 trials, -n 8): real harbor, agent, LocalEnvironment and
+Dynamo frontend + mocker, behind the fault-injecting test proxy (~10 % faults plus an outage).
+Every trial is accounted for, every fault is a counted retry or a named failure, infra failures
+stay out of TSQ, and the API key never reaches the job directory."""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+import pytest
+
+from benchmarks.soak import problems, run_soak
+from tests.reliability.helpers import bankbench
+
+pytestmark = [pytest.mark.dynamo, pytest.mark.harbor, pytest.mark.slow]
+
+TRIALS, CONCURRENCY = 40, 8
+
+
+@pytest.fixture(scope="module")
+def soak(tmp_path_factory: pytest.TempPathFactory):
+    work = tmp_path_factory.mktemp("soak")
+    return run_soak(work, trials=TRIALS, concurrency=CONCURRENCY, burst=4 * CONCURRENCY,
+                    log=lambda line: None)
+
+
+def test_every_trial_and_fault_is_accounted_for(soak):
+    assert problems(soak, TRIALS) == []
+    assert soak.faults_total >= 30  # the seeded faults plus the outage really happened
+    assert soak.statuses["infra_failed"] >= 1 and soak.statuses["scored"] >= TRIALS // 2
+    assert soak.statuses["harness_failed"] == 0
+    assert soak.key_found_in == []
+
+
+def test_infra_failures_are_named_and_excluded_from_quality(soak):
+    rows = list(csv.DictReader(_report_table(soak.job_dir).open()))
+    infra = [r for r in rows if r["status"] == "infra_failed"]
+    assert len(infra) == soak.statuses["infra_failed"]
+    for r in infra:
+        assert r["status_reason"].startswith("agent: LLM request failed after 4 tries")
+        assert r["in_quality"] == "False"
+    scored = [float(r["tsq"]) for r in rows if r["status"] == "scored"]
+    assert soak.tsq_in_quality == pytest.approx(sum(scored) / len(scored))
+    # The scripts make TSQ vary; counting the failed trials as zeros would move the mean.
+    assert soak.tsq_all_rows < soak.tsq_in_quality
+
+
+def _report_table(job: Path) -> Path:
+    out = job.parent / "report"
+    done = bankbench("report", str(job), "--out", str(out), "--no-plots")
+    assert done.returncode == 0, done.stderr[-2000:]
+    report = (out / "report.md").read_text()
+    assert "infra failed" in report
+    return out / "trials.csv"
