@@ -230,8 +230,8 @@ def structural_gbnf(tag: dict[str, Any]) -> str | None:
     if fmt.get("type") == "any_text":
         return None
     if fmt.get("type") == "triggered_tags" and not fmt.get("at_least_one"):
-        # tool_choice "auto": free text that may contain tool calls. llama-cpp-python has no
-        # lazily triggered grammars, so this runs unconstrained.
+        # tool_choice "auto": free text that may contain tool calls. Llama.generate offers no
+        # lazily triggered grammar (one that starts at "<tool_call>"), so this runs unconstrained.
         return None
     builder = GrammarBuilder()
     return builder.finish(builder.fmt(fmt))
