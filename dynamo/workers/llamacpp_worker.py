@@ -56,6 +56,9 @@ from dynamo.llm.exceptions import InvalidArgument
 
 logger = logging.getLogger("llamacpp_worker")
 
+# Save or resume a KV state only when it spares at least this many prompt tokens.
+SWITCH_MIN_TOKENS = 512
+
 # KV block size advertised to the router; llama.cpp has no paged cache, this only sizes metrics.
 BLOCK_SIZE = 16
 
@@ -87,6 +90,14 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         type=int,
         default=None,
         help="default sampling seed for requests without one (default: random per request)",
+    )
+    parser.add_argument(
+        "--state-slots",
+        type=int,
+        default=4,
+        help="saved KV states kept besides the live one (each ~25 KB per token plus ~100 MB of "
+        "logits), so conversations that alternate (agent and evaluator, concurrent trials) "
+        "resume their long prompts instead of re-reading them; 0 disables",
     )
     parser.add_argument("--component", default="backend", help="Dynamo component name")
     parser.add_argument(
@@ -268,6 +279,15 @@ def guided_grammar(guided: dict[str, Any] | None) -> Any | None:
         raise InvalidArgument(f"guided decoding could not be compiled: {exc}") from None
 
 
+def common_prefix(a: Any, b: Any) -> int:
+    """Length of the common leading run of two token sequences (lists or numpy arrays)."""
+    import numpy as np
+
+    n = min(len(a), len(b))
+    diff = np.flatnonzero(np.asarray(a[:n]) != np.asarray(b[:n]))
+    return int(diff[0]) if diff.size else n
+
+
 class LlamaCppEngine(LLMEngine):
     def __init__(self, args: argparse.Namespace):
         self.args = args
@@ -276,6 +296,7 @@ class LlamaCppEngine(LLMEngine):
         # llama.cpp contexts are not thread-safe: one thread runs every request in turn.
         self.executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="llama")
         self.jobs: dict[str, Job] = {}
+        self.saved: list[Any] = []  # LlamaState, most recently used last
 
     @classmethod
     async def from_args(cls, argv: list[str] | None = None) -> tuple[LlamaCppEngine, WorkerConfig]:
@@ -416,6 +437,7 @@ class LlamaCppEngine(LLMEngine):
             if job.cancelled.is_set():
                 emit(Outcome("cancelled", 0, 0))
                 return
+            self._switch_state(job.prompt)
             cached = self._cached_prefix(job.prompt)
             self.llama.set_seed(job.seed)
             finish = "length"
@@ -453,14 +475,46 @@ class LlamaCppEngine(LLMEngine):
         )
 
     def _cached_prefix(self, prompt: list[int]) -> int:
-        """Prompt tokens whose KV the previous request left behind (reused by llama.cpp)."""
-        previous = self.llama._input_ids[: self.llama.n_tokens]
-        n = 0
-        for a, b in zip(previous, prompt, strict=False):
-            if a != b:
-                break
-            n += 1
-        return min(n, len(prompt) - 1)
+        """Prompt tokens whose KV the live context already holds (reused by llama.cpp)."""
+        live = self.llama.input_ids[: self.llama.n_tokens]
+        return min(common_prefix(live, prompt), len(prompt) - 1)
+
+    def _switch_state(self, prompt: list[int]) -> None:
+        """Keep a long live context that this prompt would overwrite; resume a better saved one.
+
+        Prefill is the expensive part on CPU (a 4.7k-token prompt with 20 tool schemas takes
+        ~27 s on 2 cores); saving or loading a state takes well under a second.
+        """
+        if self.args.state_slots <= 0:
+            return
+        live_n = self.llama.n_tokens
+        live_match = common_prefix(self.llama.input_ids[:live_n], prompt)
+        if live_n - live_match >= SWITCH_MIN_TOKENS:
+            self._save_live()
+        best, best_match = None, live_match
+        for state in self.saved:
+            match = common_prefix(state.input_ids[: state.n_tokens], prompt)
+            if match > best_match:
+                best, best_match = state, match
+        if best is not None and best_match - live_match >= SWITCH_MIN_TOKENS:
+            self.llama.load_state(best)
+            self.saved.remove(best)
+            self.saved.append(best)
+            logger.debug("resumed a saved state: %d of %d prompt tokens", best_match, len(prompt))
+
+    def _save_live(self) -> None:
+        n = self.llama.n_tokens
+        ids = self.llama.input_ids[:n]
+        # A saved state that the live one extends (or repeats) is superseded by it.
+        self.saved = [
+            st
+            for st in self.saved
+            if not (
+                st.n_tokens <= n and common_prefix(ids, st.input_ids[: st.n_tokens]) == st.n_tokens
+            )
+        ]
+        self.saved.append(self.llama.save_state())
+        del self.saved[: -self.args.state_slots]
 
     async def abort(self, context: Context) -> None:
         job = self.jobs.get(context.id() or "")
@@ -471,6 +525,7 @@ class LlamaCppEngine(LLMEngine):
         for job in list(self.jobs.values()):
             job.cancelled.set()
         self.executor.shutdown(wait=True, cancel_futures=True)
+        self.saved.clear()
         llama, self.llama = self.llama, None
         if llama is not None:
             llama.close()

@@ -235,6 +235,21 @@ def test_client_disconnect_frees_the_worker(stack):
     assert time.monotonic() - start < 10
 
 
+def test_alternating_conversations_resume_their_saved_prompts(stack):
+    """Agent/evaluator-style alternation: the long prompt comes back from a saved KV state."""
+    policy = " ".join(f"Rule {i}: verify the customer before account {i}." for i in range(80))
+    agent = [{"role": "system", "content": policy}, {"role": "user", "content": "Balance?"}]
+    judge = [
+        {"role": "system", "content": "You judge answers."},
+        {"role": "user", "content": "OK?"},
+    ]
+    first = chat(stack, messages=agent, max_tokens=2)["usage"]
+    assert first["prompt_tokens"] > 700
+    chat(stack, messages=judge, max_tokens=2)
+    again = chat(stack, messages=agent, max_tokens=2)["usage"]
+    assert again["prompt_tokens_details"]["cached_tokens"] == first["prompt_tokens"] - 1
+
+
 def test_prompt_longer_than_the_context_is_a_client_error(stack):
     body = {
         "model": stack.model,
