@@ -293,7 +293,7 @@ def test_cached_wheel_skips_the_early_build(tmp_path, monkeypatch):
 GRAMMAR_PROBE = r"""
 import json, sys
 sys.path.insert(0, sys.argv[1])
-import llamacpp_worker as w
+import llamacpp_grammar as w
 from dynamo.llm.exceptions import InvalidArgument
 from llama_cpp import LlamaGrammar
 
