@@ -63,6 +63,32 @@ def _no_leftovers(marker: str, wait_s: float = 30) -> list[str]:
     return left
 
 
+def _assert_like_a_clean_run(sweep: Path, before: dict[str, dict[str, str]]) -> None:
+    per_level = N_TASKS * ATTEMPTS
+    tasks = sorted(p.name for p in (sweep / "tasks").iterdir() if (p / "task.toml").exists())
+    assert len(tasks) == N_TASKS
+    clean_run = Counter({task: ATTEMPTS for task in tasks})  # what an uninterrupted level holds
+    for level in ("c1", "c4"):
+        after = _finished(sweep / level)
+        # every trial that had finished before the interruption is there, byte for byte
+        assert {name: after.get(name) for name in before[level]} == before[level]
+        # task x attempt: exactly a clean run's set, nothing twice, nothing missing
+        assert Counter(name.split("__")[0] for name in after) == clean_run
+        # and no half-finished trial folder left behind
+        trial_dirs = [p for p in (sweep / level).iterdir() if (p / "config.json").exists()]
+        assert len(trial_dirs) == len(after)
+
+    manifest = json.loads((sweep / "sweep.json").read_text())
+    assert [r["state"] for r in manifest["level_records"]] == ["complete", "complete"]
+    assert manifest["finished_at"] is not None
+    # the report counts each trial once, and none as broken or still running
+    with (sweep / "trials.csv").open() as fh:
+        rows = list(csv.DictReader(fh))
+    assert Counter(r["level"] for r in rows) == {"1": per_level, "4": per_level}
+    assert not {r["status"] for r in rows} & {"harness_failed", "running"}
+    assert (sweep / "report.md").exists()
+
+
 def test_sigkill_mid_level_then_resume_loses_and_duplicates_nothing(tmp_path):
     proc, sweep = _start_sweep(tmp_path, "1,4")
     log = tmp_path / "sweep.out"
@@ -80,36 +106,16 @@ def test_sigkill_mid_level_then_resume_loses_and_duplicates_nothing(tmp_path):
     assert "level 1: already complete, skipped" in done.stdout
     assert "level 4: resuming" in done.stdout
     assert "left running by the interrupted sweep" in done.stdout
+    _assert_like_a_clean_run(sweep, before)
 
-    tasks = sorted(p.name for p in (sweep / "tasks").iterdir() if (p / "task.toml").exists())
-    assert len(tasks) == N_TASKS
-    clean_run = Counter({task: ATTEMPTS for task in tasks})  # what an uninterrupted level holds
-    for level in ("c1", "c4"):
-        after = _finished(sweep / level)
-        # every trial that had finished before the kill is still there, byte for byte
-        assert {name: after.get(name) for name in before[level]} == before[level]
-        # task x attempt: exactly a clean run's set, nothing twice, nothing missing
-        assert Counter(name.split("__")[0] for name in after) == clean_run
-        # and no half-finished trial folder left behind
-        trial_dirs = [p for p in (sweep / level).iterdir() if (p / "config.json").exists()]
-        assert len(trial_dirs) == len(after)
-
-    manifest = json.loads((sweep / "sweep.json").read_text())
-    assert [r["state"] for r in manifest["level_records"]] == ["complete", "complete"]
-    assert manifest["level_records"][1]["resumed"] is True
-    # the report counts each trial once, and none as broken or still running
-    with (sweep / "trials.csv").open() as fh:
-        rows = list(csv.DictReader(fh))
-    assert Counter(r["level"] for r in rows) == {"1": per_level, "4": per_level}
-    assert not {r["status"] for r in rows} & {"harness_failed", "running"}
-    assert (sweep / "report.md").exists()
     assert _no_leftovers(str(tmp_path)) == []
 
 
 def test_sigint_stops_cleanly_and_says_how_to_resume(tmp_path):
     proc, sweep = _start_sweep(tmp_path, "1,4")
     log = tmp_path / "sweep.out"
-    _wait_for(lambda: len(_finished(sweep / "c1")) >= 1, proc, log)
+    _wait_for(lambda: len(_finished(sweep / "c1")) >= 2, proc, log)
+    before = {"c1": _finished(sweep / "c1"), "c4": {}}
     proc.send_signal(signal.SIGINT)  # what Ctrl-C delivers to the foreground process
     assert proc.wait(timeout=120) == 130
     out = log.read_text()
@@ -117,6 +123,10 @@ def test_sigint_stops_cleanly_and_says_how_to_resume(tmp_path):
     assert "stopping the server this sweep started" in out
     assert not (sweep / "server" / "state.json").exists()
     assert _no_leftovers(str(tmp_path), wait_s=10) == []
-    # Stopping never throws away what finished.
+    # Stopping never throws away what finished, and the sweep continues where it stopped.
     assert len(_finished(sweep / "c1")) >= 1
     assert json.loads((sweep / "sweep.json").read_text())["finished_at"] is None
+    done = bankbench("sweep", "--resume", str(sweep), timeout=600)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    _assert_like_a_clean_run(sweep, before)
+    assert _no_leftovers(str(tmp_path)) == []
