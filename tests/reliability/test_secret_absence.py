@@ -98,3 +98,15 @@ def test_key_is_absent_from_sweep_job_logs_and_report(stack, tmp_path):
     assert stack.state_dir is None or _holders(stack.state_dir, needle) == []
     # and the key did travel: the agent sent it, and the error bodies quoted it back
     assert proxy.auth and set(proxy.auth) == {f"Bearer {key}"}
+
+
+def test_sweep_refuses_a_model_the_server_does_not_serve(stack, tmp_path):
+    # (here for the live server this module already runs; the other URL doors are in
+    # test_doors.py)
+    done = bankbench("sweep", "--base-url", stack.base_url, "--model", "no-such-model",
+                     "--levels", "1", "--out", str(tmp_path), "--name", "s")
+    assert done.returncode == 1
+    lines = [ln for ln in done.stderr.splitlines() if ln.strip()]
+    assert len(lines) == 1 and "'no-such-model' is not served" in lines[0]
+    assert stack.model in lines[0] and "no trial was run" in lines[0]
+    assert not (tmp_path / "s").exists()
