@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
@@ -105,10 +106,11 @@ def _run(args: argparse.Namespace) -> int:
         given = f" {first['input']!r}" if first["loc"] and first["type"] != "missing" else ""
         print(f"bankbench sweep: {where}{given}: {first['msg']}", file=sys.stderr)
         return 2
+    stopped_by = _stop_cleanly_on_sigterm()
     try:
         report = run_sweep(config, sweep_dir, resume=bool(args.resume))
     except KeyboardInterrupt:
-        return 130
+        return 128 + stopped_by.get("signal", signal.SIGINT)
     except (SweepError, FileNotFoundError, ValueError) as exc:
         print(f"bankbench sweep: {exc}", file=sys.stderr)
         return 1
@@ -131,6 +133,19 @@ def _option_name(loc: tuple) -> str:
         return "options"
     field = str(loc[0])
     return _OPTION_OF_FIELD.get(field, "--" + field.replace("_", "-"))
+
+
+def _stop_cleanly_on_sigterm() -> dict[str, int]:
+    """`kill PID` (SIGTERM, what service managers and CI runners send) stops the sweep the way
+    Ctrl-C does: Harbor stopped, the sweep's server brought down, the resume command printed."""
+    seen: dict[str, int] = {}
+
+    def handler(signum: int, frame: object) -> None:
+        seen["signal"] = signum
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, handler)
+    return seen
 
 
 def _explicit_options(args: argparse.Namespace, all_fields: bool = False) -> dict:

@@ -130,3 +130,16 @@ def test_sigint_stops_cleanly_and_says_how_to_resume(tmp_path):
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     _assert_like_a_clean_run(sweep, before)
     assert _no_leftovers(str(tmp_path)) == []
+
+
+def test_sigterm_stops_like_ctrl_c(tmp_path):
+    proc, sweep = _start_sweep(tmp_path, "1")
+    log = tmp_path / "sweep.out"
+    _wait_for(lambda: len(_finished(sweep / "c1")) >= 1, proc, log)
+    proc.terminate()  # `kill PID`, as a service manager or CI runner stops a job
+    assert proc.wait(timeout=120) == 128 + signal.SIGTERM
+    out = log.read_text()
+    assert f"bankbench sweep --resume {sweep}" in out
+    assert "stopping the server this sweep started" in out
+    assert not (sweep / "server" / "state.json").exists()
+    assert _no_leftovers(str(tmp_path), wait_s=10) == []
