@@ -95,12 +95,15 @@ def _resolve_state_dir(given: Path | None) -> Path:
 
 
 def _up(args: argparse.Namespace) -> int:
-    from bankbench.serve.api import up
+    from bankbench.serve.api import check, up
     from bankbench.serve.errors import ServeError
     from bankbench.serve.options import parse_set_args
 
     try:
         options = parse_set_args(args.sets)
+        # A bad name or value is reported alone, before anything claims to start.
+        check(args.profile, router=args.router, workers=args.workers, model=args.model,
+              options=options)
         print(f"bankbench: starting {args.profile} …", file=sys.stderr, flush=True)
         state = up(args.profile, router=args.router, workers=args.workers, port=args.port,
                    model=args.model, options=options, state_dir=args.state_dir)

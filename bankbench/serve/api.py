@@ -38,8 +38,8 @@ LOCAL_PROFILES = ("cpu-mocker", "cpu-tiny")
 GPU_PROFILES = ("gpu-sglang", "gpu-vllm", "gpu-sglang-disagg")
 PROFILES = (*LOCAL_PROFILES, *GPU_PROFILES, "external")
 
-__all__ = ["PROFILES", "ServeError", "ServerState", "StatusReport", "down", "load_state",
-           "running", "status", "up"]
+__all__ = ["PROFILES", "ServeError", "ServerState", "StatusReport", "check", "down",
+           "load_state", "running", "status", "up"]
 
 
 class ComponentStatus(BaseModel):
@@ -91,6 +91,39 @@ def _prepare_state_dir(state_dir: Path, profile: str) -> None:
     (state_dir / "logs").mkdir(parents=True, exist_ok=True)
 
 
+def check(
+    profile: str,
+    *,
+    router: str | None = None,
+    workers: int | None = None,
+    model: str | None = None,
+    options: dict | None = None,
+) -> None:
+    """Raise ServeError if `up` would refuse these arguments; starts and contacts nothing.
+
+    Callers that announce a start (the CLI) call this first, so a bad profile name or option
+    value is the only thing the user sees.
+    """
+    if profile not in PROFILES:
+        raise ServeError(f"unknown profile {profile!r} (known: {', '.join(PROFILES)})")
+    if router is not None and router not in ROUTER_MODES:
+        raise ServeError(f"unknown router {router!r} (known: {', '.join(ROUTER_MODES)})")
+    if workers is not None and workers < 1:
+        raise ServeError(f"--workers must be at least 1, got {workers}")
+    if profile == "external":
+        from bankbench.serve.external import check_options
+
+        check_options(options or {})
+    elif profile in GPU_PROFILES:
+        from bankbench.serve.gpu import profile_with_overrides
+
+        profile_with_overrides(profile, router=router, workers=workers, port=None, model=model,
+                               options=options or {})
+    else:
+        validate_options(MockerOptions if profile == "cpu-mocker" else TinyOptions, options,
+                         profile)
+
+
 def up(
     profile: str,
     *,
@@ -106,12 +139,7 @@ def up(
     `router` and `workers` left as None take the profile's defaults (round-robin and 1 on the
     CPU profiles, the YAML values on the GPU ones).
     """
-    if profile not in PROFILES:
-        raise ServeError(f"unknown profile {profile!r} (known: {', '.join(PROFILES)})")
-    if router is not None and router not in ROUTER_MODES:
-        raise ServeError(f"unknown router {router!r} (known: {', '.join(ROUTER_MODES)})")
-    if workers is not None and workers < 1:
-        raise ServeError(f"--workers must be at least 1, got {workers}")
+    check(profile, router=router, workers=workers, model=model, options=options)
     if profile == "external":
         from bankbench.serve.external import connect
 

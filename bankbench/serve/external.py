@@ -11,8 +11,8 @@ from bankbench.serve.errors import ServeError
 from bankbench.serve.state import ServerState, default_state_dir, save_state
 
 
-def connect(*, model: str | None, options: dict, state_dir: Path | None) -> ServerState:
-    """Check the URL answers /v1/models and record it; options: url, api_key_env."""
+def check_options(options: dict) -> str:
+    """Validate the options without contacting the server; returns the base URL (…/v1)."""
     unknown = set(options) - {"url", "api_key_env"}
     if unknown:
         raise ServeError(f"unknown option {sorted(unknown)[0]!r} for profile external "
@@ -20,13 +20,18 @@ def connect(*, model: str | None, options: dict, state_dir: Path | None) -> Serv
     url = str(options.get("url") or "").rstrip("/")
     if not url:
         raise ServeError("profile external needs --set url=http://host:port/v1")
-    if not url.endswith("/v1"):
-        url += "/v1"
+    key_env = options.get("api_key_env")
+    if key_env and not os.environ.get(key_env):
+        raise ServeError(f"api_key_env={key_env}: that environment variable is empty")
+    return url if url.endswith("/v1") else url + "/v1"
+
+
+def connect(*, model: str | None, options: dict, state_dir: Path | None) -> ServerState:
+    """Check the URL answers /v1/models and record it; options: url, api_key_env."""
+    url = check_options(options)
     key_env = options.get("api_key_env")
     headers = {}
     if key_env:
-        if not os.environ.get(key_env):
-            raise ServeError(f"api_key_env={key_env}: that environment variable is empty")
         headers["Authorization"] = f"Bearer {os.environ[key_env]}"  # never written to disk
     try:
         resp = httpx.get(f"{url}/models", headers=headers, timeout=10)

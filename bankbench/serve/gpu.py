@@ -8,7 +8,7 @@ from pathlib import Path
 
 from bankbench.serve.containers import ContainerSpec, build_specs
 from bankbench.serve.errors import ServeError
-from bankbench.serve.gpu_profiles import load_profile
+from bankbench.serve.gpu_profiles import GpuProfile, load_profile
 from bankbench.serve.local_stack import wait_ready
 from bankbench.serve.procs import port_is_free
 from bankbench.serve.state import Component, ServerState, default_state_dir, save_state
@@ -59,8 +59,9 @@ def run_kwargs(spec: ContainerSpec) -> dict:
     return kwargs
 
 
-def start_gpu(profile_name: str, *, router: str | None, workers: int | None, port: int | None,
-              model: str | None, options: dict, state_dir: Path | None) -> ServerState:
+def profile_with_overrides(profile_name: str, *, router: str | None, workers: int | None,
+                           port: int | None, model: str | None, options: dict) -> GpuProfile:
+    """The profile's YAML with the CLI's flags and --set values applied, validated."""
     overrides = dict(options)
     if router is not None:
         overrides["router"] = router
@@ -70,7 +71,13 @@ def start_gpu(profile_name: str, *, router: str | None, workers: int | None, por
         overrides["decode.workers" if "disagg" in profile_name else "worker.workers"] = workers
     if port is not None:
         overrides["frontend_port"] = port
-    profile = load_profile(profile_name, overrides)
+    return load_profile(profile_name, overrides)
+
+
+def start_gpu(profile_name: str, *, router: str | None, workers: int | None, port: int | None,
+              model: str | None, options: dict, state_dir: Path | None) -> ServerState:
+    profile = profile_with_overrides(profile_name, router=router, workers=workers, port=port,
+                                     model=model, options=options)
     if not port_is_free(profile.frontend_port, "0.0.0.0"):
         raise ServeError(f"port {profile.frontend_port} is busy; pass another --port")
     client = _client()

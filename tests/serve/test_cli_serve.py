@@ -65,6 +65,9 @@ def test_errors_are_one_line_and_nonzero(tmp_path):
         (["up", "--profile", "gpu-vllm", "--set", "worker.tp=0"], "worker.tp"),
         (["up", "--profile", "cpu-tiny", "--set", "gguf=/nope.gguf"], "gguf"),
         (["up", "--profile", "warp-drive"], "unknown profile"),
+        (["up", "--profile", "cpu-mocker", "--set", "no_such_key=1"], "no_such_key"),
+        (["up", "--profile", "cpu-mocker", "--router", "telepathy"], "unknown router"),
+        (["up", "--profile", "external"], "needs --set url"),
         (["down"], "no running stack"),
         (["status", "--url", "http://127.0.0.1:9/v1"], "did not answer"),
     ]
@@ -75,3 +78,6 @@ def test_errors_are_one_line_and_nonzero(tmp_path):
         assert needle in err, (args, err)
         causes = [ln for ln in proc.stderr.splitlines() if ln.startswith("bankbench serve:")]
         assert len(causes) <= 1
+        if args[0] == "up":
+            # Validation comes before the start is announced: the cause is all there is.
+            assert proc.stderr.splitlines() == causes, (args, proc.stderr)
