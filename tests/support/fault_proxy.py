@@ -21,7 +21,7 @@ import random
 from dataclasses import dataclass, field
 from typing import Literal
 
-from aiohttp import ClientSession, ClientTimeout, web
+from aiohttp import ClientResponse, ClientSession, ClientTimeout, web
 
 Fault = Literal[
     "pass",
@@ -121,27 +121,44 @@ class FaultProxy:
             out_headers = {k: v for k, v in upstream.headers.items()
                            if k.lower() not in _HOP_HEADERS | {"content-encoding"}}
             response = web.StreamResponse(status=upstream.status, headers=out_headers)
-            await response.prepare(request)
-            events = 0
-            buffer = b""
-            async for piece in upstream.content.iter_any():
-                buffer += piece
-                # Forward whole SSE events so faults land between events, as a real break would.
-                while b"\n\n" in buffer:
-                    event, buffer = buffer.split(b"\n\n", 1)
-                    events += 1
-                    if fault == "drop_mid_stream" and events == 3:
-                        _abort(request)
-                        return response
-                    if fault == "malformed_sse" and events == 2:
-                        await response.write(b'data: {"choices": [ this is not json\n\n')
-                        await response.write_eof()
-                        return response
-                    await response.write(event + b"\n\n")
-            if buffer:
-                await response.write(buffer)
-            await response.write_eof()
+            try:
+                await self._relay(request, response, upstream, fault)
+            except (ConnectionResetError, RuntimeError):
+                # The client hung up (its timeout, its cancel): aiohttp raises
+                # ClientConnectionResetError (older versions RuntimeError) on the next write to
+                # the closed transport. That is the client's choice, not a proxy fault, so stop
+                # quietly; anything else, or the same error with the client still there, is real.
+                if not _client_gone(request):
+                    raise
             return response
+
+    async def _relay(self, request: web.Request, response: web.StreamResponse,
+                     upstream: ClientResponse, fault: Fault) -> None:
+        await response.prepare(request)
+        events = 0
+        buffer = b""
+        async for piece in upstream.content.iter_any():
+            buffer += piece
+            # Forward whole SSE events so faults land between events, as a real break would.
+            while b"\n\n" in buffer:
+                event, buffer = buffer.split(b"\n\n", 1)
+                events += 1
+                if fault == "drop_mid_stream" and events == 3:
+                    _abort(request)
+                    return
+                if fault == "malformed_sse" and events == 2:
+                    await response.write(b'data: {"choices": [ this is not json\n\n')
+                    await response.write_eof()
+                    return
+                await response.write(event + b"\n\n")
+        if buffer:
+            await response.write(buffer)
+        await response.write_eof()
+
+
+def _client_gone(request: web.Request) -> bool:
+    transport = request.transport
+    return transport is None or transport.is_closing()
 
 
 def _abort(request: web.Request) -> None:

@@ -1,0 +1,69 @@
+"""The fault proxy itself: a client that hangs up is not an error of the proxy."""
+
+import asyncio
+import logging
+
+from aiohttp import ClientSession, ClientTimeout, web
+
+from tests.support.fault_proxy import FaultProxy, FaultSchedule
+
+
+async def _slow_sse(request: web.Request) -> web.StreamResponse:
+    response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+    await response.prepare(request)
+    try:
+        for i in range(20):
+            await response.write(f"data: {i}\n\n".encode())
+            await asyncio.sleep(0.02)
+        await response.write_eof()
+    except ConnectionResetError:
+        pass  # the proxy let go of a stream its client left; only the proxy is under test
+    return response
+
+
+async def _start_upstream() -> tuple[web.AppRunner, int]:
+    app = web.Application()
+    app.router.add_post("/v1/chat/completions", _slow_sse)
+    runner = web.AppRunner(app, handle_signals=False)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    return runner, site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+
+
+def _errors(caplog) -> list[str]:
+    return [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR]
+
+
+async def test_client_hanging_up_mid_stream_logs_nothing(caplog):
+    caplog.set_level(logging.DEBUG)
+    runner, port = await _start_upstream()
+    try:
+        async with FaultProxy(f"http://127.0.0.1:{port}", FaultSchedule()) as proxy:
+            async with ClientSession() as client:
+                async with client.post(f"{proxy.base_url}/chat/completions", json={}) as resp:
+                    assert await resp.content.readuntil(b"\n\n") == b"data: 0\n\n"
+                # Leaving the block closes the connection with 19 events still to come.
+            await asyncio.sleep(0.5)  # the proxy's next writes hit the closed transport
+    finally:
+        await runner.cleanup()
+    assert _errors(caplog) == []
+
+
+async def test_client_timing_out_on_a_stall_logs_nothing(caplog):
+    caplog.set_level(logging.DEBUG)
+    runner, port = await _start_upstream()
+    try:
+        schedule = FaultSchedule(["stall"], stall_s=0.3)
+        async with FaultProxy(f"http://127.0.0.1:{port}", schedule) as proxy:
+            async with ClientSession(timeout=ClientTimeout(total=0.1)) as client:
+                try:
+                    async with client.post(f"{proxy.base_url}/chat/completions", json={}):
+                        raise AssertionError("the stall should outlast the client's timeout")
+                except TimeoutError:
+                    pass
+            await asyncio.sleep(0.6)  # the stall ends and the proxy answers a gone client
+    finally:
+        await runner.cleanup()
+    assert proxy.seen == ["stall"]
+    assert _errors(caplog) == []
