@@ -1,11 +1,13 @@
 """One trial end to end: discover tools, run attempts, judge them, mark the accepted one.
 
 Never raises for something the agent or the server did: the outcome goes to
-`agent_status.json` (ok / agent_error / infra_error) and the AgentContext metadata, and the
-trial proceeds to verification with whatever the bank recorded.
+`agent_status.json` (ok / agent_error / infra_error / harness_error) and the AgentContext
+metadata, and the trial proceeds to verification with whatever the bank recorded.
 
 How a failure is classed:
-- infra_error: the bank could not list tools; an LLM request failed with 429/5xx/timeout/
+- harness_error: the bank could not list tools. The task environment is the benchmark's own
+  machinery, so neither the model nor the server is to blame.
+- infra_error: an LLM request failed with 429/5xx/timeout/
   dropped connection after every retry; the server refused the setup (401/403/404: bad key,
   URL or model name).
 - agent_error: the server rejected a request as invalid (other 4xx, e.g. context too long),
@@ -95,7 +97,7 @@ class Episode:
         try:
             await self._run(instruction, environment)
         except bank_bridge.BankUnavailable as exc:
-            status.status, status.reason = "infra_error", f"bank unavailable: {exc}"
+            status.status, status.reason = "harness_error", f"bank unavailable: {exc}"
         except LLMCallFailed as exc:
             status.status, status.reason = classify_llm_failure(exc)
         except asyncio.CancelledError:

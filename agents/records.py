@@ -3,7 +3,8 @@
 `llm_calls.jsonl` gets one line per request as the request ends (flushed, so a trial cut short
 by a timeout still leaves every finished call). `agent_status.json` says whether the trial's
 result can be trusted as a measure of the agent (`ok`, `agent_error`) or was spoiled by the
-serving side (`infra_error`); the analysis excludes the latter from quality metrics.
+serving side (`infra_error`) or by the benchmark's own machinery in the task environment
+(`harness_error`); the analysis excludes the latter two from quality metrics.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from contracts.llm_calls import LLM_CALLS_FILE, LLMCallRecord
 
 AGENT_STATUS_FILE = "agent_status.json"
 
-Status = Literal["ok", "agent_error", "infra_error"]
+Status = Literal["ok", "agent_error", "infra_error", "harness_error"]
 
 
 class AgentStatus(BaseModel):
@@ -26,7 +27,8 @@ class AgentStatus(BaseModel):
     status: Status = Field(
         description="ok: the agent finished; agent_error: the model or agent misbehaved "
         "(no usable answer, request rejected as invalid, step limit); infra_error: the server "
-        "was unreachable, refused the configuration, or kept failing past the retries."
+        "was unreachable, refused the configuration, or kept failing past the retries; "
+        "harness_error: the task environment's bank could not be used."
     )
     reason: str | None = Field(None, description="One line saying what went wrong.")
     attempts: int = Field(0, description="Self-evaluation attempts made.")

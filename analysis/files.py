@@ -84,7 +84,7 @@ class TrialResultView(_Lenient):
 class AgentStatus(_Lenient):
     """`<trial>/agent/agent_status.json`, written by the agent when it ends."""
 
-    status: Literal["ok", "agent_error", "infra_error"]
+    status: Literal["ok", "agent_error", "infra_error", "harness_error"]
     reason: str | None = None
     attempts: int | None = None  # self-evaluation attempts the agent made
 

@@ -6,8 +6,9 @@
   verifier wrote one, else as 0 (`reward_imputed`).
 - `infra_failed`: the LLM server or the network failed (agent reported `infra_error`, or Harbor
   classifies the exception as a model-provider failure). Excluded from quality averages.
-- `harness_failed`: the benchmark machinery failed (environment, verifier, Harbor, cancelled,
-  an unclassified exception the agent did not explain, no reward). Excluded from quality.
+- `harness_failed`: the benchmark machinery failed (environment, the task's bank as the agent
+  reported with `harness_error`, verifier, Harbor, cancelled, an unclassified exception the
+  agent did not explain, no reward). Excluded from quality.
 - `running`: no result.json yet and the job has not finished. Counted, never scored.
 """
 
@@ -41,6 +42,10 @@ def classify(
         if job_finished:
             return "harness_failed", "no result.json although the job finished"
         return "running", "no result.json yet"
+    if agent_status == "harness_error":
+        # The agent could not use the task's bank: a broken environment, whatever the
+        # verifier then made of an empty intent log.
+        return "harness_failed", f"agent: {agent_reason or 'harness_error'}"
     if agent_status == "infra_error":
         return "infra_failed", f"agent: {agent_reason or 'infra_error'}"
     if exception_type:

@@ -20,6 +20,9 @@ def status(**kw):
     ({"has_result": False, "job_finished": True}, "harness_failed"),
     ({"agent_status": "infra_error"}, "infra_failed"),
     ({"agent_status": "agent_error"}, "agent_failed"),
+    # An unusable bank is the benchmark's fault even when the verifier scored the empty log.
+    ({"agent_status": "harness_error"}, "harness_failed"),
+    ({"agent_status": "harness_error", "exception_type": "AgentTimeoutError"}, "harness_failed"),
     ({"agent_status": None}, "scored"),  # agent_status.json may be absent
     ({"has_reward": False}, "harness_failed"),
     ({"exception_type": "APIConnectionError"}, "infra_failed"),

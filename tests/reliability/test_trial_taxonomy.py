@@ -25,18 +25,21 @@ CASES = [
     ("agent_error", True, None, "agent_failed", "step limit"),
     ("agent_error", False, "AgentTimeoutError", "agent_failed", "AgentTimeoutError"),
     ("infra_error", True, None, "infra_failed", "LLM request failed"),
+    # The bank was unusable: whatever the verifier made of the empty intent log is no score.
+    ("harness_error", True, None, "harness_failed", "bank unavailable"),
     (None, False, "RuntimeError", "harness_failed", "RuntimeError"),
     (None, False, "CancelledError", "harness_failed", "CancelledError"),
     ("ok", False, None, "harness_failed", "without a reward"),
 ]
 REASONS = {"ok": None, "agent_error": "step limit reached without a final answer",
-           "infra_error": "LLM request failed after 4 tries: 503"}
+           "infra_error": "LLM request failed after 4 tries: 503",
+           "harness_error": "bank unavailable: `/app/bank tools` exited 78: cannot read"}
 
 
 def test_writer_and_reader_agree_on_the_status_file(tmp_path):
     written = set(get_args(WrittenStatus.model_fields["status"].annotation))
     read = set(get_args(files.AgentStatus.model_fields["status"].annotation))
-    assert written == read == {"ok", "agent_error", "infra_error"}
+    assert written == read == {"ok", "agent_error", "infra_error", "harness_error"}
     assert files.AGENT_STATUS_FILE == "agent_status.json"
     for status in sorted(written):
         logs = tmp_path / status / "agent"
@@ -81,10 +84,10 @@ def test_report_counts_each_class(job, tmp_path):
     cells = dict(zip([c.strip() for c in header.strip("|").split("|")],
                      [c.strip() for c in row.strip("|").split("|")], strict=True))
     assert (cells["trials"], cells["scored"], cells["agent failed"], cells["infra failed"],
-            cells["harness failed"], cells["running"]) == ("7", "1", "2", "1", "3", "0")
-    assert (cells["counted in quality"], cells["excluded"]) == ("3", "4")
+            cells["harness failed"], cells["running"]) == ("8", "1", "2", "1", "4", "0")
+    assert (cells["counted in quality"], cells["excluded"]) == ("3", "5")
     # the progress line names the classes too
-    counts = re.search(r"7 trials \(([^)]*)\)", done.stderr)
+    counts = re.search(r"8 trials \(([^)]*)\)", done.stderr)
     assert counts, done.stderr
     named = {part.split()[1]: int(part.split()[0]) for part in counts.group(1).split(", ")}
-    assert named == {"scored": 1, "agent_failed": 2, "infra_failed": 1, "harness_failed": 3}
+    assert named == {"scored": 1, "agent_failed": 2, "infra_failed": 1, "harness_failed": 4}
