@@ -186,5 +186,5 @@ def _loop_settings(opts: BankingAgentOptions) -> LoopSettings:
     return LoopSettings(
         tool_mode=opts.tool_mode, max_steps=opts.max_steps,
         max_calls_per_step=opts.max_calls_per_step, max_argument_chars=opts.max_argument_chars,
-        temperature=opts.temperature, max_tokens=opts.max_tokens,
+        temperature=opts.temperature, max_tokens=opts.max_tokens, tool_choice=opts.tool_choice,
     )

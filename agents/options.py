@@ -24,6 +24,12 @@ class BankingAgentOptions(BaseModel):
     tool_mode: Literal["native", "text"] = Field(
         "native", description="native: OpenAI tool calls; text: Thought/Action/Observation."
     )
+    tool_choice: Literal["auto", "required", "first"] = Field(
+        "auto", description="native mode: auto lets the model choose; required forces a tool "
+        "call every turn (the attempt then ends at max_steps); first forces one on the first "
+        "turn of each attempt and leaves the rest to the model (for small models that rarely "
+        "call tools by themselves).",
+    )
     max_steps: int = Field(12, ge=1, le=200, description="Model turns per attempt.")
     max_calls_per_step: int = Field(8, ge=1, le=100, description="Tool calls run per turn.")
     max_argument_chars: int = Field(8000, ge=2, description="Longest tool-call argument text.")

@@ -39,6 +39,7 @@ class LoopSettings:
     temperature: float | None = 0.0
     max_tokens: int = 1024
     bank_timeout_s: int = 60
+    tool_choice: Literal["auto", "required", "first"] = "auto"
 
 
 @dataclass
@@ -55,6 +56,13 @@ class AttemptResult:
     final_answer: str | None = None
     steps: int = 0
     stop_reason: Literal["final_answer", "max_steps"] = "max_steps"
+
+
+def tool_choice_for(mode: str, step: int) -> str:
+    """The request's `tool_choice` for the agent option `tool_choice` at a turn (1-based)."""
+    if mode == "first":
+        return "required" if step == 1 else "auto"
+    return mode
 
 
 class AttemptRunner:
@@ -100,7 +108,8 @@ class AttemptRunner:
 
     async def _native_step(self, messages: list[dict], result: AttemptResult, step: int) -> bool:
         reply: ChatResult = await self.client.chat(
-            messages, self._info(result.attempt, step), tools=self.tools, tool_choice="auto",
+            messages, self._info(result.attempt, step), tools=self.tools,
+            tool_choice=tool_choice_for(self.s.tool_choice, step),
             **self._sampling(),
         )
         if not reply.tool_calls and "<tool_call>" in reply.content:

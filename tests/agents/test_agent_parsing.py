@@ -145,3 +145,17 @@ def test_bank_call_arguments_reach_the_bank_verbatim(tmp_path: Path, tool, args)
     cmd = call_command(tool, args, 2, bank=str(stub))
     out = subprocess.run(["bash", "-c", cmd], capture_output=True, text=True, check=True).stdout
     assert json.loads(out) == ["call", tool, args, "--attempt", "2"]
+
+
+# ---- tool_choice option -----------------------------------------------------------------
+
+
+def test_tool_choice_modes_per_turn():
+    from agents.react import tool_choice_for
+
+    assert [tool_choice_for("first", s) for s in (1, 2, 3)] == ["required", "auto", "auto"]
+    assert [tool_choice_for("required", s) for s in (1, 5)] == ["required", "required"]
+    assert [tool_choice_for("auto", s) for s in (1, 5)] == ["auto", "auto"]
+    assert parse_options({"tool_choice": "first"}).tool_choice == "first"
+    with pytest.raises(ValueError, match="tool_choice"):
+        parse_options({"tool_choice": "sometimes"})
