@@ -4,7 +4,8 @@ tables, metrics, plots and reports.
 - `files`: read one saved file each (pydantic models at the file boundary), tolerant of
   partial writes; every problem becomes an `Issue`, never an exception that loses other trials.
 - `tables`: the one place that flattens those files into DataFrames (`load(path) -> Tables`).
-- `status`: trial status classes (scored / agent_failed / infra_failed / harness_failed / running).
+- `status`: trial status classes (scored / agent_failed / infra_failed / harness_failed /
+  interrupted / running).
 - `metrics/`: one definition per metric with its unit and direction; `summary` applies them.
 - `plots`: seaborn figures from DataFrames only.  `report`: report.md, CSV and JSON files.
 - `progress`: a cheap running summary for a job that is still being written.

@@ -157,11 +157,14 @@ def render_markdown(tables: Tables, summary: pd.DataFrame, comparison: pd.DataFr
              _provenance(tables), "", "## Trials", "",
              _section(summary, {"n_trials": "trials", "n_scored": "scored",
                                 "n_agent_failed": "agent failed", "n_infra_failed": "infra failed",
-                                "n_harness_failed": "harness failed", "n_running": "running",
+                                "n_harness_failed": "harness failed",
+                                "n_interrupted": "interrupted", "n_running": "running",
                                 "n_counted": "counted in quality", "n_excluded": "excluded"}),
              "", "Quality averages count `scored` and `agent_failed` trials (an agent failure "
-             "without a reward counts as 0); `infra_failed` and `harness_failed` trials are "
-             "excluded and listed here; `running` trials have no result yet.", ""]
+             "without a reward counts as 0); `infra_failed`, `harness_failed` and "
+             "`interrupted` trials (Harbor was stopped before they finished; a resumed sweep "
+             "runs them again) are excluded and listed here; `running` trials have no result "
+             "yet.", ""]
     parts += _failures(tables.trials) + _issues(tables.issues)
     parts += ["## Latency (successful requests)", ""]
     for key, name in (("ttft_ms", "TTFT (ms)"), ("itl_ms", "ITL (ms)"), ("tpot_ms", "TPOT (ms)"),

@@ -7,8 +7,11 @@
 - `infra_failed`: the LLM server or the network failed (agent reported `infra_error`, or Harbor
   classifies the exception as a model-provider failure). Excluded from quality averages.
 - `harness_failed`: the benchmark machinery failed (environment, the task's bank as the agent
-  reported with `harness_error`, verifier, Harbor, cancelled, an unclassified exception the
-  agent did not explain, no reward). Excluded from quality.
+  reported with `harness_error`, verifier, Harbor, an unclassified exception the agent did not
+  explain, no reward). Excluded from quality.
+- `interrupted`: Harbor cancelled the trial because Harbor itself was stopped (Ctrl-C, SIGTERM);
+  nothing failed and nothing was measured to the end. Excluded from quality; a resumed sweep
+  runs it again.
 - `running`: no result.json yet and the job has not finished. Counted, never scored.
 """
 
@@ -18,13 +21,16 @@ from typing import Literal
 
 from harbor.models.trial.error_policy import FailureCause, policy_for
 
-Status = Literal["scored", "agent_failed", "infra_failed", "harness_failed", "running"]
+Status = Literal[
+    "scored", "agent_failed", "infra_failed", "harness_failed", "interrupted", "running",
+]
 STATUSES: tuple[Status, ...] = (
-    "scored", "agent_failed", "infra_failed", "harness_failed", "running",
+    "scored", "agent_failed", "infra_failed", "harness_failed", "interrupted", "running",
 )
 QUALITY_STATUSES: frozenset[str] = frozenset({"scored", "agent_failed"})
 
 _AGENT_CAUSES = {FailureCause.AGENT_EXHAUSTED_BUDGET, FailureCause.AGENT_REFUSED_TASK}
+INTERRUPTED_REASON = "interrupted (Harbor was stopped)"
 
 
 def classify(
@@ -42,6 +48,11 @@ def classify(
         if job_finished:
             return "harness_failed", "no result.json although the job finished"
         return "running", "no result.json yet"
+    if exception_type and policy_for(exception_type).cause == FailureCause.CANCELLED:
+        # Harbor's own timeouts arrive as *TimeoutError; a bare cancellation is Harbor shutting
+        # down. It outranks the agent's status, which may blame the server or itself for a
+        # cancellation that was nobody's failure.
+        return "interrupted", INTERRUPTED_REASON
     if agent_status == "harness_error":
         # The agent could not use the task's bank: a broken environment, whatever the
         # verifier then made of an empty intent log.

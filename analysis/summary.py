@@ -25,7 +25,7 @@ def status_counts(trials: pd.DataFrame) -> dict[str, float]:
     for status in STATUSES:
         out[f"n_{status}"] = float(counts.get(status, 0))
     out["n_counted"] = float(trials["in_quality"].astype(bool).sum())
-    out["n_excluded"] = out["n_infra_failed"] + out["n_harness_failed"]
+    out["n_excluded"] = out["n_infra_failed"] + out["n_harness_failed"] + out["n_interrupted"]
     out["n_reward_imputed"] = float(trials["reward_imputed"].astype(bool).sum())
     return out
 

@@ -181,8 +181,9 @@ def problems(res: SoakResult, expected_trials: int) -> list[str]:
     accounted = sum(res.statuses[s] for s in ("scored", "agent_failed", "infra_failed"))
     if res.trials != expected_trials or accounted != expected_trials:
         out.append(f"{expected_trials} trials planned, {res.trials} found, {accounted} accounted")
-    if res.statuses["harness_failed"] or res.statuses["running"]:
+    if res.statuses["harness_failed"] or res.statuses["interrupted"] or res.statuses["running"]:
         out.append(f"harness_failed {res.statuses['harness_failed']}, "
+                   f"interrupted {res.statuses['interrupted']}, "
                    f"running {res.statuses['running']}")
     # Every injected fault is either a counted retry or the failure of a request's last try.
     if res.retries + res.failed_requests != res.faults_total:
@@ -199,7 +200,8 @@ def problems(res: SoakResult, expected_trials: int) -> list[str]:
 def print_table(res: SoakResult) -> None:
     print(f"\njob: {res.job_dir}   wall {res.wall_s:.0f} s")
     print(f"{'status':<16}{'trials':>8}")
-    for status in ("scored", "agent_failed", "infra_failed", "harness_failed", "running"):
+    for status in ("scored", "agent_failed", "infra_failed", "harness_failed", "interrupted",
+                   "running"):
         print(f"{status:<16}{res.statuses[status]:>8}")
     print(f"{'total':<16}{res.trials:>8}")
     print(f"\nrequests through the proxy: {res.requests_seen}; faults injected: {res.faults_total}")

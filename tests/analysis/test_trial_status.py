@@ -31,7 +31,10 @@ def status(**kw):
     ({"exception_type": "ContextLengthExceededError"}, "agent_failed"),
     ({"exception_type": "EnvironmentStartTimeoutError"}, "harness_failed"),
     ({"exception_type": "VerifierTimeoutError"}, "harness_failed"),
-    ({"exception_type": "CancelledError"}, "harness_failed"),
+    # Harbor stopped: nobody failed, whatever the agent thought was going on.
+    ({"exception_type": "CancelledError"}, "interrupted"),
+    ({"exception_type": "CancelledError", "agent_status": "agent_error"}, "interrupted"),
+    ({"exception_type": "CancelledError", "agent_status": "infra_error"}, "interrupted"),
     ({"exception_type": "RuntimeError"}, "harness_failed"),
     ({"exception_type": "RuntimeError", "agent_status": "agent_error"}, "agent_failed"),
     # The agent's own verdict on the server outranks the exception Harbor saw.
@@ -50,3 +53,11 @@ def test_reason_names_the_cause():
                          exception_message=None, agent_status="infra_error",
                          agent_reason="HTTP 503 after 3 retries", has_reward=False)
     assert "HTTP 503 after 3 retries" in reason
+
+
+def test_interrupted_says_harbor_was_stopped():
+    _, reason = classify(has_result=True, job_finished=True, exception_type="CancelledError",
+                         exception_message="", agent_status="infra_error",
+                         agent_reason="agent timeout while waiting for the LLM server",
+                         has_reward=False)
+    assert reason == "interrupted (Harbor was stopped)"

@@ -1,6 +1,7 @@
-"""Every trial ends as scored | agent_failed | infra_failed | harness_failed, and both sides of
-the agent's status file agree: what agents/records.py writes is what analysis/files.py reads.
-The report counts each class and keeps infra and harness failures out of TSQ."""
+"""Every trial ends as scored | agent_failed | infra_failed | harness_failed | interrupted, and
+both sides of the agent's status file agree: what agents/records.py writes is what
+analysis/files.py reads. The report counts each class and keeps infra and harness failures and
+interrupted trials out of TSQ."""
 
 from __future__ import annotations
 
@@ -28,7 +29,7 @@ CASES = [
     # The bank was unusable: whatever the verifier made of the empty intent log is no score.
     ("harness_error", True, None, "harness_failed", "bank unavailable"),
     (None, False, "RuntimeError", "harness_failed", "RuntimeError"),
-    (None, False, "CancelledError", "harness_failed", "CancelledError"),
+    (None, False, "CancelledError", "interrupted", "interrupted (Harbor was stopped)"),
     ("ok", False, None, "harness_failed", "without a reward"),
 ]
 REASONS = {"ok": None, "agent_error": "step limit reached without a final answer",
@@ -64,7 +65,7 @@ def job(tmp_path_factory: pytest.TempPathFactory):
     return job_dir
 
 
-def test_every_finished_trial_lands_in_one_of_four_classes(job):
+def test_every_finished_trial_lands_in_one_of_five_classes(job):
     trials = load(job).trials.sort_values("trial")
     assert list(trials.status) == [case[3] for case in CASES]
     for (_, _, _, _, words), reason in zip(CASES, trials.status_reason, strict=True):
@@ -72,6 +73,7 @@ def test_every_finished_trial_lands_in_one_of_four_classes(job):
     in_quality = dict(zip(trials.status, trials.in_quality, strict=False))
     assert in_quality["scored"] and in_quality["agent_failed"]
     assert not in_quality["infra_failed"] and not in_quality["harness_failed"]
+    assert not in_quality["interrupted"]
 
 
 def test_report_counts_each_class(job, tmp_path):
@@ -84,10 +86,13 @@ def test_report_counts_each_class(job, tmp_path):
     cells = dict(zip([c.strip() for c in header.strip("|").split("|")],
                      [c.strip() for c in row.strip("|").split("|")], strict=True))
     assert (cells["trials"], cells["scored"], cells["agent failed"], cells["infra failed"],
-            cells["harness failed"], cells["running"]) == ("8", "1", "2", "1", "4", "0")
+            cells["harness failed"], cells["interrupted"], cells["running"]
+            ) == ("8", "1", "2", "1", "3", "1", "0")
     assert (cells["counted in quality"], cells["excluded"]) == ("3", "5")
     # the progress line names the classes too
     counts = re.search(r"8 trials \(([^)]*)\)", done.stderr)
     assert counts, done.stderr
     named = {part.split()[1]: int(part.split()[0]) for part in counts.group(1).split(", ")}
-    assert named == {"scored": 1, "agent_failed": 2, "infra_failed": 1, "harness_failed": 4}
+    assert named == {"scored": 1, "agent_failed": 2, "infra_failed": 1, "harness_failed": 3,
+                     "interrupted": 1}
+    assert "`interrupted` trials (Harbor was stopped" in report
