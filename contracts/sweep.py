@@ -44,7 +44,12 @@ class SweepManifest(BaseModel):
     tasks_dir: str
     n_tasks: int
     dataset: str | None = Field(None, description="Dataset source and revision of the tasks.")
-    versions: dict[str, str | None] = Field(default_factory=dict)
+    versions: dict[str, str | None] = Field(
+        default_factory=dict,
+        description="bankbench and harbor on this side; ai-dynamo (and llama-cpp-python on "
+        "cpu-tiny) as installed where a launched profile runs; None where the server cannot "
+        "tell (--base-url, GPU containers).",
+    )
     git_sha: str | None = None
     host: dict[str, Any] = Field(default_factory=dict, description="CPU count, platform.")
     started_at: datetime

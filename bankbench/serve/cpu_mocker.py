@@ -33,10 +33,11 @@ def mocker_command(
 
 
 def start(state: ServerState, port: int, opts: MockerOptions) -> ServerState:
-    from bankbench.serve.dynamo_venv import ensure_dynamo_venv
+    from bankbench.serve.dynamo_venv import ensure_dynamo_venv, installed_versions
     from bankbench.serve.smollm2 import model_dir
 
     python = ensure_dynamo_venv()
+    state.versions = installed_versions(python)
     model_path = opts.model_path or model_dir()
     assert state.state_dir is not None
     env = dynamo_env(state.state_dir / "discovery")

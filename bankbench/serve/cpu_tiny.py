@@ -37,7 +37,7 @@ def worker_command(
 
 
 def start(state: ServerState, port: int, opts: TinyOptions) -> ServerState:
-    from bankbench.serve.dynamo_venv import ensure_dynamo_venv
+    from bankbench.serve.dynamo_venv import ensure_dynamo_venv, installed_versions
     from bankbench.serve.smollm2 import gguf_path, model_dir
 
     if not worker_script().exists():
@@ -53,6 +53,7 @@ def start(state: ServerState, port: int, opts: TinyOptions) -> ServerState:
     python = ensure_dynamo_venv()
     model_path = opts.model_path or model_dir()
     ensure_llama_cpp(python)
+    state.versions = installed_versions(python, ("ai-dynamo", "llama-cpp-python"))
     assert state.state_dir is not None
     env = dynamo_env(state.state_dir / "discovery")
     commands = [

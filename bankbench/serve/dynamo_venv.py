@@ -12,6 +12,7 @@ import os
 import subprocess
 import sys
 import time
+from importlib import metadata
 from pathlib import Path
 
 from bankbench.paths import cache_dir
@@ -116,3 +117,19 @@ def ensure_dynamo_venv(progress: bool = True) -> Path:
         (venv / _DONE_MARKER).write_text(DYNAMO_VERSION + "\n")
         say(f"Dynamo venv ready in {time.monotonic() - started:.0f} s")
         return python
+
+
+def installed_versions(python: Path, names: tuple[str, ...] = ("ai-dynamo",)) -> dict[str, str]:
+    """Versions of `names` installed in the venv of `python`, read from its package metadata.
+
+    What the server really runs, not what this module meant to install; a package that is not
+    there is left out rather than guessed.
+    """
+    venv = Path(python).parent.parent
+    site = [str(p) for p in venv.glob("lib/python*/site-packages")]
+    found: dict[str, str] = {}
+    for name in names:
+        dist = next(iter(metadata.distributions(name=name, path=site)), None)
+        if dist is not None:
+            found[name] = dist.version
+    return found

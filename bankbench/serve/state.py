@@ -38,6 +38,11 @@ class ServerState(BaseModel):
     state_dir: Path | None = None
     started_at: datetime = Field(default_factory=lambda: datetime.now(UTC))
     options: dict = Field(default_factory=dict, description="validated profile options")
+    versions: dict[str, str] = Field(
+        default_factory=dict,
+        description="server software as installed where the stack runs (package → version); "
+        "empty when the stack cannot tell",
+    )
 
     @property
     def metrics_url(self) -> str:

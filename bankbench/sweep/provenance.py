@@ -30,9 +30,15 @@ def git_sha() -> str | None:
         return None
 
 
-def versions(dynamo_version: str | None = None) -> dict[str, str | None]:
+def versions(server: dict[str, str] | None = None) -> dict[str, str | None]:
+    """This side's packages plus what the server stack reported about itself.
+
+    `server` is `ServerState.versions` of a stack bankbench launched; a `--base-url` server
+    tells nothing, so its entries stay None rather than being guessed.
+    """
     return {
         "bankbench": package_version("bankbench"),
         "harbor": package_version("harbor"),
-        "ai-dynamo": dynamo_version,
+        "ai-dynamo": None,
+        **(server or {}),
     }

@@ -175,7 +175,7 @@ def run_sweep(config: SweepConfig, sweep_dir: Path, *, resume: bool = False) -> 
                 attempts=config.attempts, server_profile=config.profile, base_url=base_url,
                 model=model, router=config.router if config.profile else None,
                 tasks_dir=str(tasks_dir), n_tasks=n_tasks, dataset=dataset,
-                versions=versions(), git_sha=git_sha(),
+                versions=versions(server.versions if server else None), git_sha=git_sha(),
                 host={"cpus": os.cpu_count(), "platform": platform.platform()},
                 started_at=_now(),
                 level_records=[

@@ -7,6 +7,7 @@ import httpx
 import pytest
 
 from bankbench.serve import api
+from bankbench.serve.dynamo_venv import DYNAMO_VERSION
 from bankbench.serve.errors import ServeError
 from bankbench.serve.metrics import metric_sum, parse_prom, scrape
 from bankbench.serve.procs import group_alive
@@ -75,6 +76,8 @@ def test_state_is_recorded_and_both_workers_registered(stack):
     again = api.load_state(stack.state_dir)
     assert again.base_url == stack.base_url and again.model == stack.model
     assert [c.name for c in again.components] == ["frontend", "mocker"]
+    # Read from the venv the stack runs in; sweep.json's provenance takes it from here.
+    assert again.versions == {"ai-dynamo": DYNAMO_VERSION}
     report = api.status(stack)
     assert report.ok and report.models == [stack.model]
     assert report.workers_registered == 2
@@ -219,7 +222,7 @@ def test_external_profile_records_an_existing_server(stack, tmp_path):
     state = api.up("external", options={"url": stack.base_url.removesuffix("/v1")},
                    state_dir=tmp_path / "ext")
     assert state.base_url == stack.base_url and state.model == stack.model
-    assert state.components == []
+    assert state.components == [] and state.versions == {}  # nothing known, nothing guessed
     assert api.status(state).ok
     api.down(state)  # launches nothing, so stops nothing: the stack stays up
     assert api.status(stack).ok
