@@ -17,6 +17,11 @@ def cache_dir() -> Path:
     return Path(base) / "bankbench"
 
 
+def hub_cache() -> Path:
+    """The Hugging Face dataset cache that task builds are given (`--source hf`)."""
+    return cache_dir() / "hf"
+
+
 def dynamo_assets() -> Path:
     """The server-side assets folder (`dynamo/` at the repository root)."""
     return REPO_ROOT / "dynamo"

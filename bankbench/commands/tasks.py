@@ -77,6 +77,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _build(args: argparse.Namespace) -> int:
+    from bankbench.paths import hub_cache
     from tasks.banking.build import build_tasks
     from tasks.banking.dataset import DatasetError
     from tasks.banking.labels import LabelsError
@@ -96,6 +97,7 @@ def _build(args: argparse.Namespace) -> int:
             limit=args.limit,
             scenarios=scenarios,
             offline=args.offline,
+            hub_cache=hub_cache(),
             prune_stale=args.prune_stale,
             progress_every=args.progress_every,
         )

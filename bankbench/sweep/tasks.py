@@ -51,9 +51,11 @@ def prepare_tasks(
 
 
 def _build(build_tasks, source: str, tasks_dir: Path, config: SweepConfig):
+    from bankbench.paths import hub_cache
+
     return build_tasks(
         source=source, out=tasks_dir, domain="banking", mode=config.mode, labels=config.labels,
-        on_bad_row="skip", limit=config.limit,
+        on_bad_row="skip", limit=config.limit, hub_cache=hub_cache(),
     )
 
 

@@ -193,6 +193,7 @@ def build_tasks(
     *,
     scenarios: list[str] | None = None,
     offline: bool = False,
+    hub_cache: Path | None = None,
     prune_stale: bool = False,
     template_dir: Path = TEMPLATE_DIR,
     progress_every: int = 10,
@@ -202,7 +203,7 @@ def build_tasks(
     say = log or (lambda line: print(line, file=sys.stderr, flush=True))
     if mode not in render.MODES:
         raise DatasetError(f"--mode {mode!r}: expected one of {', '.join(render.MODES)}")
-    dataset = load(source, domain, on_bad_row=on_bad_row, offline=offline)
+    dataset = load(source, domain, on_bad_row=on_bad_row, offline=offline, hub_cache=hub_cache)
     for bad in dataset.bad_rows:
         say(f"skipping bad row {bad.line()}")
     chosen = select(dataset, scenarios, limit)

@@ -195,8 +195,9 @@ def _read_jsonl(path: Path) -> list[dict[str, Any]]:
     return out
 
 
-def read_source(source: str, domain: str, offline: bool = False) -> RawDataset:
-    """Rows for `--source` (see the module docstring)."""
+def read_source(source: str, domain: str, offline: bool = False,
+                hub_cache: Path | None = None) -> RawDataset:
+    """Rows for `--source` (see the module docstring); `hub_cache` is where `hf` downloads go."""
     if domain not in DOMAINS:
         raise DatasetError(f"--domain {domain!r}: expected one of {', '.join(DOMAINS)}")
     if source == "sample":
@@ -209,7 +210,8 @@ def read_source(source: str, domain: str, offline: bool = False) -> RawDataset:
         from tasks.banking.hub import fetch_snapshot
 
         revision = source.partition("@")[2] or "main"
-        snapshot, sha = fetch_snapshot(domain, revision=revision, local_files_only=offline)
+        snapshot, sha = fetch_snapshot(domain, revision=revision, cache=hub_cache,
+                                       local_files_only=offline)
         return read_layout(snapshot, domain, revision=sha)
     path = Path(source).expanduser()
     if not path.exists():
@@ -225,11 +227,12 @@ def load(
     domain: str = "banking",
     on_bad_row: OnBadRow = "fail",
     offline: bool = False,
+    hub_cache: Path | None = None,
 ) -> Dataset:
     """Read and validate; with on_bad_row='fail', any bad row raises (listing all of them)."""
     if on_bad_row not in ("fail", "skip"):
         raise DatasetError(f"--on-bad-row {on_bad_row!r}: expected 'fail' or 'skip'")
-    dataset = validate(read_source(source, domain, offline=offline), domain)
+    dataset = validate(read_source(source, domain, offline=offline, hub_cache=hub_cache), domain)
     if dataset.bad_rows and on_bad_row == "fail":
         lines = "\n".join(f"  {bad.line()}" for bad in dataset.bad_rows)
         raise DatasetError(

@@ -1,8 +1,11 @@
-"""Fetch one domain of galileo-ai/agent-leaderboard-v2 from the Hugging Face hub into the cache.
+"""Fetch one domain of galileo-ai/agent-leaderboard-v2 from the Hugging Face hub into a cache.
 
 Only the domain's Parquet files of the three configs are downloaded. The snapshot folder that
 huggingface_hub returns is named by the commit sha, which becomes the dataset revision recorded
 in every task. A cached snapshot is reused offline (`local_files_only`).
+
+The cache folder is the caller's: the CLI passes bankbench's own (`bankbench.paths.hub_cache`);
+without one, huggingface_hub's default cache is used. tasks never imports bankbench.
 """
 
 from __future__ import annotations
@@ -12,12 +15,6 @@ from pathlib import Path
 from tasks.banking.dataset import CONFIGS, DatasetError
 
 REPO_ID = "galileo-ai/agent-leaderboard-v2"
-
-
-def hub_cache() -> Path:
-    from bankbench.paths import cache_dir  # a leaf module: where every bankbench cache lives
-
-    return cache_dir() / "hf"
 
 
 def allow_patterns(domain: str) -> list[str]:
@@ -30,7 +27,7 @@ def fetch_snapshot(
     cache: Path | None = None,
     local_files_only: bool = False,
 ) -> tuple[Path, str]:
-    """(snapshot folder in the hub layout, resolved commit sha)."""
+    """(snapshot folder in the hub layout, resolved commit sha); `cache` None: the hub's own."""
     from huggingface_hub import snapshot_download
     from huggingface_hub.errors import (
         HfHubHTTPError,
@@ -43,7 +40,7 @@ def fetch_snapshot(
             REPO_ID,
             repo_type="dataset",
             revision=revision,
-            cache_dir=str(cache or hub_cache()),
+            cache_dir=str(cache) if cache is not None else None,
             allow_patterns=allow_patterns(domain),
             local_files_only=local_files_only,
         )

@@ -121,12 +121,12 @@ def test_a_pinned_commit_is_found_without_refs(tmp_path):
         fetch_snapshot("banking", cache=cache, local_files_only=True)
 
 
-def test_build_from_cached_hub_records_the_commit(tmp_path, fake_template, monkeypatch):
-    monkeypatch.setenv("BANKBENCH_CACHE", str(tmp_path / "cache"))
-    _hub_cache(tmp_path / "cache" / "hf", sample_rows())
+def test_build_from_cached_hub_records_the_commit(tmp_path, fake_template):
+    cache = _hub_cache(tmp_path / "cache" / "hf", sample_rows())
     out = tmp_path / "out"
     summary = build_tasks(
-        "hf", out, offline=True, limit=2, template_dir=fake_template, log=lambda _: None
+        "hf", out, offline=True, limit=2, hub_cache=cache, template_dir=fake_template,
+        log=lambda _: None,
     )
     assert summary.dataset_revision == SHA
     expected = json.loads((out / "banking-001/tests/expected.json").read_text())

@@ -3,16 +3,20 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 
 import pytest
-from taskdata import template_ready
+from taskdata import sample_rows, template_ready, write_hub_layout
+
+from tasks.banking.hub import REPO_ID
 
 
-def bankbench(*args: str) -> subprocess.CompletedProcess:
+def bankbench(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-m", "bankbench", "tasks", *args], capture_output=True, text=True
+        [sys.executable, "-m", "bankbench", "tasks", *args], capture_output=True, text=True,
+        env=env,
     )
 
 
@@ -53,3 +57,17 @@ def test_errors_are_one_line_and_write_nothing(tmp_path):
         f"bankbench tasks build: --labels file:{labels}: unknown tools wire_money"
     )
     assert not out.exists()
+
+
+@pytest.mark.skipif(not template_ready(), reason="tasks/banking/template not present")
+def test_hf_source_reads_the_hub_cache_under_the_bankbench_cache(tmp_path):
+    sha = "89abcdef0123456789abcdef0123456789abcdef"
+    repo = tmp_path / "cache" / "hf" / ("datasets--" + REPO_ID.replace("/", "--"))
+    (repo / "refs").mkdir(parents=True)
+    (repo / "refs" / "main").write_text(sha)
+    write_hub_layout(repo / "snapshots" / sha, sample_rows())
+    env = dict(os.environ, BANKBENCH_CACHE=str(tmp_path / "cache"))
+    done = bankbench("build", "--source", "hf", "--offline", "--limit", "1", "--out",
+                     str(tmp_path / "out"), "--json", env=env)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["dataset_revision"] == sha
