@@ -53,9 +53,11 @@ class TrajectoryBuilder:
                             tool_definitions=tools, extra=extra)
         self._session_id = session_id
         self._steps: list[Step] = []
+        self._written: tuple[int, int] | None = None  # (steps, records) at the last write
 
     def set_tools(self, tools: list[dict]) -> None:
         self._agent.tool_definitions = tools
+        self._written = None
 
     def add(self, source: str, message: str, extra: dict | None = None) -> None:
         self._steps.append(Step(step_id=len(self._steps) + 1, timestamp=_now(),
@@ -83,7 +85,10 @@ class TrajectoryBuilder:
         ))
 
     def write(self, logs_dir: Path, records: list[LLMCallRecord]) -> None:
-        if not self._steps:
+        # Steps and records only grow, so equal counts mean the file already says this.
+        # Formatting the trajectory (tool schemas included) costs ~10 ms of CPU, and the agent
+        # publishes again in `finally` after the last attempt's publish.
+        if not self._steps or self._written == (len(self._steps), len(records)):
             return
         trajectory = Trajectory(
             session_id=self._session_id, agent=self._agent, steps=self._steps,
@@ -98,3 +103,4 @@ class TrajectoryBuilder:
         tmp = path.with_suffix(".tmp")
         tmp.write_text(format_trajectory_json(trajectory.to_json_dict()), encoding="utf-8")
         tmp.replace(path)
+        self._written = (len(self._steps), len(records))
