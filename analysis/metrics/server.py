@@ -9,12 +9,10 @@ other servers' equivalents both count.
 
 from __future__ import annotations
 
-import math
-import re
-from collections import defaultdict
 from pathlib import Path
 
 from analysis.metrics.base import Metric
+from contracts.prometheus import parse_samples, totals_by_name
 
 SERVER_REQUESTS = Metric("server_requests", "Server requests", "requests", None,
                          "Δ of the server's request counter over the level.")
@@ -27,28 +25,14 @@ SERVER_E2E = Metric("server_e2e_ms_mean", "Server request duration mean", "ms", 
 
 METRICS = (SERVER_REQUESTS, SERVER_TTFT, SERVER_ITL, SERVER_E2E)
 
-_SAMPLE = re.compile(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{[^}]*\})?\s+(\S+)")
 _HISTOGRAMS = {SERVER_TTFT.key: "time_to_first_token_seconds",
                SERVER_ITL.key: "inter_token_latency_seconds",
                SERVER_E2E.key: "request_duration_seconds"}
 
 
 def parse_prometheus(text: str) -> dict[str, float]:
-    """Sample name → value summed over label sets (comments and bad lines skipped)."""
-    totals: dict[str, float] = defaultdict(float)
-    for line in text.splitlines():
-        if not line or line.startswith("#"):
-            continue
-        match = _SAMPLE.match(line)
-        if not match:
-            continue
-        try:
-            value = float(match.group(3))
-        except ValueError:
-            continue
-        if math.isfinite(value):
-            totals[match.group(1)] += value
-    return dict(totals)
+    """Sample name → value summed over label sets (comments, bad lines, NaN/Inf skipped)."""
+    return totals_by_name(parse_samples(text))
 
 
 def _find(samples: dict[str, float], suffix: str) -> float | None:

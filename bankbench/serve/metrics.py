@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 import httpx
 
-_SAMPLE = re.compile(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{[^}]*\})?\s+(\S+)")
+# The one parser of the exposition text; `parse_prom` is its name on the serving side.
+from contracts.prometheus import parse_samples as parse_prom
+from contracts.prometheus import sample_name
+
+__all__ = ["metric_sum", "metrics_url", "parse_prom", "scrape"]
 
 
 def metrics_url(base_or_metrics_url: str) -> str:
@@ -31,25 +34,6 @@ def scrape(base_url_or_metrics_url: str, out_path: Path, timeout: float = 10.0) 
     return out_path
 
 
-def parse_prom(text: str) -> dict[str, float]:
-    """Samples keyed by `name{labels}` exactly as written (labels in the server's order).
-
-    Comments and malformed lines are skipped; values parse as float (`NaN`, `+Inf` included).
-    """
-    samples: dict[str, float] = {}
-    for line in text.splitlines():
-        if not line or line.startswith("#"):
-            continue
-        m = _SAMPLE.match(line)
-        if not m:
-            continue
-        try:
-            samples[m.group(1) + (m.group(2) or "")] = float(m.group(3))
-        except ValueError:
-            continue
-    return samples
-
-
 def metric_sum(samples: dict[str, float], name: str) -> float:
     """Sum of every sample of metric `name` across label sets (0.0 when absent)."""
-    return sum(v for k, v in samples.items() if k == name or k.startswith(name + "{"))
+    return sum(v for k, v in samples.items() if sample_name(k) == name)
