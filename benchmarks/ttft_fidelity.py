@@ -5,6 +5,15 @@ content-bearing chunk) with Dynamo's own `nvext.timing.ttft_ms`, and the client'
 between chunks with the server's mean inter-token time ((total_time - ttft) / (tokens - 1)).
 Prints median and p95 of |client - server| per concurrency level.
 
+The raw comparison is always printed. Next to it, a decomposition on the shared wall clock:
+the server's `request_received_ms` (epoch, whole milliseconds) splits client TTFT into
+send -> received (client sending + server accept/parse before its clock starts), the server's
+`ttft_ms`, and first token -> client (SSE framing, transport, SDK parsing). The best-matched
+comparison is client TTFT against (received - send) + ttft_ms: what is left is the first
+token's way out to the client plus the client's own stamping cost. Dynamo's /metrics TTFT
+and request-duration histograms (Δsum/Δcount per level) are set beside the nvext means.
+`--no-quick-ack` measures the client without its TCP_QUICKACK (see agents/llm.py).
+
     python benchmarks/ttft_fidelity.py                      # starts cpu-mocker itself
     python benchmarks/ttft_fidelity.py --concurrency 1 64 --requests 64 256
     python benchmarks/ttft_fidelity.py --base-url URL --model M   # an already running Dynamo
@@ -31,11 +40,11 @@ def pct(values: list[float], q: float) -> float:
 
 
 async def run_level(base_url: str, model: str, concurrency: int, requests: int,
-                    max_tokens: int) -> list[Any]:
+                    max_tokens: int, quick_ack: bool = True) -> list[Any]:
     from agents.llm import CallInfo, ClientSettings, LLMCallFailed, StreamingClient
 
     client = StreamingClient(ClientSettings(base_url=base_url, model=model, max_attempts=1,
-                                            request_timeout_s=300))
+                                            request_timeout_s=300, quick_ack=quick_ack))
     queue: asyncio.Queue[int] = asyncio.Queue()
     for i in range(requests):
         queue.put_nowait(i)
@@ -64,15 +73,34 @@ async def run_level(base_url: str, model: str, concurrency: int, requests: int,
     return records
 
 
+def med(values: list[float]) -> float | None:
+    return statistics.median(values) if values else None
+
+
 def compare(records: list[Any]) -> dict[str, Any]:
     ttft_diff, itl_diff, client_ttft, server_ttft = [], [], [], []
+    send_to_recv, first_out, matched_diff, e2e_diff = [], [], [], []
+    server_ttft_all, server_total_all = [], []
     for r in records:
         timing = (r.server or {}).get("timing") or {}
+        if "ttft_ms" in timing:
+            server_ttft_all.append(timing["ttft_ms"])
+        if "total_time_ms" in timing:
+            server_total_all.append(timing["total_time_ms"])
         if r.error or r.ttft_ms is None or "ttft_ms" not in timing:
             continue
         client_ttft.append(r.ttft_ms)
         server_ttft.append(timing["ttft_ms"])
         ttft_diff.append(abs(r.ttft_ms - timing["ttft_ms"]))
+        if "request_received_ms" in timing:
+            # Same host, same wall clock; the server's stamp is whole milliseconds
+            # (truncated), so each split is good to about 1 ms and biased by ~0.5 ms.
+            before = timing["request_received_ms"] - r.start_unix_ns / 1e6
+            send_to_recv.append(before)
+            first_out.append(r.ttft_ms - before - timing["ttft_ms"])
+            matched_diff.append(abs(r.ttft_ms - (before + timing["ttft_ms"])))
+        if r.e2e_ms is not None and "total_time_ms" in timing:
+            e2e_diff.append(r.e2e_ms - timing["total_time_ms"])
         tokens = r.completion_tokens or 0
         if r.itl_ms and tokens > 1 and "total_time_ms" in timing:
             server_itl = (timing["total_time_ms"] - timing["ttft_ms"]) / (tokens - 1)
@@ -80,13 +108,50 @@ def compare(records: list[Any]) -> dict[str, Any]:
     return {
         "requests": len(records), "compared": len(ttft_diff),
         "errors": sum(1 for r in records if r.error),
-        "client_ttft_median_ms": statistics.median(client_ttft) if client_ttft else None,
+        "client_ttft_median_ms": med(client_ttft),
+        "send_to_received_median_ms": med(send_to_recv),
+        "first_token_to_client_median_ms": med(first_out),
+        "matched_absdiff_median_ms": med(matched_diff),
+        "matched_absdiff_p95_ms": pct(matched_diff, 95) if matched_diff else None,
+        "client_e2e_minus_server_total_median_ms": med(e2e_diff),
+        "nvext_ttft_mean_ms": statistics.mean(server_ttft_all) if server_ttft_all else None,
+        "nvext_total_mean_ms": statistics.mean(server_total_all) if server_total_all else None,
         "server_ttft_median_ms": statistics.median(server_ttft) if server_ttft else None,
         "ttft_absdiff_median_ms": statistics.median(ttft_diff) if ttft_diff else None,
         "ttft_absdiff_p95_ms": pct(ttft_diff, 95) if ttft_diff else None,
         "itl_absdiff_median_ms": statistics.median(itl_diff) if itl_diff else None,
         "itl_absdiff_p95_ms": pct(itl_diff, 95) if itl_diff else None,
     }
+
+
+def scrape_histograms(base_url: str) -> dict[str, float]:
+    """Sum and count of Dynamo's frontend TTFT and request-duration histograms."""
+    import httpx
+
+    from bankbench.serve.metrics import metric_sum, metrics_url, parse_prom
+
+    try:
+        samples = parse_prom(httpx.get(metrics_url(base_url), timeout=10).text)
+    except httpx.HTTPError:
+        return {}
+    return {key: metric_sum(samples, f"dynamo_frontend_{key}")
+            for key in ("time_to_first_token_seconds_sum", "time_to_first_token_seconds_count",
+                        "request_duration_seconds_sum", "request_duration_seconds_count")}
+
+
+def histogram_means(before: dict[str, float], after: dict[str, float]) -> dict[str, Any]:
+    """Mean TTFT and duration over one level from the /metrics deltas (ms)."""
+    out: dict[str, Any] = {"metrics_ttft_mean_ms": None, "metrics_duration_mean_ms": None}
+    for name, key in (("time_to_first_token_seconds", "metrics_ttft_mean_ms"),
+                      ("request_duration_seconds", "metrics_duration_mean_ms")):
+        try:
+            count = after[f"{name}_count"] - before[f"{name}_count"]
+            total = after[f"{name}_sum"] - before[f"{name}_sum"]
+        except KeyError:
+            continue
+        if count > 0:
+            out[key] = total / count * 1000
+    return out
 
 
 def main() -> int:
@@ -100,6 +165,8 @@ def main() -> int:
     p.add_argument("--speedup", type=float, default=1.0, help="mocker speedup ratio")
     p.add_argument("--base-url", help="use this running Dynamo frontend instead")
     p.add_argument("--model", help="model name with --base-url")
+    p.add_argument("--no-quick-ack", action="store_true",
+                   help="leave the client's TCP_QUICKACK off (shows the delayed-ACK stall)")
     p.add_argument("--json", help="also write the figures to this file")
     args = p.parse_args()
     counts = args.requests if len(args.requests) == len(args.concurrency) \
@@ -120,12 +187,15 @@ def main() -> int:
         base_url, model = state.base_url, state.model
     results = []
     try:
-        asyncio.run(run_level(base_url, model, 1, 4, 8))  # warm-up: connections, tokenizer
+        quick_ack = not args.no_quick_ack
+        asyncio.run(run_level(base_url, model, 1, 4, 8, quick_ack))  # warm-up: tokenizer
         for concurrency, n in zip(args.concurrency, counts, strict=True):
+            before = scrape_histograms(base_url)
             t0 = time.perf_counter()
-            records = asyncio.run(run_level(base_url, model, concurrency, n, args.max_tokens))
+            records = asyncio.run(run_level(base_url, model, concurrency, n, args.max_tokens,
+                                            quick_ack))
             row = {"concurrency": concurrency, "wall_s": round(time.perf_counter() - t0, 2),
-                   **compare(records)}
+                   **compare(records), **histogram_means(before, scrape_histograms(base_url))}
             results.append(row)
             print(json.dumps(row), flush=True)
     finally:
@@ -134,7 +204,9 @@ def main() -> int:
 
             api.down(state)
     print(f"\nmachine: {platform.machine()}, {os.cpu_count()} CPUs; server: "
-          f"{'cpu-mocker' if state else base_url}; max_tokens {args.max_tokens}")
+          f"{'cpu-mocker' if state else base_url}; max_tokens {args.max_tokens}; "
+          f"client quick-ACK {'off' if args.no_quick_ack else 'on'}")
+    print("raw: client TTFT vs nvext ttft_ms; ITL: client mean gap vs (total - ttft)/(n - 1)")
     print(f"{'conc':>5} {'n':>5} {'client TTFT':>12} {'server TTFT':>12} "
           f"{'|Δ|TTFT med':>12} {'p95':>8} {'|Δ|ITL med':>11} {'p95':>8}")
     for r in results:
@@ -144,6 +216,26 @@ def main() -> int:
               f"{f('server_ttft_median_ms'):>12} {f('ttft_absdiff_median_ms'):>12} "
               f"{f('ttft_absdiff_p95_ms'):>8} {f('itl_absdiff_median_ms'):>11} "
               f"{f('itl_absdiff_p95_ms'):>8}")
+    print("\ndecomposition (medians, ms; server stamp in whole ms): client TTFT = "
+          "send->received + server ttft_ms + first token->client")
+    print(f"{'conc':>5} {'send->recv':>11} {'server TTFT':>12} {'tok->client':>12} "
+          f"{'|Δ|matched med':>15} {'p95':>8} {'e2e-total':>10}")
+    for r in results:
+        def g(key: str, r: dict = r) -> str:
+            return f"{r[key]:.2f}" if r[key] is not None else "n/a"
+        print(f"{r['concurrency']:>5} {g('send_to_received_median_ms'):>11} "
+              f"{g('server_ttft_median_ms'):>12} {g('first_token_to_client_median_ms'):>12} "
+              f"{g('matched_absdiff_median_ms'):>15} {g('matched_absdiff_p95_ms'):>8} "
+              f"{g('client_e2e_minus_server_total_median_ms'):>10}")
+    print("\nmeans over each level (ms): nvext vs /metrics Δsum/Δcount")
+    print(f"{'conc':>5} {'nvext TTFT':>11} {'metrics TTFT':>13} {'nvext total':>12} "
+          f"{'metrics dur':>12}")
+    for r in results:
+        def h(key: str, r: dict = r) -> str:
+            return f"{r[key]:.2f}" if r[key] is not None else "n/a"
+        print(f"{r['concurrency']:>5} {h('nvext_ttft_mean_ms'):>11} "
+              f"{h('metrics_ttft_mean_ms'):>13} {h('nvext_total_mean_ms'):>12} "
+              f"{h('metrics_duration_mean_ms'):>12}")
     if args.json:
         with open(args.json, "w") as fh:
             json.dump(results, fh, indent=2)
