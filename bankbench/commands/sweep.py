@@ -51,9 +51,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     server.add_argument("--profile", help="launch this serve profile (cpu-tiny, cpu-mocker, gpu-…)")
     server.add_argument("--base-url", help="use a running OpenAI-compatible server (…/v1)")
     p.add_argument("--model", help="served model name (required with --base-url)")
-    p.add_argument("--router", default="round-robin", choices=["round-robin", "random", "kv"],
-                   help="Dynamo router mode for a launched profile")
-    p.add_argument("--workers", type=int, default=1, help="engine workers for a launched profile")
+    p.add_argument("--router", default=None,
+                   help="Dynamo router mode for a launched profile, as `bankbench serve up "
+                   "--router` (default: the profile's)")
+    p.add_argument("--workers", type=int, default=None,
+                   help="engine workers for a launched profile (default: the profile's)")
     p.add_argument("--set", dest="server_set", action="append", default=[], metavar="KEY=VALUE",
                    help="profile override, repeatable (see `bankbench serve up --help`)")
     tasks = p.add_argument_group("tasks")
@@ -161,7 +163,7 @@ def _explicit_options(args: argparse.Namespace, all_fields: bool = False) -> dic
     if all_fields:
         return fields
     defaults = {
-        "levels": _levels(DEFAULT_LEVELS), "attempts": 1, "router": "round-robin", "workers": 1,
+        "levels": _levels(DEFAULT_LEVELS), "attempts": 1, "router": None, "workers": None,
         "server_options": {}, "source": "auto", "mode": "goals", "labels": "match",
         "env": "local", "agent_kwargs": {},
     }

@@ -21,8 +21,12 @@ class SweepConfig(BaseModel):
     levels: list[int] = Field(description="Concurrency levels, one Harbor job each (-n level).")
     attempts: int = Field(1, ge=1, description="Harbor attempts per task at each level (-k).")
     profile: str | None = Field(None, description="Server profile brought up for the sweep.")
-    router: str = Field("round-robin", description="Dynamo router mode for launched profiles.")
-    workers: int = Field(1, ge=1, description="Engine workers for launched profiles.")
+    router: str | None = Field(
+        None, description="Dynamo router mode for launched profiles (None: the profile's)."
+    )
+    workers: int | None = Field(
+        None, ge=1, description="Engine workers for launched profiles (None: the profile's)."
+    )
     server_options: dict[str, str] = Field(
         default_factory=dict, description="`--set key=value` overrides for the profile."
     )

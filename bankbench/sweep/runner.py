@@ -173,7 +173,7 @@ def run_sweep(config: SweepConfig, sweep_dir: Path, *, resume: bool = False) -> 
                 name=sweep_dir.name, config=config.model_dump(mode="json"),
                 fingerprint=config.fingerprint(), levels=config.levels,
                 attempts=config.attempts, server_profile=config.profile, base_url=base_url,
-                model=model, router=config.router if config.profile else None,
+                model=model, router=server.router if server else None,
                 tasks_dir=str(tasks_dir), n_tasks=n_tasks, dataset=dataset,
                 versions=versions(server.versions if server else None), git_sha=git_sha(),
                 host={"cpus": os.cpu_count(), "platform": platform.platform()},
