@@ -309,15 +309,17 @@ def print_tables(rows: list[dict], args: argparse.Namespace) -> None:
           f"{'bank%':>6} {'other%':>7} {'req/s':>7} {'TTFT p50':>9} {'lag p99':>8} "
           f"{'trials':>7} {'err':>4}")
     for r in rows:
-        print(f"{r['configured']:>5} {r['achieved']:>7.1f} {r['achieved'] / r['configured']:>6.2f}"
+        print(f"{r['configured']:>5} {r['achieved']:>7.1f} {r['achieved'] / r['configured']:>6.3f}"
               f" {r['achieved_whole']:>6.1f}"
               f" {100 * r['client_cpu']:>8.0f} {100 * r['server_cpu']:>8.0f}"
               f" {100 * r['bank_cpu']:>6.0f} {100 * r['other_cpu']:>7.0f}"
               f" {r['req_per_s']:>7.1f} {r['ttft_p50_ms']:>8.1f}ms {r['loop_lag_p99_ms']:>6.1f}ms"
               f" {r['trials']:>7} {r['errors']:>4}")
     ok = [r["configured"] for r in rows if meets(r)]
+    missed = [r["configured"] for r in rows if not meets(r)]
     print(f"highest level with achieved ≥ {TARGET:.0%} of configured, client CPU < "
-          f"{CLIENT_LIMIT:.0%} and no errors: {max(ok) if ok else 'none'} (goal ≥ 128)")
+          f"{CLIENT_LIMIT:.0%} and no errors: {max(ok) if ok else 'none'} (goal ≥ 128); "
+          f"levels missing it: {missed or 'none'}")
     print("\ncost growth: client CPU per request should stay flat (total cost linear in load)")
     print(f"{'conf':>5} {'CPU ms/req':>11} {'step ×':>7} {'gap ms/req':>11}")
     previous = None
@@ -330,6 +332,11 @@ def print_tables(rows: list[dict], args: argparse.Namespace) -> None:
                  for a, b in zip(rows, rows[1:], strict=False)), default=1.0)
     print(f"worst step: per-request cost × {worst:.2f} "
           f"({'linear or better' if worst <= 1.15 else 'WORSE than linear'}; 15 % noise allowed)")
+    if len(rows) > 1:
+        overall = rows[-1]["client_cpu_ms_per_request"] / rows[0]["client_cpu_ms_per_request"]
+        print(f"overall: per-request cost at {rows[-1]['configured']} / at "
+              f"{rows[0]['configured']} = × {overall:.2f} (a step above 1 that later steps undo "
+              "is noise from other load, not growth)")
 
 
 def main() -> int:
