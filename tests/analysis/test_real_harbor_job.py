@@ -89,5 +89,5 @@ def test_real_job_statuses_timings_and_calls(real_job):
 def test_real_job_report(real_job, tmp_path):
     report = write_report(real_job, out=tmp_path / "report")
     text = report.read_text()
-    assert "| real | 2 | 4 | 1 | 2 | 1 | 0 | 0 | 3 | 1 |" in text
+    assert "| real | 2 | 4 | 1 | 2 | 1 | 0 | 0 | 0 | 3 | 1 |" in text
     assert "AgentTimeoutError" in text

@@ -72,7 +72,7 @@ def test_report_markdown_sections(sweep_report):
 def test_job_report_shows_failures_and_problems(partial_job_dir, known_job_dir, tmp_path):
     report = write_report(known_job_dir, out=tmp_path / "r1")
     text = report.read_text()
-    assert "| known-job | 2 | 4 | 1 | 1 | 1 | 1 | 0 | 2 | 2 |" in text  # status counts row
+    assert "| known-job | 2 | 4 | 1 | 1 | 1 | 1 | 0 | 0 | 2 | 2 |" in text  # status counts row
     assert "EnvironmentStartTimeoutError" in text and "connection refused" in text
     text = write_report(partial_job_dir, out=tmp_path / "r2").read_text()
     assert "Input problems (3)" in text and "truncated last line skipped" in text
