@@ -27,7 +27,7 @@ from agents import bank_bridge
 from agents.llm import CallInfo, ClientSettings, LLMCallFailed, StreamingClient
 from agents.options import BankingAgentOptions
 from agents.react import AttemptResult, AttemptRunner, LoopSettings, TrialIdentity
-from agents.records import AgentStatus, CallLog, write_status
+from agents.records import CallLog, write_status
 from agents.self_eval import (
     Verdict,
     evaluator_messages,
@@ -35,6 +35,7 @@ from agents.self_eval import (
     retry_feedback,
 )
 from agents.trajectory import TrajectoryBuilder
+from contracts.agent_status import AgentStatus
 
 _SETUP_REFUSALS = {401, 403, 404}
 

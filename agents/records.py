@@ -10,32 +10,11 @@ serving side (`infra_error`) or by the benchmark's own machinery in the task env
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
 
-from pydantic import BaseModel, Field
-
+from contracts.agent_status import AGENT_STATUS_FILE, AgentStatus, Status
 from contracts.llm_calls import LLM_CALLS_FILE, LLMCallRecord
 
-AGENT_STATUS_FILE = "agent_status.json"
-
-Status = Literal["ok", "agent_error", "infra_error", "harness_error"]
-
-
-class AgentStatus(BaseModel):
-    """`<trial>/agent/agent_status.json`."""
-
-    status: Status = Field(
-        description="ok: the agent finished; agent_error: the model or agent misbehaved "
-        "(no usable answer, request rejected as invalid, step limit); infra_error: the server "
-        "was unreachable, refused the configuration, or kept failing past the retries; "
-        "harness_error: the task environment's bank could not be used."
-    )
-    reason: str | None = Field(None, description="One line saying what went wrong.")
-    attempts: int = Field(0, description="Self-evaluation attempts made.")
-    accepted_attempt: int | None = Field(None, description="Attempt marked with `bank accept`.")
-    llm_calls: int = 0
-    failed_llm_calls: int = 0
-
+__all__ = ["AGENT_STATUS_FILE", "AgentStatus", "CallLog", "Status", "write_status"]
 
 class CallLog:
     """Appends call records to `llm_calls.jsonl` and counts requests for annotation templates."""

@@ -11,14 +11,14 @@ import json
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from contracts.agent_status import AGENT_STATUS_FILE, AgentStatus
 from contracts.llm_calls import LLM_CALLS_FILE, LLMCallRecord
 from contracts.sweep import SWEEP_FILE, SweepManifest
 
-AGENT_STATUS_FILE = "agent_status.json"
 REWARD_FILE = "reward.json"
 TSQ_DETAILS_FILE = "tsq.json"
 
@@ -79,14 +79,6 @@ class TrialResultView(_Lenient):
     agent_setup: PhaseTiming | None = None
     agent_execution: PhaseTiming | None = None
     verifier: PhaseTiming | None = None
-
-
-class AgentStatus(_Lenient):
-    """`<trial>/agent/agent_status.json`, written by the agent when it ends."""
-
-    status: Literal["ok", "agent_error", "infra_error", "harness_error"]
-    reason: str | None = None
-    attempts: int | None = None  # self-evaluation attempts the agent made
 
 
 class AttemptScores(BaseModel):

@@ -10,11 +10,11 @@ from typing import get_args
 
 import pytest
 
-from agents.records import AgentStatus as WrittenStatus
 from agents.records import write_status
 from analysis import files
 from analysis.synthetic import record, write_job, write_trial
 from analysis.tables import load
+from contracts.agent_status import AgentStatus as WrittenStatus
 from tests.reliability.helpers import bankbench
 
 REWARD = {"tsq": 0.5, "precision": 0.5, "recall": 0.5, "param_validity": 1.0,
