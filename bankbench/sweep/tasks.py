@@ -60,5 +60,6 @@ def _build(build_tasks, source: str, tasks_dir: Path, config: SweepConfig):
 
 
 def _short(exc: BaseException) -> str:
+    # Our own DatasetError already says what to do in one line; cut only a foreign message.
     text = str(exc).splitlines()[0] if str(exc) else ""
-    return f"{exc.__class__.__name__}: {text}"[:160]
+    return f"{exc.__class__.__name__}: {text}"[:300]
