@@ -49,5 +49,10 @@ def _run(args: argparse.Namespace) -> int:
     except (AnalysisInputError, ValueError) as exc:
         print(f"bankbench report: {exc}", file=sys.stderr)
         return 2
+    from analysis.console import summary_table_from
+
+    table = summary_table_from(report.parent)
+    if table:
+        print(table, file=sys.stderr)
     print(report)
     return 0

@@ -122,8 +122,17 @@ def _run(args: argparse.Namespace) -> int:
             print(f"bankbench sweep: server failed to start: {exc}", file=sys.stderr)
             return 1
         raise
+    _print_summary(report.parent)
     print(f"\nreport: {report}")
     return 0
+
+
+def _print_summary(report_dir: Path) -> None:
+    from analysis.console import summary_table_from
+
+    table = summary_table_from(report_dir)
+    if table:
+        print("\n" + table)
 
 
 _OPTION_OF_FIELD = {"server_options": "--set", "agent_kwargs": "--ak", "tasks": "--tasks"}

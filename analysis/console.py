@@ -1,0 +1,66 @@
+"""A compact summary table for the terminal, read back from a report's `summary.csv`.
+
+The report itself (report.md, plots, CSV/JSON) holds everything; this is the glance a user
+gets when a sweep or report command ends: one row per source and level.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pandas as pd
+
+# (header, summary column, format): the figures a serving engineer looks at first.
+COLUMNS: tuple[tuple[str, str, str], ...] = (
+    ("level", "level", "{:.0f}"),
+    ("trials", "n_trials", "{:.0f}"),
+    ("excluded", "n_excluded", "{:.0f}"),
+    ("TSQ", "tsq_mean", "{:.3f}"),
+    ("TSQ 95% CI", "", ""),
+    ("TTFT p50 ms", "ttft_ms_p50", "{:,.1f}"),
+    ("TTFT p95 ms", "ttft_ms_p95", "{:,.1f}"),
+    ("ITL p50 ms", "itl_ms_p50", "{:,.1f}"),
+    ("E2E p50 ms", "e2e_ms_p50", "{:,.0f}"),
+    ("out tok/s", "output_token_throughput", "{:,.1f}"),
+    ("req/s", "request_throughput", "{:.3f}"),
+    ("achieved conc.", "achieved_concurrency", "{:.2f}"),
+)
+
+
+def _cell(row: pd.Series, column: str, fmt: str) -> str:
+    if column == "":  # the CI column is built from two fields
+        low, high = row.get("tsq_ci_low"), row.get("tsq_ci_high")
+        if _missing(low) or _missing(high):
+            return "–"
+        return f"[{low:.3f}, {high:.3f}]"
+    value = row.get(column)
+    return "–" if _missing(value) else fmt.format(value)
+
+
+def _missing(value: object) -> bool:
+    return value is None or (isinstance(value, float) and math.isnan(value))
+
+
+def summary_table(summary: pd.DataFrame) -> str:
+    """Fixed-width text table, one row per (source, level) of `summary`."""
+    several = summary["source"].nunique() > 1 if "source" in summary else False
+    headers = (["source"] if several else []) + [h for h, _, _ in COLUMNS]
+    rows = []
+    for _, row in summary.iterrows():
+        cells = [_cell(row, column, fmt) for _, column, fmt in COLUMNS]
+        rows.append(([str(row["source"])] if several else []) + cells)
+    widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h)
+              for i, h in enumerate(headers)]
+    lines = ["  ".join(h.rjust(w) for h, w in zip(headers, widths, strict=True))]
+    lines += ["  ".join(c.rjust(w) for c, w in zip(r, widths, strict=True)) for r in rows]
+    return "\n".join(lines)
+
+
+def summary_table_from(report_dir: Path) -> str | None:
+    """The table for a written report, or None when it has no summary.csv rows."""
+    path = Path(report_dir) / "summary.csv"
+    if not path.exists():
+        return None
+    summary = pd.read_csv(path)
+    return summary_table(summary) if len(summary) else None

@@ -1,0 +1,41 @@
+"""The end-of-run terminal table: one row per level, figures formatted, gaps shown as '–'."""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+
+from analysis.console import summary_table, summary_table_from
+
+
+def _summary(**overrides) -> pd.DataFrame:
+    row = {"source": "s", "level": 4, "n_trials": 10, "n_excluded": 2, "tsq_mean": 0.5,
+           "tsq_ci_low": 0.25, "tsq_ci_high": 0.75, "ttft_ms_p50": 1234.56, "ttft_ms_p95": 2000.0,
+           "itl_ms_p50": 7.04, "e2e_ms_p50": 9000.4, "output_token_throughput": 321.0,
+           "request_throughput": 1.5, "achieved_concurrency": 3.9}
+    row.update(overrides)
+    return pd.DataFrame([row])
+
+
+def test_one_row_per_level_with_formatted_figures():
+    lines = summary_table(_summary()).splitlines()
+    assert len(lines) == 2 and lines[0].split()[:3] == ["level", "trials", "excluded"]
+    cells = lines[1].split()
+    assert cells[:4] == ["4", "10", "2", "0.500"]
+    assert "[0.250," in cells and "1,234.6" in cells and "7.0" in cells and "3.90" in cells
+
+
+def test_missing_figures_are_dashes_and_sources_shown_when_several():
+    frame = pd.concat([_summary(tsq_mean=math.nan, tsq_ci_low=math.nan),
+                       _summary(source="other", ttft_ms_p50=None)])
+    lines = summary_table(frame).splitlines()
+    assert lines[0].split()[0] == "source"
+    assert lines[1].split()[0] == "s" and lines[1].split()[4:6] == ["–", "–"]
+    assert lines[2].split()[0] == "other" and "–" in lines[2].split()
+
+
+def test_reads_a_written_summary(tmp_path):
+    assert summary_table_from(tmp_path) is None
+    _summary().to_csv(tmp_path / "summary.csv", index=False)
+    assert summary_table_from(tmp_path).splitlines()[1].split()[0] == "4"
