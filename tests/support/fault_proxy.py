@@ -114,6 +114,9 @@ class FaultProxy:
 
     async def _forward(self, request: web.Request, body: bytes, fault: Fault):
         assert self._session is not None
+        if self._session.closed:
+            # The proxy is shutting down while a stalled request wakes up: no upstream to ask.
+            return web.json_response({"error": {"message": "fault proxy closed"}}, status=503)
         headers = {k: v for k, v in request.headers.items() if k.lower() not in _HOP_HEADERS}
         url = self.upstream + request.rel_url.path_qs
         async with self._session.request(request.method, url, data=body,
