@@ -70,6 +70,7 @@ _REQ_COLUMNS = (
     "request_id", "role", "attempt", "step", "model", "session_id", "worker_id",
     "start_unix_ns", "ttft_ms", "e2e_ms", "n_itl", "itl_mean_ms", "prompt_tokens",
     "completion_tokens", "cached_tokens", "finish_reason", "http_status", "retries", "error_type",
+    "server_ttft_ms", "server_total_ms", "send_to_received_ms",
 )
 
 
@@ -288,6 +289,13 @@ def _add_requests(trial_index: int, records: list[LLMCallRecord], sink: _Sink) -
         req["http_status"].append(rec.http_status)
         req["retries"].append(rec.retries)
         req["error_type"].append(rec.error.type if rec.error else None)
+        timing = server.get("timing") if isinstance(server.get("timing"), dict) else {}
+        req["server_ttft_ms"].append(_number(timing.get("ttft_ms")))
+        req["server_total_ms"].append(_number(timing.get("total_time_ms")))
+        received = _number(timing.get("request_received_ms"))
+        # Both stamps are wall clock; meaningful when client and server share a host (or NTP).
+        req["send_to_received_ms"].append(
+            None if received is None else received - rec.start_unix_ns / 1e6)
         sink.req_trial.append(trial_index)
         if gaps:
             sink.itl_values.extend(gaps)
@@ -295,7 +303,13 @@ def _add_requests(trial_index: int, records: list[LLMCallRecord], sink: _Sink) -
 
 
 _FLOAT_REQ = ("ttft_ms", "e2e_ms", "itl_mean_ms", "prompt_tokens", "completion_tokens",
-              "cached_tokens", "http_status")
+              "cached_tokens", "http_status", "server_ttft_ms", "server_total_ms",
+              "send_to_received_ms")
+
+
+def _number(value: Any) -> float | None:
+    """A server-reported figure, if it is a number (servers other than Dynamo send none)."""
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
 
 
 def _build(sink: _Sink) -> Tables:

@@ -59,7 +59,24 @@ def main() -> int:
         print(f"{job.level:>5} {client_ttft:>15.2f} {server_ttft:>15.2f} "
               f"{client_ttft / server_ttft:>7.3f} {len(reqs):>12} {server_n:>12} "
               f"{'yes' if equal else 'NO':>6}")
+    _print_decomposition(tables.requests)
     return 0 if ok else 1
+
+
+def _print_decomposition(requests) -> None:
+    """Where the client-minus-server TTFT goes, from each request's own nvext timing."""
+    timed = requests.dropna(subset=["ttft_ms", "server_ttft_ms", "send_to_received_ms"])
+    if timed.empty:
+        return
+    print("\nper request, medians (ms): client TTFT = send->received + server ttft_ms + "
+          "first token->client")
+    print(f"{'level':>5} {'client TTFT':>12} {'send->recv':>11} {'server TTFT':>12} "
+          f"{'tok->client':>12} {'n':>5}")
+    for level, group in timed.groupby("level"):
+        out = group.ttft_ms - group.send_to_received_ms - group.server_ttft_ms
+        print(f"{level:>5} {group.ttft_ms.median():>12.2f} "
+              f"{group.send_to_received_ms.median():>11.2f} "
+              f"{group.server_ttft_ms.median():>12.2f} {out.median():>12.2f} {len(group):>5}")
 
 
 if __name__ == "__main__":

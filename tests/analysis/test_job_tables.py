@@ -120,3 +120,20 @@ def test_sweep_level_not_started_yet_is_reported(tmp_path):
     assert list(tables.jobs["level"]) == [1]
     missing = tables.issues[tables.issues["message"].str.contains("no job yet")]
     assert list(missing["path"]) == [str(sweep / "c8")]
+
+
+def test_server_timing_columns_split_the_client_ttft(tmp_path):
+    job = write_job(tmp_path / "job", n_concurrent=1)
+    start_ns = 1_795_000_000_000_000_000
+    timing = {"request_received_ms": start_ns // 1_000_000 + 3, "ttft_ms": 20.5,
+              "total_time_ms": 300.0}
+    write_trial(job, "banking-000__x", scenario_id="banking-000", rewards={"tsq": 1.0},
+                agent_status={"status": "ok"},
+                records=[record(request_id="r1", start_unix_ns=start_ns, ttft_ms=25.0,
+                                server={"timing": timing}),
+                         record(request_id="r2", server={"timing": {"ttft_ms": "n/a"}}),
+                         record(request_id="r3")])
+    req = load(job).requests.set_index("request_id")
+    assert req.loc["r1", "server_ttft_ms"] == 20.5 and req.loc["r1", "server_total_ms"] == 300.0
+    assert req.loc["r1", "send_to_received_ms"] == pytest.approx(3.0)
+    assert req.loc[["r2", "r3"], ["server_ttft_ms", "send_to_received_ms"]].isna().all().all()
