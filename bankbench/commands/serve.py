@@ -69,7 +69,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def _state_dir_arg(p: argparse.ArgumentParser, text: str | None = None) -> None:
     p.add_argument("--state-dir", type=Path, default=None,
-                   help=text or "state dir of the stack (default: the only one recorded)")
+                   help=text or "state dir of the stack, or the profile name of one started in "
+                   "its default dir (default: the only one recorded)")
 
 
 def _fail(exc: Exception) -> int:
@@ -82,6 +83,11 @@ def _resolve_state_dir(given: Path | None) -> Path:
     from bankbench.serve.state import STATE_FILE, known_state_dirs
 
     if given is not None:
+        if len(given.parts) == 1 and not given.exists():
+            # A bare profile name: the stack `serve up --profile NAME` recorded by default.
+            from bankbench.serve.state import default_state_dir
+
+            given = default_state_dir(str(given))
         if not (given / STATE_FILE).exists():
             raise ServeError(f"no stack recorded in {given} (no {STATE_FILE})")
         return given
@@ -89,7 +95,7 @@ def _resolve_state_dir(given: Path | None) -> Path:
     if not dirs:
         raise ServeError("no running stack recorded; start one with `bankbench serve up`")
     if len(dirs) > 1:
-        raise ServeError("several stacks recorded, pass --state-dir: "
+        raise ServeError("several stacks recorded, pass --state-dir DIR (or a profile name): "
                          + ", ".join(str(d) for d in dirs))
     return dirs[0]
 

@@ -51,7 +51,7 @@ def test_up_status_logs_metrics_down(isolated_cache, tmp_path, dynamo_python):
         url = bankbench("status", "--url", fields["base_url"], env=env)
         assert url.returncode == 0 and "smollm2-mock" in url.stdout
     finally:
-        down = bankbench("down", env=env)
+        down = bankbench("down", "--state-dir", "cpu-mocker", env=env)  # a profile name works
     assert down.returncode == 0, down.stderr
     assert not any(group_alive(c.pid) for c in state.components)
     after = bankbench("status", env=env)
