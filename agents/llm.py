@@ -11,6 +11,7 @@ never leaves this module: error texts are scrubbed of it before they reach a rec
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import functools
 import json
 import os
@@ -22,9 +23,9 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+import anyio
 import httpx2
 import openai
-from openai.types.chat import ChatCompletion, ChatCompletionChunk
 from pydantic import BaseModel, Field
 from tenacity import (
     AsyncRetrying,
@@ -115,14 +116,37 @@ class _AttemptError(Exception):
 
 @dataclass
 class _StreamState:
-    t0: int
+    t0: int  # perf_counter_ns when the request went to the transport (see _stamp_send)
+    start_unix_ns: int
     content: list[str] = field(default_factory=list)
     tools: dict[int, dict[str, str]] = field(default_factory=dict)
     token_times: list[int] = field(default_factory=list)
     finish_reason: str | None = None
-    usage: Any = None
+    usage: dict[str, Any] | None = None
     server: dict[str, Any] = field(default_factory=dict)
     done: bool = False
+
+
+# The attempt whose request the HTTP client is about to send, per task: lets the client's
+# request hook stamp that attempt's start (each asyncio task has its own context).
+_SENDING: contextvars.ContextVar[_StreamState | None] = contextvars.ContextVar(
+    "bankbench_sending", default=None)
+
+
+async def _stamp_send(request: httpx2.Request) -> None:
+    """Start the attempt's clocks as the request is handed to the transport.
+
+    TTFT and e2e run from here rather than from the call to `chat`: what came before is the
+    harness's own work (JSON-encoding the history and tool schemas, the SDK building its
+    request) and, with many trials on one event loop, waiting for that loop; neither is the
+    server's latency, and a load generator with its own process per user would not pay it.
+    From here on everything a real client waits for is counted: the pool handing out (or
+    opening) a connection, writing the request, the server, and reading the answer.
+    """
+    state = _SENDING.get()
+    if state is not None:
+        state.t0 = time.perf_counter_ns()
+        state.start_unix_ns = time.time_ns()
 
 
 RecordSink = Callable[[LLMCallRecord], Awaitable[None] | None]
@@ -152,7 +176,8 @@ class StreamingClient:
             api_key=self._api_key,
             max_retries=0,  # retries are ours, so they are counted
             timeout=settings.request_timeout_s,
-            http_client=openai.DefaultAsyncHttpxClient(verify=_ssl_context()),
+            http_client=openai.DefaultAsyncHttpxClient(
+                verify=_ssl_context(), event_hooks={"request": [_stamp_send]}),
         )
 
     async def aclose(self) -> None:
@@ -211,8 +236,9 @@ class StreamingClient:
             async for attempt in retrying:
                 with attempt:
                     attempts += 1
-                    start_unix_ns = time.time_ns()
+                    start_unix_ns = time.time_ns()  # until the request hook restamps it
                     state, status = await self._one_attempt(messages, params, headers, extra_body)
+                    start_unix_ns = state.start_unix_ns
         except asyncio.CancelledError:
             record = self._record(request_id, info, start_unix_ns, None, status=None,
                                   retries=attempts - 1,
@@ -222,6 +248,8 @@ class StreamingClient:
         except (RetryError, _AttemptError) as exc:
             last = exc.last_attempt.exception() if isinstance(exc, RetryError) else exc
             assert isinstance(last, _AttemptError)
+            if last.partial.get("state") is not None:
+                start_unix_ns = last.partial["state"].start_unix_ns
             record = self._record(
                 request_id, info, start_unix_ns, last.partial.get("state"), status=last.status,
                 retries=attempts - 1, error=last.error,
@@ -248,26 +276,31 @@ class StreamingClient:
     async def _one_attempt(
         self, messages: list[dict], params: dict, headers: dict, extra_body: dict
     ) -> tuple[_StreamState, int]:
-        state = _StreamState(t0=time.perf_counter_ns())
+        state = _StreamState(t0=time.perf_counter_ns(), start_unix_ns=time.time_ns())
         status: int | None = None
+        sending = _SENDING.set(state)
         try:
             # The SDK's typed `chat.completions.create` walks the whole body (history and
             # every tool schema) through its TypedDict transform on each request, ~10 ms of
             # CPU with the 20 bank tools: the largest per-request cost of the agent. Our
             # messages and params are plain JSON already, so post them as they are, with the
-            # same auth, stream parsing and error classes as `create`.
+            # same auth and error classes as `create`. The SDK hands back the raw response
+            # (HTTP errors already raised as APIStatusError) and the stream is read here.
             body = {"model": self.settings.model, "messages": messages, "stream": True,
                     "stream_options": {"include_usage": True}, **params, **extra_body}
-            stream = await self._client.post(
-                "/chat/completions", cast_to=ChatCompletion, body=body,
-                options={"headers": headers, "security": {"bearer_auth": True}},
-                stream=True, stream_cls=openai.AsyncStream[ChatCompletionChunk],
+            response = await self._client.post(
+                "/chat/completions", cast_to=httpx2.Response, body=body,
+                options={"headers": headers, "security": {"bearer_auth": True}}, stream=True,
             )
-            status = stream.response.status_code
+            _SENDING.reset(sending)
+            sending = None
+            status = response.status_code
             if self.settings.quick_ack:
-                _ack_now(stream.response)
-            async for chunk in stream:
-                _absorb(state, chunk)
+                _ack_now(response)
+            try:
+                await _read_stream(response, state)
+            finally:
+                await response.aclose()
             state.done = True
         except openai.APIStatusError as exc:
             code = exc.status_code
@@ -278,14 +311,20 @@ class StreamingClient:
         except openai.APIConnectionError as exc:
             cause = exc.__cause__ or exc
             raise self._attempt_error("connection", cause, status, True, state) from None
-        except openai.APIError as exc:  # error event inside a 200 stream
-            body = exc.body if isinstance(exc.body, dict) else {}
-            code = body.get("code") if isinstance(body.get("code"), int) else None
+        except StreamErrorEvent as exc:  # an error event inside a 200 stream
+            code = exc.code
             retryable = code is None or code == 429 or code >= 500
             raise self._attempt_error("stream_error", exc, code or status, retryable, state) \
                 from None
-        except (json.JSONDecodeError, ValueError) as exc:
+        except httpx2.TimeoutException as exc:  # while reading the body
+            raise self._attempt_error("timeout", exc, status, True, state) from None
+        except (httpx2.RequestError, ssl.SSLError, anyio.EndOfStream) as exc:
+            raise self._attempt_error("connection", exc, status, True, state) from None
+        except ValueError as exc:  # JSONDecodeError, UnicodeDecodeError, a chunk of odd shape
             raise self._attempt_error("bad_stream", exc, status, True, state) from None
+        finally:
+            if sending is not None:
+                _SENDING.reset(sending)
         if state.finish_reason is None and state.usage is None:
             # The body ended cleanly but the completion never finished: a cut stream.
             err = CallError(type="bad_stream", message="stream ended before a finish_reason")
@@ -371,42 +410,139 @@ def _ack_now(response: Any) -> None:
         pass  # not a TCP socket (a unix socket or a proxy stream): nothing to hurry
 
 
-def _absorb(state: _StreamState, chunk: Any) -> None:
+class StreamErrorEvent(Exception):
+    """The server reported an error inside a 200 stream (`{"error": …}` or `event: error`)."""
+
+    def __init__(self, message: str, code: int | None) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+async def _read_stream(response: httpx2.Response, state: _StreamState) -> None:
+    """Read the SSE body into `state`, stamping content-bearing events as their bytes arrive.
+
+    Read by hand rather than through the SDK's typed stream: building a ChatCompletionChunk
+    model per event cost the client more CPU than anything else per token (about 0.1 ms per
+    chunk, more than half of its time at concurrency 64), and on a loop shared by many trials
+    that delay lands in everyone's TTFT and gaps. The record needs only a few plain fields.
+    One stamp per read covers every event in it: they arrived together.
+    """
+    reader = _SSEReader()
+    done = False
+    async for piece in response.aiter_bytes():
+        if done:
+            # Past `[DONE]`: read on to the end of the body all the same, so that an
+            # HTTP/1.1 connection goes back to the pool instead of being closed.
+            continue
+        now = time.perf_counter_ns()
+        for event, data in reader.feed(piece):
+            if data.startswith(b"[DONE]"):
+                done = True
+                break
+            _absorb_event(state, event, data, now)
+    if not done:
+        for event, data in reader.feed(b"\n\n"):  # an event cut off by the end of the body
+            if not data.startswith(b"[DONE]"):
+                _absorb_event(state, event, data, time.perf_counter_ns())
+
+
+class _SSEReader:
+    """Incremental server-sent-events parser: yields (event name, data bytes) per event.
+
+    Lines end in LF, CRLF or CR; `data:` lines of one event are joined by LF; comments and
+    `id:`/`retry:` fields are skipped. The OpenAI `[DONE]` sentinel comes out as data.
+    """
+
+    def __init__(self) -> None:
+        self._tail = b""
+        self._cr = False  # the previous piece ended in CR: a leading LF belongs to it
+        self._event: bytes | None = None
+        self._data: list[bytes] = []
+
+    def feed(self, piece: bytes) -> list[tuple[str | None, bytes]]:
+        if self._cr and piece.startswith(b"\n"):
+            piece = piece[1:]
+        self._cr = piece.endswith(b"\r")
+        text = self._tail + piece
+        if b"\r" in text:
+            text = text.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+        lines = text.split(b"\n")
+        self._tail = lines.pop()
+        out: list[tuple[str | None, bytes]] = []
+        for line in lines:
+            if not line:
+                if self._data:
+                    data = b"\n".join(self._data)
+                    out.append((self._event.decode() if self._event else None, data))
+                self._event, self._data = None, []
+                continue
+            name, _, value = line.partition(b":")
+            if value.startswith(b" "):
+                value = value[1:]
+            if name == b"data":
+                self._data.append(value)
+            elif name == b"event":
+                self._event = value
+        return out
+
+
+def _absorb_event(state: _StreamState, event: str | None, data: bytes, now: int) -> None:
+    """Parse one event's data and fold it in; error events and odd shapes raise."""
+    try:
+        chunk = json.loads(data)
+    except json.JSONDecodeError:
+        if event == "error":
+            raise StreamErrorEvent(data.decode(errors="replace")[:300], None) from None
+        raise
+    if event == "error" or (isinstance(chunk, dict) and chunk.get("error")):
+        error = chunk.get("error", chunk) if isinstance(chunk, dict) else chunk
+        message = error.get("message") if isinstance(error, dict) else error
+        code = error.get("code") if isinstance(error, dict) else None
+        raise StreamErrorEvent(message if isinstance(message, str) and message
+                                else "An error occurred during streaming",
+                                code if isinstance(code, int) else None)
+    try:
+        _absorb(state, chunk, now)
+    except (AttributeError, TypeError, KeyError) as exc:
+        raise ValueError(f"unexpected chunk shape: {type(exc).__name__}: {exc}") from None
+
+
+def _absorb(state: _StreamState, chunk: dict[str, Any], now: int) -> None:
     """Fold one streamed chunk into the state, stamping content-bearing chunks."""
-    now = time.perf_counter_ns()
     bearing = False
-    for choice in chunk.choices or []:
-        delta = choice.delta
-        if delta is not None:
-            if delta.content:
-                state.content.append(delta.content)
+    for choice in chunk.get("choices") or ():
+        delta = choice.get("delta")
+        if delta:
+            content = delta.get("content")
+            if content:
+                state.content.append(content)
                 bearing = True
-            reasoning = getattr(delta, "reasoning_content", None)
-            if reasoning:
+            if delta.get("reasoning_content"):
                 bearing = True
-            for tc in delta.tool_calls or []:
-                slot = state.tools.setdefault(tc.index or 0, {})
-                if tc.id:
-                    slot["id"] = tc.id
-                fn = tc.function
-                if fn is not None:
-                    if fn.name:
-                        slot["name"] = slot.get("name", "") + fn.name
-                    if fn.arguments:
-                        slot["arguments"] = slot.get("arguments", "") + fn.arguments
+            for tc in delta.get("tool_calls") or ():
+                slot = state.tools.setdefault(tc.get("index") or 0, {})
+                if tc.get("id"):
+                    slot["id"] = tc["id"]
+                fn = tc.get("function")
+                if fn:
+                    if fn.get("name"):
+                        slot["name"] = slot.get("name", "") + fn["name"]
+                    if fn.get("arguments"):
+                        slot["arguments"] = slot.get("arguments", "") + fn["arguments"]
                 bearing = True
-        if choice.finish_reason:
-            state.finish_reason = choice.finish_reason
+        if choice.get("finish_reason"):
+            state.finish_reason = choice["finish_reason"]
     if bearing:
         state.token_times.append(now)
-    if chunk.usage is not None:
-        state.usage = chunk.usage
-    nvext = (chunk.model_extra or {}).get("nvext")
+    usage = chunk.get("usage")
+    if usage is not None:
+        state.usage = usage
+    nvext = chunk.get("nvext")
     if isinstance(nvext, dict):
         state.server.update(nvext)
 
 
-def _usage_tokens(usage: Any) -> tuple[int | None, int | None, int | None]:
-    details = getattr(usage, "prompt_tokens_details", None)
-    cached = getattr(details, "cached_tokens", None) if details is not None else None
-    return usage.prompt_tokens, usage.completion_tokens, cached
+def _usage_tokens(usage: dict[str, Any]) -> tuple[int | None, int | None, int | None]:
+    details = usage.get("prompt_tokens_details")
+    cached = details.get("cached_tokens") if isinstance(details, dict) else None
+    return usage.get("prompt_tokens"), usage.get("completion_tokens"), cached

@@ -27,7 +27,10 @@ class LLMCallRecord(BaseModel):
     role: Literal["agent", "evaluator"]
     model: str
     session_id: str | None = None
-    start_unix_ns: int = Field(description="Wall clock at request start (time.time_ns()).")
+    start_unix_ns: int = Field(
+        description="Wall clock when the request was handed to the HTTP transport "
+        "(time.time_ns()); ttft_ms and e2e_ms count from the same moment."
+    )
     ttft_ms: float | None = Field(
         None, description="First chunk carrying content or a tool-call delta; null if none came."
     )
