@@ -29,6 +29,7 @@ TEMPLATE_DIR = Path(__file__).resolve().parent / "template"
 # Files taken verbatim from the template (the mock bank and the verifier), with their modes.
 TEMPLATE_FILES = {
     "environment/bank": 0o755,
+    "environment/mockbank.py": 0o644,
     "tests/test.sh": 0o755,
     "tests/verify.py": 0o644,
 }

@@ -16,7 +16,9 @@ from bank_harness import BANK_SCRIPT, FIXTURES
 
 @pytest.fixture(scope="module")
 def bank_module() -> ModuleType:
-    loader = importlib.machinery.SourceFileLoader("bankbench_task_bank", str(BANK_SCRIPT))
+    # The bank's code lives in the module beside its command script.
+    module_path = BANK_SCRIPT.with_name("mockbank.py")
+    loader = importlib.machinery.SourceFileLoader("bankbench_task_bank", str(module_path))
     spec = importlib.util.spec_from_loader(loader.name, loader)
     assert spec is not None
     module = importlib.util.module_from_spec(spec)

@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """The mock bank: the only way an agent acts on the customer's behalf inside a task.
 
     bank tools                                  print the tool schemas (OpenAI function format)
