@@ -17,14 +17,18 @@ only; runs on Python 3.8+.
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import sys
-import tempfile
-import traceback
 from collections import Counter
-from typing import Any, Iterable
+
+# The verifier runs once per trial, as a fresh process: argparse (for anything but the plain
+# command line test.sh passes), traceback (on errors) and typing (type checkers only) are
+# imported where needed, and tempfile not at all, as start-up is most of its cost.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import argparse
+    from typing import Any, Iterable
 
 VERIFIER_VERSION = "1"
 REWARD_KEYS = ("tsq", "precision", "recall", "param_validity", "multiset_f1", "goal_coverage")
@@ -332,7 +336,7 @@ def write_json(path: str, payload: Any) -> None:
     # Lone surrogates (undecodable bytes an agent passed on the command line) stay escapes.
     data = (json.dumps(payload, indent=2, ensure_ascii=False) + "\n").encode(
         "utf-8", "backslashreplace")
-    fd, temporary = tempfile.mkstemp(dir=directory, prefix=".tmp-", suffix=".json")
+    fd, temporary = create_temporary(directory)
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
@@ -343,12 +347,57 @@ def write_json(path: str, payload: Any) -> None:
         raise
 
 
-def parse_args(argv: list[str]) -> argparse.Namespace:
+def create_temporary(directory: str) -> tuple[int, str]:
+    """A new file of our own in `directory`, opened for writing with mode 0600, as
+    tempfile.mkstemp makes it (importing tempfile costs more than the rest of a run)."""
+    flags = (os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
+             | getattr(os, "O_CLOEXEC", 0))
+    for attempt in range(1000):
+        path = os.path.join(directory, f".tmp-{os.getpid()}-{attempt}.json")
+        try:
+            return os.open(path, flags, 0o600), path
+        except FileExistsError:
+            continue  # left by an earlier run with the same process id
+    raise FileExistsError(f"no free temporary name in {directory}")
+
+
+OPTIONS = ("--expected", "--intents", "--out-dir")
+
+
+def parse_args(argv: list[str]) -> Any:
+    """The options; argparse only when argv is not the plain `--option value` form test.sh
+    passes (help, errors, abbreviations, `--option=value`, repeats), which it handles alike."""
     here = os.path.dirname(os.path.abspath(__file__))
+    defaults = {
+        "expected": os.path.join(here, "expected.json"),
+        "intents": os.environ.get("BANK_INTENTS") or DEFAULT_INTENTS,
+        "out_dir": DEFAULT_OUT_DIR,
+    }
+    names, values = argv[0::2], argv[1::2]
+    plain = (len(names) == len(values) and len(set(names)) == len(names)
+             and all(name in OPTIONS for name in names)
+             and not any(value.startswith("-") for value in values))
+    if plain:
+        for name, value in zip(names, values):
+            defaults[name[2:].replace("-", "_")] = value
+        return Options(**defaults)
+    return parse_args_fully(argv, defaults)
+
+
+class Options:
+    """What parse_args returns (as argparse's Namespace would)."""
+
+    def __init__(self, expected: str, intents: str, out_dir: str) -> None:
+        self.expected, self.intents, self.out_dir = expected, intents, out_dir
+
+
+def parse_args_fully(argv: list[str], defaults: dict[str, str]) -> argparse.Namespace:
+    import argparse
+
     parser = argparse.ArgumentParser(description="Score tool selection for one trial.")
-    parser.add_argument("--expected", default=os.path.join(here, "expected.json"),
+    parser.add_argument("--expected", default=defaults["expected"],
                         help="expected calls (default: expected.json beside this script)")
-    parser.add_argument("--intents", default=os.environ.get("BANK_INTENTS") or DEFAULT_INTENTS,
+    parser.add_argument("--intents", default=defaults["intents"],
                         help="the bank's intents log (default: $BANK_INTENTS or %(default)s)")
     parser.add_argument("--out-dir", default=DEFAULT_OUT_DIR,
                         help="where reward.json and tsq.json go (default: %(default)s)")
@@ -356,6 +405,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
 
 
 def error_report(what: str) -> dict[str, Any]:
+    import traceback
+
     return {
         "verifier_version": VERIFIER_VERSION,
         "reward": zero_reward(),
