@@ -129,21 +129,29 @@ class AttemptRunner:
             messages.append({"role": "assistant", "content": reply.content})
             self.trace.add_model_turn(reply.record, reply.content, extra=_step_extra(result, step))
             return True
+        # Only the calls that run go back into the history: a reply with hundreds of calls (or
+        # a 200 kB argument) echoed there whole would overflow the context of every later
+        # turn, so one hostile reply would end the trial. The trajectory keeps all of them.
+        limit = self.s.max_calls_per_step
+        ran, dropped = reply.tool_calls[:limit], reply.tool_calls[limit:]
         messages.append({
             "role": "assistant", "content": reply.content or None,
             "tool_calls": [{"id": tc.id, "type": "function",
-                            "function": {"name": tc.name,
-                                         "arguments": _history_arguments(tc.arguments)}}
-                           for tc in reply.tool_calls],
+                            "function": {"name": tc.name, "arguments": _history_arguments(
+                                tc.arguments, self.s.max_argument_chars)}}
+                           for tc in ran],
         })
         observations: list[tuple[str | None, str]] = []
-        for index, tc in enumerate(reply.tool_calls):
-            if index >= self.s.max_calls_per_step:
-                text = _error(f"not run: at most {self.s.max_calls_per_step} tool calls per turn")
-            else:
-                text = await self._call(tc.name, tc.arguments, result)
+        for tc in ran:
+            text = await self._call(tc.name, tc.arguments, result)
             messages.append({"role": "tool", "tool_call_id": tc.id, "content": text})
             observations.append((tc.id, text))
+        if dropped:
+            refusal = _error(f"not run: at most {limit} tool calls per turn")
+            observations += [(tc.id, refusal) for tc in dropped]
+            messages.append({"role": "user", "content": _error(
+                f"{len(dropped)} more tool calls of your last reply were not run: at most "
+                f"{limit} tool calls per turn")})
         calls = [(tc.id, tc.name, tc.arguments) for tc in reply.tool_calls]
         self.trace.add_model_turn(reply.record, reply.content, calls, observations,
                                   extra=_step_extra(result, step))
@@ -205,10 +213,13 @@ class AttemptRunner:
         return reply.text
 
 
-def _history_arguments(raw: str) -> str:
+def _history_arguments(raw: str, max_chars: int) -> str:
     """Arguments as echoed back in the conversation. Servers reject a history whose tool call
-    arguments are not a JSON object, so a malformed one is replaced there (the bank, the
-    trajectory and the tool's error reply keep the original)."""
+    arguments are not a JSON object, so a malformed one is replaced there, and so is one too
+    long to have been sent (the bank, the trajectory and the tool's error reply keep the
+    original)."""
+    if len(raw) > max_chars:
+        return "{}"
     try:
         return raw if isinstance(json.loads(raw), dict) else "{}"
     except (json.JSONDecodeError, ValueError):
