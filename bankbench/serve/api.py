@@ -1,6 +1,6 @@
 """Public Python API of `bankbench serve`: up, down, status, load_state.
 
-    state = up("cpu-mocker", workers=2, options={"speedup_ratio": 0})
+    state = up("cpu-mocker", workers=2, options={"speedup_ratio": 1000})
     …  # OpenAI-compatible requests to state.base_url with model=state.model
     down(state)
 

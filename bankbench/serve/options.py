@@ -36,7 +36,11 @@ class _Options(BaseModel):
 class MockerOptions(_Options):
     """cpu-mocker: the Dynamo mocker engine (simulated timing, optional scripted outputs)."""
 
-    speedup_ratio: float = Field(default=1.0, ge=0, description="0 removes simulated delays")
+    speedup_ratio: float = Field(
+        default=1.0, gt=0,
+        description="Simulated time is divided by this; 1000 makes replies near-instant "
+        "(0 does not remove the delays in Dynamo 1.6.1, so it is refused)",
+    )
     replay_trace: Path | None = Field(default=None, description="response-replay trace JSONL")
     tool_call_parser: str | None = Field(default="hermes", description="model-card tool parser")
     reasoning_parser: str | None = Field(default=None, description="model-card reasoning parser")

@@ -89,7 +89,7 @@ def stack(tmp_path_factory: pytest.TempPathFactory):
     sessions = {PREFIX_NATIVE + sid: turns for sid, (_, turns) in NATIVE.items()}
     sessions |= {PREFIX_TEXT + sid: turns for sid, (_, turns) in TEXT.items()}
     trace = replay.write_trace(root / "trace.jsonl", sessions)
-    # speedup_ratio 0 keeps the mocker's default pace (~6 ms a token here); a large ratio
+    # At speedup 1 the mocker paces ~6 ms a token here; a large ratio
     # makes the ~7k scripted tokens of the big replies stream in well under a second.
     state = api.up("cpu-mocker", workers=1, state_dir=root / "state",
                    options={"speedup_ratio": 1000.0, "replay_trace": str(trace)})

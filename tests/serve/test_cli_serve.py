@@ -34,7 +34,7 @@ def isolated_cache(tmp_path):
 def test_up_status_logs_metrics_down(isolated_cache, tmp_path, dynamo_python):
     env = isolated_cache
     up = bankbench("up", "--profile", "cpu-mocker", "--workers", "2",
-                   "--set", "speedup_ratio=0", env=env)
+                   "--set", "speedup_ratio=1000", env=env)
     assert up.returncode == 0, up.stderr
     fields = dict(line.split(": ", 1) for line in up.stdout.splitlines())
     assert fields["base_url"].startswith("http://127.0.0.1:") and fields["model"] == "smollm2-mock"

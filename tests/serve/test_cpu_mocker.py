@@ -143,7 +143,7 @@ def test_a_second_stack_in_the_same_state_dir_is_refused(stack):
 
 
 def test_down_leaves_nothing_running(tmp_path, dynamo_python):
-    state = api.up("cpu-mocker", options={"speedup_ratio": 0}, state_dir=tmp_path / "s")
+    state = api.up("cpu-mocker", options={"speedup_ratio": 1000}, state_dir=tmp_path / "s")
     pids = [c.pid for c in state.components]
     assert all(group_alive(p) for p in pids)
     api.down(state)
