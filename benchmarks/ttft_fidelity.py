@@ -77,6 +77,11 @@ def med(values: list[float]) -> float | None:
     return statistics.median(values) if values else None
 
 
+def _ms(row: dict[str, Any], key: str) -> str:
+    """A figure of a result row for the tables: two decimals, or n/a when not measured."""
+    return f"{row[key]:.2f}" if row[key] is not None else "n/a"
+
+
 def compare(records: list[Any]) -> dict[str, Any]:
     ttft_diff, itl_diff, client_ttft, server_ttft = [], [], [], []
     send_to_recv, first_out, matched_diff, e2e_diff = [], [], [], []
@@ -210,32 +215,27 @@ def main() -> int:
     print(f"{'conc':>5} {'n':>5} {'client TTFT':>12} {'server TTFT':>12} "
           f"{'|Δ|TTFT med':>12} {'p95':>8} {'|Δ|ITL med':>11} {'p95':>8}")
     for r in results:
-        def f(key: str, r: dict = r) -> str:
-            return f"{r[key]:.2f}" if r[key] is not None else "n/a"
-        print(f"{r['concurrency']:>5} {r['compared']:>5} {f('client_ttft_median_ms'):>12} "
-              f"{f('server_ttft_median_ms'):>12} {f('ttft_absdiff_median_ms'):>12} "
-              f"{f('ttft_absdiff_p95_ms'):>8} {f('itl_absdiff_median_ms'):>11} "
-              f"{f('itl_absdiff_p95_ms'):>8}")
+        print(f"{r['concurrency']:>5} {r['compared']:>5} {_ms(r, 'client_ttft_median_ms'):>12} "
+              f"{_ms(r, 'server_ttft_median_ms'):>12} {_ms(r, 'ttft_absdiff_median_ms'):>12} "
+              f"{_ms(r, 'ttft_absdiff_p95_ms'):>8} {_ms(r, 'itl_absdiff_median_ms'):>11} "
+              f"{_ms(r, 'itl_absdiff_p95_ms'):>8}")
     print("\ndecomposition (medians, ms; server stamp in whole ms): client TTFT = "
           "send->received + server ttft_ms + first token->client")
     print(f"{'conc':>5} {'send->recv':>11} {'server TTFT':>12} {'tok->client':>12} "
           f"{'|Δ|matched med':>15} {'p95':>8} {'e2e-total':>10}")
     for r in results:
-        def g(key: str, r: dict = r) -> str:
-            return f"{r[key]:.2f}" if r[key] is not None else "n/a"
-        print(f"{r['concurrency']:>5} {g('send_to_received_median_ms'):>11} "
-              f"{g('server_ttft_median_ms'):>12} {g('first_token_to_client_median_ms'):>12} "
-              f"{g('matched_absdiff_median_ms'):>15} {g('matched_absdiff_p95_ms'):>8} "
-              f"{g('client_e2e_minus_server_total_median_ms'):>10}")
+        print(f"{r['concurrency']:>5} {_ms(r, 'send_to_received_median_ms'):>11} "
+              f"{_ms(r, 'server_ttft_median_ms'):>12} "
+              f"{_ms(r, 'first_token_to_client_median_ms'):>12} "
+              f"{_ms(r, 'matched_absdiff_median_ms'):>15} {_ms(r, 'matched_absdiff_p95_ms'):>8} "
+              f"{_ms(r, 'client_e2e_minus_server_total_median_ms'):>10}")
     print("\nmeans over each level (ms): nvext vs /metrics Δsum/Δcount")
     print(f"{'conc':>5} {'nvext TTFT':>11} {'metrics TTFT':>13} {'nvext total':>12} "
           f"{'metrics dur':>12}")
     for r in results:
-        def h(key: str, r: dict = r) -> str:
-            return f"{r[key]:.2f}" if r[key] is not None else "n/a"
-        print(f"{r['concurrency']:>5} {h('nvext_ttft_mean_ms'):>11} "
-              f"{h('metrics_ttft_mean_ms'):>13} {h('nvext_total_mean_ms'):>12} "
-              f"{h('metrics_duration_mean_ms'):>12}")
+        print(f"{r['concurrency']:>5} {_ms(r, 'nvext_ttft_mean_ms'):>11} "
+              f"{_ms(r, 'metrics_ttft_mean_ms'):>13} {_ms(r, 'nvext_total_mean_ms'):>12} "
+              f"{_ms(r, 'metrics_duration_mean_ms'):>12}")
     if args.json:
         with open(args.json, "w") as fh:
             json.dump(results, fh, indent=2)
