@@ -17,12 +17,9 @@ def scripted_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator:
 
     root = tmp_path_factory.mktemp("agents-stack")
     trace = replay.write_trace(root / "trace.jsonl", scripts.all_sessions())
-    state = api.up("cpu-mocker", workers=2, state_dir=root / "state",
-                   options={"speedup_ratio": 1.0, "replay_trace": str(trace)})
-    try:
+    with api.running("cpu-mocker", workers=2, state_dir=root / "state",
+                     options={"speedup_ratio": 1.0, "replay_trace": str(trace)}) as state:
         yield state
-    finally:
-        api.down(state)
 
 
 @pytest.fixture(scope="session")

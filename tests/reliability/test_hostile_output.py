@@ -91,12 +91,9 @@ def stack(tmp_path_factory: pytest.TempPathFactory):
     trace = replay.write_trace(root / "trace.jsonl", sessions)
     # At speedup 1 the mocker paces ~6 ms a token here; a large ratio
     # makes the ~7k scripted tokens of the big replies stream in well under a second.
-    state = api.up("cpu-mocker", workers=1, state_dir=root / "state",
-                   options={"speedup_ratio": 1000.0, "replay_trace": str(trace)})
-    try:
+    with api.running("cpu-mocker", workers=1, state_dir=root / "state",
+                     options={"speedup_ratio": 1000.0, "replay_trace": str(trace)}) as state:
         yield state
-    finally:
-        api.down(state)
 
 
 @pytest.fixture(scope="module")
