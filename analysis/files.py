@@ -18,9 +18,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from contracts.agent_status import AGENT_STATUS_FILE, AgentStatus
 from contracts.llm_calls import LLM_CALLS_FILE, LLMCallRecord
 from contracts.sweep import SWEEP_FILE, SweepManifest
+from contracts.tsq import TSQ_DETAILS_FILE, TsqDetails
 
 REWARD_FILE = "reward.json"
-TSQ_DETAILS_FILE = "tsq.json"
 
 
 @dataclass(frozen=True)
@@ -186,46 +186,18 @@ def read_llm_calls(trial_dir: Path, issues: list[Issue]) -> list[LLMCallRecord]:
     return records
 
 
-def _attempt_number(item: dict[str, Any], position: int) -> int:
-    for key in ("attempt", "index", "n"):
-        if isinstance(item.get(key), int):
-            return int(item[key])
-    return position
-
-
-def _attempt_tsq(item: dict[str, Any]) -> float | None:
-    for holder in (item, item.get("scores"), item.get("reward"), item.get("metrics")):
-        if isinstance(holder, dict) and isinstance(holder.get("tsq"), int | float):
-            return float(holder["tsq"])
-    return None
-
-
 def read_attempt_scores(trial_dir: Path, issues: list[Issue]) -> AttemptScores | None:
     """TSQ of each self-evaluation attempt and the scored one, from `verifier/tsq.json`.
 
-    Accepts `attempts` as a list of objects (`{"attempt": 1, "tsq": …}`, the score possibly
-    under `scores`/`reward`) or as an object keyed by attempt number, and the scored attempt
-    under `scored_attempt`, `accepted_attempt` or `accepted`.
+    Read through `contracts.tsq.TsqDetails`, the one shape every verifier version has
+    written (`attempts: [{attempt, calls, reward: {tsq, …}}]`, `scored_attempt`).
     """
     path = trial_dir / "verifier" / TSQ_DETAILS_FILE
-    data = _read_json(path, issues)
-    if not isinstance(data, dict):
+    details = _validate(TsqDetails, _read_json(path, issues), path, issues)
+    if details is None:
         return None
-    scores: dict[int, float] = {}
-    attempts = data.get("attempts")
-    if isinstance(attempts, dict):
-        attempts = [dict(v, attempt=int(k)) for k, v in attempts.items()
-                    if isinstance(v, dict) and str(k).isdigit()]
-    if isinstance(attempts, list):
-        for position, item in enumerate(attempts, start=1):
-            if isinstance(item, dict) and (tsq := _attempt_tsq(item)) is not None:
-                scores[_attempt_number(item, position)] = tsq
-    scored = None
-    for key in ("scored_attempt", "accepted_attempt", "accepted"):
-        if isinstance(data.get(key), int) and not isinstance(data.get(key), bool):
-            scored = int(data[key])
-            break
-    return AttemptScores(by_attempt=scores, scored_attempt=scored)
+    return AttemptScores(by_attempt=details.tsq_by_attempt(),
+                         scored_attempt=details.scored_attempt)
 
 
 def read_sweep_manifest(sweep_dir: Path, issues: list[Issue]) -> SweepManifest | None:

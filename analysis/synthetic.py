@@ -22,7 +22,14 @@ from harbor.models.trial.result import AgentInfo, ExceptionInfo, TimingInfo, Tri
 from harbor.models.verifier.result import VerifierResult
 
 from contracts.llm_calls import LLM_CALLS_FILE, LLMCallRecord
-from contracts.sweep import SWEEP_FILE, LevelRecord, SweepManifest
+from contracts.sweep import (
+    SWEEP_FILE,
+    LevelRecord,
+    SweepConfig,
+    SweepManifest,
+    level_dir,
+    level_dir_name,
+)
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 _T0_NS = int(T0.timestamp()) * 1_000_000_000
@@ -112,12 +119,14 @@ def write_trial(
 def write_sweep_manifest(sweep_dir: Path, levels: list[int], **overrides: Any) -> Path:
     sweep_dir.mkdir(parents=True, exist_ok=True)
     fields: dict[str, Any] = dict(
-        name=sweep_dir.name, config={}, fingerprint="synthetic", levels=levels, attempts=1,
+        name=sweep_dir.name, config=SweepConfig(levels=levels, profile="cpu-mocker"),
+        fingerprint="synthetic", levels=levels, attempts=1,
         server_profile="cpu-mocker", base_url="http://127.0.0.1:0/v1", model="synthetic-model",
         router="round-robin", tasks_dir="/tasks", n_tasks=0,
         versions={"harbor": "0.25", "bankbench": "0.1.0"}, git_sha="0" * 40,
         started_at=T0, finished_at=T0 + timedelta(hours=1),
-        level_records=[LevelRecord(level=lv, job_dir=f"c{lv}", state="complete") for lv in levels],
+        level_records=[LevelRecord(level=lv, job_dir=level_dir_name(lv), state="complete")
+                       for lv in levels],
     )
     fields.update(overrides)
     (sweep_dir / SWEEP_FILE).write_text(SweepManifest(**fields).model_dump_json(indent=2))
@@ -130,7 +139,7 @@ def synthetic_sweep(sweep_dir: Path, levels: list[int], trials_per_level: int,
     rng = random.Random(seed)
     write_sweep_manifest(sweep_dir, levels)
     for level in levels:
-        job_dir = write_job(sweep_dir / f"c{level}", level, n_total_trials=trials_per_level)
+        job_dir = write_job(level_dir(sweep_dir, level), level, n_total_trials=trials_per_level)
         slot_clock = [0.0] * level  # seconds; trials run `level` at a time
         for i in range(trials_per_level):
             slot = i % level

@@ -15,7 +15,6 @@ Column meanings are listed in docs/analysis.md.
 
 from __future__ import annotations
 
-import re
 from array import array
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,9 +27,14 @@ from analysis import files
 from analysis.status import QUALITY_STATUSES, classify
 from contracts.llm_calls import LLMCallRecord
 from contracts.reward import REWARD_KEYS
-from contracts.sweep import METRICS_AFTER, METRICS_BEFORE, SWEEP_FILE, SweepManifest
-
-_LEVEL_DIR = re.compile(r"^c(\d+)$")
+from contracts.sweep import (
+    METRICS_AFTER,
+    METRICS_BEFORE,
+    SWEEP_FILE,
+    SweepManifest,
+    level_dir,
+    level_of_dir,
+)
 
 
 class AnalysisInputError(ValueError):
@@ -99,15 +103,16 @@ def is_sweep_dir(path: Path) -> bool:
     path = Path(path)
     if (path / SWEEP_FILE).exists():
         return True
-    return path.is_dir() and any(d.is_dir() and _LEVEL_DIR.match(d.name) for d in path.iterdir())
+    return path.is_dir() and any(d.is_dir() and level_of_dir(d.name) is not None
+                                 for d in path.iterdir())
 
 
 def _read_root(path: Path, source: str, sink: _Sink) -> None:
     if not path.is_dir():
         raise AnalysisInputError(f"{path}: no such directory (expected a Harbor job or sweep)")
     level_dirs = sorted(
-        ((int(m.group(1)), d) for d in path.iterdir()
-         if d.is_dir() and (m := _LEVEL_DIR.match(d.name))),
+        ((level, d) for d in path.iterdir()
+         if d.is_dir() and (level := level_of_dir(d.name)) is not None),
     )
     if (path / SWEEP_FILE).exists() or level_dirs:
         issues: list[files.Issue] = []
@@ -120,7 +125,7 @@ def _read_root(path: Path, source: str, sink: _Sink) -> None:
             for level in manifest.levels:
                 if level not in {lv for lv, _ in level_dirs}:
                     sink.issues.append((source, files.Issue(
-                        str(path / f"c{level}"), "level listed in sweep.json has no job yet")))
+                        str(level_dir(path, level)), "level listed in sweep.json has no job yet")))
         for level, job_dir in level_dirs:
             _read_job(job_dir, source, level, sink)
         return

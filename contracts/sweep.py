@@ -1,21 +1,131 @@
-"""`jobs/<sweep>/sweep.json`: what a sweep ran, against what, and how far it got.
+"""`jobs/<sweep>/`: what a sweep is configured to measure, how its level folders are named, and
+`sweep.json` (what it ran, against what, and how far it got).
 
-Written by the sweep loop (bankbench/sweep/runner.py) at start, after every level and at the
-end; read by analysis to label each level's Harbor job. One Harbor job per level lives in
-`<sweep>/c<level>/`, with `metrics_before.prom` / `metrics_after.prom` beside its trials when the
-server exposes Prometheus /metrics.
+`SweepConfig` is the one definition of a sweep's options: the CLI (`bankbench sweep`) takes its
+defaults and help from these fields, the runner executes it, `--resume` compares fingerprints,
+and sweep.json stores it. One Harbor job per level lives in `<sweep>/c<level>/`
+(`level_dir_name`), with `metrics_before.prom` / `metrics_after.prom` beside its trials when the
+server exposes Prometheus /metrics. Written by bankbench/sweep/runner.py at start, after every
+level and at the end; read by analysis to label each level's Harbor job.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
+import re
 from datetime import datetime
-from typing import Any
+from pathlib import Path
+from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, field_validator, model_validator
 
 SWEEP_FILE = "sweep.json"
 METRICS_BEFORE = "metrics_before.prom"
 METRICS_AFTER = "metrics_after.prom"
+
+# Short names of Harbor environments; anything else is passed on as `module:Class`.
+ENVIRONMENTS = {
+    "local": "environments.local:LocalEnvironment",
+    "docker": "docker",
+}
+_LEVEL_DIR = re.compile(r"^c(\d+)$")
+
+
+def level_dir_name(level: int) -> str:
+    """The folder of one level's Harbor job: `c<level>`."""
+    return f"c{level}"
+
+
+def level_dir(sweep_dir: Path, level: int) -> Path:
+    return sweep_dir / level_dir_name(level)
+
+
+def level_of_dir(name: str) -> int | None:
+    """The level a `c<level>` folder name holds, or None for any other name."""
+    found = _LEVEL_DIR.match(name)
+    return int(found.group(1)) if found else None
+
+
+class SweepConfig(BaseModel):
+    """What defines a sweep: two runs with the same config measure the same thing."""
+
+    levels: list[int] = Field(
+        [1, 2, 4, 8], description="Concurrency levels, one Harbor job each (harbor -n LEVEL)."
+    )
+    attempts: int = Field(
+        1, ge=1,
+        description="Harbor attempts per task at each level (-k; repeats for pass@k spread).",
+    )
+    profile: str | None = Field(
+        None, description="Serve profile launched for the sweep (cpu-tiny, cpu-mocker, gpu-…)."
+    )
+    router: str | None = Field(
+        None, description="Dynamo router mode for a launched profile (None: the profile's)."
+    )
+    workers: int | None = Field(
+        None, ge=1, description="Engine workers for a launched profile (None: the profile's)."
+    )
+    server_options: dict[str, str] = Field(
+        default_factory=dict, description="`--set key=value` overrides for the profile."
+    )
+    base_url: str | None = Field(
+        None, description="OpenAI-compatible URL of a running server (…/v1)."
+    )
+    model: str | None = Field(
+        None, description="Served model name (required with --base-url; else the profile's)."
+    )
+    source: str = Field(
+        "auto",
+        description="Dataset when tasks are built: auto (hub, else the bundled sample) | hf | "
+        "sample | DIR.",
+    )
+    tasks: str | None = Field(
+        None, description="Existing task directory (skips building)."
+    )
+    limit: int | None = Field(None, ge=1, description="Use only the first N scenarios.")
+    mode: Literal["goals", "first-message"] = Field(
+        "goals", description="Instruction content of built tasks."
+    )
+    labels: str = Field(
+        "match", description="Expected-tool labels of built tasks (see `bankbench tasks build`)."
+    )
+    env: str = Field(
+        "local", description="Harbor environment: local (no Docker) | docker | module:Class."
+    )
+    agent_kwargs: dict[str, str] = Field(
+        default_factory=dict, description="Agent options passed as harbor --ak key=value."
+    )
+
+    @field_validator("levels")
+    @classmethod
+    def _levels(cls, v: list[int]) -> list[int]:
+        if not v or any(n < 1 for n in v):
+            raise ValueError("levels must be positive integers, e.g. 1,2,4,8")
+        if len(set(v)) != len(v):
+            raise ValueError(f"levels repeat a value: {v}")
+        return v
+
+    @model_validator(mode="after")
+    def _server(self) -> SweepConfig:
+        if bool(self.profile) == bool(self.base_url):
+            raise ValueError("give exactly one of --profile (launch a server) or --base-url")
+        if self.base_url and not self.model:
+            raise ValueError("--base-url needs --model (the served model name)")
+        return self
+
+    @property
+    def environment(self) -> str:
+        return ENVIRONMENTS.get(self.env, self.env)
+
+    def fingerprint(self) -> str:
+        """Stable hash of everything that changes what is measured."""
+        blob = json.dumps(self.model_dump(mode="json"), sort_keys=True)
+        return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+    def differences(self, other: SweepConfig) -> list[str]:
+        mine, theirs = self.model_dump(mode="json"), other.model_dump(mode="json")
+        return [f"{k}: {theirs[k]!r} -> {mine[k]!r}" for k in mine if mine[k] != theirs.get(k)]
 
 
 class LevelRecord(BaseModel):
@@ -33,7 +143,7 @@ class LevelRecord(BaseModel):
 
 class SweepManifest(BaseModel):
     name: str
-    config: dict[str, Any] = Field(description="The SweepConfig, as given (see bankbench.sweep).")
+    config: SweepConfig = Field(description="The sweep's configuration, as given.")
     fingerprint: str = Field(description="Hash of the config; --resume refuses a different one.")
     levels: list[int]
     attempts: int

@@ -7,8 +7,19 @@ import signal
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
-DEFAULT_LEVELS = "1,2,4,8"
+
+def _from_config(field: str, more: str = "") -> dict[str, Any]:
+    """argparse `default` and `help` of the option for SweepConfig field `field`: the model is
+    the one place each default and description is written."""
+    from contracts.sweep import SweepConfig
+
+    info = SweepConfig.model_fields[field]
+    default = info.get_default(call_default_factory=True)
+    if isinstance(default, dict):
+        default = []  # key=value options repeat; their items become the dict
+    return {"default": default, "help": (info.description or "").rstrip(".") + more}
 
 
 def _key_values(items: list[str], option: str) -> dict[str, str]:
@@ -43,33 +54,28 @@ def register(sub: argparse._SubParsersAction) -> None:
         ),
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
-    p.add_argument("--levels", type=_levels, default=_levels(DEFAULT_LEVELS),
-                   help="comma-separated concurrency levels")
-    p.add_argument("--attempts", "-k", type=int, default=1,
-                   help="Harbor attempts per task at each level (repeats for pass@k spread)")
+    p.add_argument("--levels", type=_levels, metavar="N,N,…",
+                   **_from_config("levels", ", comma-separated"))
+    p.add_argument("--attempts", "-k", type=int, **_from_config("attempts"))
     server = p.add_argument_group("server (one of)")
-    server.add_argument("--profile", help="launch this serve profile (cpu-tiny, cpu-mocker, gpu-…)")
-    server.add_argument("--base-url", help="use a running OpenAI-compatible server (…/v1)")
-    p.add_argument("--model", help="served model name (required with --base-url)")
-    p.add_argument("--router", default=None,
-                   help="Dynamo router mode for a launched profile, as `bankbench serve up "
-                   "--router` (default: the profile's)")
-    p.add_argument("--workers", type=int, default=None,
-                   help="engine workers for a launched profile (default: the profile's)")
-    p.add_argument("--set", dest="server_set", action="append", default=[], metavar="KEY=VALUE",
-                   help="profile override, repeatable (see `bankbench serve up --help`)")
+    server.add_argument("--profile", **_from_config("profile"))
+    server.add_argument("--base-url", **_from_config("base_url"))
+    p.add_argument("--model", **_from_config("model"))
+    p.add_argument("--router", **_from_config(
+        "router", "; as `bankbench serve up --router`"))
+    p.add_argument("--workers", type=int, **_from_config("workers"))
+    p.add_argument("--set", dest="server_set", action="append", metavar="KEY=VALUE",
+                   **_from_config("server_options", "; repeatable, see `bankbench serve up "
+                                  "--help`"))
     tasks = p.add_argument_group("tasks")
-    tasks.add_argument("--tasks", help="existing task directory (otherwise built in the sweep)")
-    tasks.add_argument("--source", default="auto",
-                       help="dataset when building: auto (hub, else the bundled sample) | hf | "
-                            "sample | DIR")
-    tasks.add_argument("--limit", type=int, help="only the first N scenarios")
-    tasks.add_argument("--mode", default="goals", choices=["goals", "first-message"])
-    tasks.add_argument("--labels", default="match", help="keyword | match | file:PATH")
-    p.add_argument("--env", default="local",
-                   help="Harbor environment: local (no Docker), docker, or module:Class")
-    p.add_argument("--ak", action="append", default=[], metavar="KEY=VALUE",
-                   help="agent option passed to harbor --ak, repeatable (e.g. self_eval=true)")
+    tasks.add_argument("--tasks", **_from_config("tasks"))
+    tasks.add_argument("--source", **_from_config("source"))
+    tasks.add_argument("--limit", type=int, **_from_config("limit"))
+    tasks.add_argument("--mode", choices=["goals", "first-message"], **_from_config("mode"))
+    tasks.add_argument("--labels", **_from_config("labels"))
+    p.add_argument("--env", **_from_config("env"))
+    p.add_argument("--ak", action="append", metavar="KEY=VALUE",
+                   **_from_config("agent_kwargs", "; repeatable, e.g. self_eval=true"))
     p.add_argument("--out", default="jobs", help="parent folder of sweep directories")
     p.add_argument("--name", help="sweep directory name (default: sweep-<UTC timestamp>)")
     p.add_argument("--resume", metavar="SWEEP_DIR",
@@ -80,8 +86,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 def _run(args: argparse.Namespace) -> int:
     from pydantic import ValidationError
 
-    from bankbench.sweep.config import SweepConfig
     from bankbench.sweep.runner import SweepError, load_manifest, run_sweep
+    from contracts.sweep import SweepConfig
 
     if args.resume:
         sweep_dir = Path(args.resume)
@@ -93,9 +99,9 @@ def _run(args: argparse.Namespace) -> int:
         explicit = _explicit_options(args)
         if explicit:
             # Given options must match the stored ones; check_resumable names any difference.
-            fields = dict(stored.config, **explicit)
+            fields = dict(stored.config.model_dump(), **explicit)
         else:
-            fields = stored.config
+            fields = stored.config.model_dump()
     else:
         name = args.name or "sweep-" + datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
         sweep_dir = Path(args.out) / name
@@ -171,9 +177,8 @@ def _explicit_options(args: argparse.Namespace, all_fields: bool = False) -> dic
     }
     if all_fields:
         return fields
-    defaults = {
-        "levels": _levels(DEFAULT_LEVELS), "attempts": 1, "router": None, "workers": None,
-        "server_options": {}, "source": "auto", "mode": "goals", "labels": "match",
-        "env": "local", "agent_kwargs": {},
-    }
+    from contracts.sweep import SweepConfig
+
+    defaults = {name: info.get_default(call_default_factory=True)
+                for name, info in SweepConfig.model_fields.items()}
     return {k: v for k, v in fields.items() if v is not None and v != defaults.get(k)}

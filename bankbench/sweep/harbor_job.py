@@ -14,7 +14,9 @@ from collections.abc import Callable
 from enum import StrEnum
 from pathlib import Path
 
-from bankbench.sweep.config import AGENT_IMPORT_PATH, SweepConfig
+from contracts.sweep import SweepConfig
+
+AGENT_IMPORT_PATH = "agents.banking:BankingAgent"
 
 
 class JobState(StrEnum):

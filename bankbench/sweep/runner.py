@@ -15,7 +15,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from bankbench.sweep import harbor_job, preflight, progress
-from bankbench.sweep.config import SweepConfig, level_dir, level_dir_name
 from bankbench.sweep.provenance import git_sha, versions
 from bankbench.sweep.tasks import prepare_tasks
 from contracts.sweep import (
@@ -23,7 +22,10 @@ from contracts.sweep import (
     METRICS_BEFORE,
     SWEEP_FILE,
     LevelRecord,
+    SweepConfig,
     SweepManifest,
+    level_dir,
+    level_dir_name,
 )
 
 
@@ -54,7 +56,7 @@ def save_manifest(sweep_dir: Path, manifest: SweepManifest) -> None:
 
 def check_resumable(config: SweepConfig, sweep_dir: Path) -> SweepManifest:
     manifest = load_manifest(sweep_dir)
-    earlier = SweepConfig.model_validate(manifest.config)
+    earlier = manifest.config
     if earlier.fingerprint() != config.fingerprint():
         diff = "; ".join(config.differences(earlier))
         raise SweepError(
@@ -170,7 +172,7 @@ def run_sweep(config: SweepConfig, sweep_dir: Path, *, resume: bool = False) -> 
 
         if manifest is None:
             manifest = SweepManifest(
-                name=sweep_dir.name, config=config.model_dump(mode="json"),
+                name=sweep_dir.name, config=config,
                 fingerprint=config.fingerprint(), levels=config.levels,
                 attempts=config.attempts, server_profile=config.profile, base_url=base_url,
                 model=model, router=server.router if server else None,

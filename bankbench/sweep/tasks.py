@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from bankbench.sweep.config import SweepConfig
+from contracts.sweep import SweepConfig
 
 
 def count_tasks(tasks_dir: Path) -> int:

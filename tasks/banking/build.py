@@ -28,6 +28,7 @@ from tasks.banking.writer import TaskFiles, task_dirs, write_task
 TEMPLATE_DIR = Path(__file__).resolve().parent / "template"
 # Files taken verbatim from the template (the mock bank and the verifier), with their modes.
 TEMPLATE_FILES = {
+    "environment/Dockerfile": 0o644,
     "environment/bank": 0o755,
     "environment/mockbank.py": 0o644,
     "tests/test.sh": 0o755,
@@ -106,12 +107,7 @@ def template_files(template_dir: Path) -> dict[str, tuple[bytes, int]]:
         raise DatasetError(
             f"task template incomplete: missing {', '.join(str(template_dir / m) for m in missing)}"
         )
-    files = {rel: ((template_dir / rel).read_bytes(), mode) for rel, mode in TEMPLATE_FILES.items()}
-    # The template's Dockerfile knows what the bank needs at build time; ours is the fallback.
-    dockerfile = template_dir / "environment/Dockerfile"
-    data = dockerfile.read_bytes() if dockerfile.is_file() else render.DOCKERFILE.encode()
-    files["environment/Dockerfile"] = (data, 0o644)
-    return files
+    return {rel: ((template_dir / rel).read_bytes(), mode) for rel, mode in TEMPLATE_FILES.items()}
 
 
 def tools_named_in(text: str, names: list[str]) -> list[str]:

@@ -21,25 +21,11 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field, ValidationError
 
+from tasks.banking import hub, sample
+from tasks.banking.raw import CONFIGS, DOMAINS, DatasetError, RawDataset
 from tasks.banking.rows import PersonaRow, ScenarioRow, ToolRow, describe_error
 
-CONFIGS = ("tools", "personas", "adaptive_tool_use")
-DOMAINS = ("banking", "healthcare", "insurance", "investment", "telecom")
 OnBadRow = Literal["fail", "skip"]
-
-
-class DatasetError(Exception):
-    """Input that cannot become tasks; the message names the culprit."""
-
-
-class RawDataset(BaseModel):
-    """Rows as read, before validation."""
-
-    tools: list[dict[str, Any]]
-    personas: list[dict[str, Any]]
-    scenarios: list[dict[str, Any]]
-    revision: str = Field(description="Commit sha, 'sample-<v>' or 'dir:<hash>'.")
-    origin: str = Field(description="Where the rows came from, for messages.")
 
 
 class BadRow(BaseModel):
@@ -201,16 +187,12 @@ def read_source(source: str, domain: str, offline: bool = False,
     if domain not in DOMAINS:
         raise DatasetError(f"--domain {domain!r}: expected one of {', '.join(DOMAINS)}")
     if source == "sample":
-        from tasks.banking import sample
-
         if domain != "banking":
             raise DatasetError(f"--source sample holds the banking domain only, not {domain!r}")
         return sample.raw_dataset()
     if source == "hf" or source.startswith("hf@"):
-        from tasks.banking.hub import fetch_snapshot
-
         revision = source.partition("@")[2] or "main"
-        snapshot, sha = fetch_snapshot(domain, revision=revision, cache=hub_cache,
+        snapshot, sha = hub.fetch_snapshot(domain, revision=revision, cache=hub_cache,
                                        local_files_only=offline)
         return read_layout(snapshot, domain, revision=sha)
     path = Path(source).expanduser()

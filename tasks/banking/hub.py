@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tasks.banking.dataset import CONFIGS, DatasetError
+from tasks.banking.raw import CONFIGS, DatasetError
 
 REPO_ID = "galileo-ai/agent-leaderboard-v2"
 

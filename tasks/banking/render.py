@@ -31,13 +31,6 @@ TOOLS_PARAGRAPH = (
     "use a reasonable value."
 )
 
-DOCKERFILE = """\
-FROM python:3.12-slim
-COPY . /app
-RUN chmod +x /app/bank
-WORKDIR /app
-"""
-
 
 class TaskMetadata(BaseModel):
     """`[metadata]` of task.toml."""

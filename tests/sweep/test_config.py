@@ -4,9 +4,8 @@ import pytest
 from pydantic import ValidationError
 
 from bankbench.sweep import harbor_job
-from bankbench.sweep.config import SweepConfig
 from bankbench.sweep.runner import SweepError, check_resumable, save_manifest
-from contracts.sweep import SweepManifest
+from contracts.sweep import SweepConfig, SweepManifest
 
 
 def _config(**kw):
@@ -38,7 +37,7 @@ def test_fingerprint_tracks_what_is_measured():
 
 def _manifest(config: SweepConfig) -> SweepManifest:
     return SweepManifest(
-        name="s", config=config.model_dump(mode="json"), fingerprint=config.fingerprint(),
+        name="s", config=config, fingerprint=config.fingerprint(),
         levels=config.levels, attempts=config.attempts, server_profile=None,
         base_url="http://127.0.0.1:9/v1", model="m", tasks_dir="t", n_tasks=1,
         started_at="2026-01-01T00:00:00Z",

@@ -14,6 +14,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from tasks.banking.raw import RawDataset
+
 SAMPLE_VERSION = "1"
 SAMPLE_DIR = Path(__file__).resolve().parent
 GOLD_LABELS_PATH = SAMPLE_DIR / "gold_labels.json"
@@ -39,9 +41,7 @@ def scenario_rows() -> list[dict]:
     return [json.loads(line) for line in text.splitlines() if line.strip()]
 
 
-def raw_dataset():
-    from tasks.banking.dataset import RawDataset
-
+def raw_dataset() -> RawDataset:
     return RawDataset(
         tools=tool_rows(),
         personas=_load("personas.json"),

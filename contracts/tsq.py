@@ -1,0 +1,72 @@
+"""`/logs/verifier/tsq.json`: how the verifier arrived at reward.json.
+
+Written as plain JSON by the task's verifier (tasks/banking/template/tests/verify.py, standard
+library only); read on the host by analysis through `TsqDetails`. Extra fields are allowed at
+every level: the verifier may add details (per-goal scores, argument checks) before readers
+know them, and a reader takes only what it understands.
+
+A verifier that failed while scoring writes only `verifier_version`, `reward` (all 0.0) and
+`reason`; a missing or unreadable intents file adds `intents` but no `attempts`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+TSQ_DETAILS_FILE = "tsq.json"
+
+
+class _Open(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+
+class RecordedCall(_Open):
+    seq: Any = None
+    attempt: int = Field(description="Self-evaluation attempt the call belongs to (1-based).")
+    tool: str = Field(description="Tool name as the agent called it.")
+    arguments: Any = None
+    valid: bool = Field(description="The bank accepted the arguments against the tool's schema.")
+    errors: list[Any] = Field(default_factory=list)
+
+
+class AttemptDetail(_Open):
+    attempt: int
+    calls: list[RecordedCall] = Field(default_factory=list)
+    reward: dict[str, float] = Field(description="The reward numbers this attempt would get.")
+
+
+class GoalMatch(_Open):
+    index: int | None = None
+    text: str | None = None
+    tools: list[str] | None = Field(description="The goal's expected tools (null: unmapped).")
+    called: list[str] = Field(default_factory=list, description="Which of them were called.")
+    covered: bool | None = Field(description="One of them was called; null when unmapped.")
+
+
+class TsqDetails(_Open):
+    # Defaults on what every verifier writes, so a reader still gets the attempts of a file
+    # trimmed to them (as test fixtures and hand-made examples are).
+    verifier_version: str | None = None
+    reward: dict[str, float] = Field(
+        default_factory=dict, description="Exactly what reward.json holds."
+    )
+    reason: str | None = Field(None, description="Why the score is zero when it is, else null.")
+    expected_path: str | None = None
+    intents: dict[str, Any] | None = Field(None, description="Counts from the intents log.")
+    scenario_id: str | None = None
+    attempts: list[AttemptDetail] = Field(
+        default_factory=list, description="Every attempt with bank calls, in attempt order."
+    )
+    scored_attempt: int | None = Field(None, description="The attempt reward.json scores.")
+    attempt_selection: str | None = Field(None, description="Why that attempt was scored.")
+    actual_tools: list[str] = Field(default_factory=list)
+    expected_tools: list[str] = Field(default_factory=list)
+    matched: list[str] = Field(default_factory=list)
+    missing: list[str] = Field(default_factory=list)
+    extra: list[str] = Field(default_factory=list)
+    goals: list[GoalMatch] = Field(default_factory=list)
+
+    def tsq_by_attempt(self) -> dict[int, float]:
+        return {a.attempt: a.reward["tsq"] for a in self.attempts if "tsq" in a.reward}
