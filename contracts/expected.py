@@ -1,18 +1,51 @@
-"""`tests/expected.json` of a task: the tool calls the verifier expects, with their provenance.
+"""Expected tools per goal: `tests/expected.json` of a task, and the curated labels file that
+`--labels file:PATH` reads (and `--labels model` writes for review).
 
-Written by the task builder (tasks/banking), read by the verifier inside the environment (as
-plain JSON) and by analysis on the host (with these models).
+`expected.json` is written by the task builder (tasks/banking), read by the verifier inside the
+environment (as plain JSON) and by analysis on the host (with these models).
+
+Per goal, a label is either a set of **alternative** tools (any one of them serves the goal) or
+an explicit **no tool serves this** mark; `expected_tools` keeps the reference-compatible set
+side (what set-F1 TSQ compares against): each served goal's first-listed tool, in goal order.
+
+The labels file comes in two formats, both read by `--labels file:PATH`:
+
+- per scenario (the reference's): `{"banking-007": ["get_account_balance", ...]}`;
+- per goal (`LabelsFile`): `{"format": "bankbench-labels/2", "scenarios": {"banking-007":
+  {"goals": [{"goal": "...", "tools": ["a", "b"]}, {"goal": "...", "no_tool": true,
+  "reason": "..."}]}}}` with optional `produced_by` and `quality`; the bare
+  `{"banking-007": {"goals": [...]}}` map (no header) reads the same.
 """
 
 from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 EXPECTED_FILE = "expected.json"
+LABELS_FILE_FORMAT = "bankbench-labels/2"
 
-LabelMethod = Literal["keyword", "match", "file"]
+LabelMethod = Literal["keyword", "match", "intent", "model", "file"]
+
+
+class LabelsQuality(BaseModel):
+    """How well the method agreed with gold labels it was never built or tuned on."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    heldout_micro_f1: float = Field(
+        ge=0, le=1, description="Micro F1 over goals of the held-out gold set (see "
+        "benchmarks/labelling.py): a goal's hit counts once, every wrong tool is a false positive."
+    )
+    heldout_goal_exact: float = Field(
+        ge=0, le=1, description="Share of held-out goals labelled exactly right: a non-empty "
+        "subset of the gold alternatives, or no tool where no tool serves."
+    )
+    measured_with: str = Field(
+        description="The gold set and command, e.g. 'goldsets/heldout (103 goals), "
+        "benchmarks/labelling.py'."
+    )
 
 
 class LabelsInfo(BaseModel):
@@ -21,6 +54,13 @@ class LabelsInfo(BaseModel):
     method: LabelMethod = Field(description="How the expected tools were derived.")
     version: str = Field(description="Version of the method (for `file`: hash of the file).")
     source: str | None = Field(None, description="Labels file path for `file`, else null.")
+    produced_by: str | None = Field(
+        None, description="For `file`: the method the file says made it (e.g. "
+        "'model@1 <model>'), if it says; else null."
+    )
+    quality: LabelsQuality | None = Field(
+        None, description="The method's measured held-out quality; null when not measured."
+    )
 
 
 class GoalLabel(BaseModel):
@@ -29,9 +69,20 @@ class GoalLabel(BaseModel):
     index: int = Field(ge=0, description="Position of the goal in the scenario's user_goals.")
     text: str
     tools: list[str] | None = Field(
-        description="Tools this goal needs; [] when the method found none; null when the "
-        "method does not map tools to goals (e.g. a curated per-scenario file)."
+        description="Alternative tools, any one of which serves this goal (first = preferred); "
+        "[] when no tool serves it or the method found none (see no_tool); null when the "
+        "method does not map tools to goals (e.g. a per-scenario labels file)."
     )
+    no_tool: bool = Field(
+        False, description="The method says no tool can serve this goal (tools is then [])."
+    )
+    reason: str | None = Field(None, description="One line on why, when the method gives one.")
+
+    @model_validator(mode="after")
+    def _no_tool_has_no_tools(self) -> GoalLabel:
+        if self.no_tool and self.tools:
+            raise ValueError(f"goal {self.index}: no_tool is set but tools are listed")
+        return self
 
 
 class Provenance(BaseModel):
@@ -49,7 +100,52 @@ class Expected(BaseModel):
     scenario_id: str = Field(pattern=r"^[a-z]+-\d{3,}$")
     labels: LabelsInfo
     expected_tools: list[str] = Field(
-        description="Multiset in goal order: a tool repeats when two goals need it."
+        description="Multiset in goal order (the set-F1 side): each served goal's preferred "
+        "tool; a tool repeats when two goals need it."
     )
     goals: list[GoalLabel]
     provenance: Provenance
+
+
+class GoalEntry(BaseModel):
+    """One goal of a per-goal labels file: alternatives, or no tool."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    goal: str | None = Field(
+        None, description="The goal's text, for the reviewer; when given it must match the "
+        "dataset's goal at this position, so a shifted list is caught."
+    )
+    tools: list[str] = Field(
+        default_factory=list, description="Alternative tools, any one serves (first preferred)."
+    )
+    no_tool: bool = Field(False, description="No tool can serve this goal.")
+    reason: str | None = Field(None, description="One line on why (kept in expected.json).")
+
+    @model_validator(mode="after")
+    def _one_decision(self) -> GoalEntry:
+        if self.no_tool == bool(self.tools):
+            raise ValueError("give either tools (any one serves the goal) or no_tool: true")
+        if len(set(self.tools)) != len(self.tools):
+            raise ValueError(f"tools repeat a name: {self.tools}")
+        return self
+
+
+class ScenarioEntry(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    goals: list[GoalEntry] = Field(description="One entry per user goal, in goal order.")
+
+
+class LabelsFile(BaseModel):
+    """The per-goal labels file (`--labels file:PATH`; `--labels model` writes one)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    format: Literal["bankbench-labels/2"] = LABELS_FILE_FORMAT
+    produced_by: str | None = Field(
+        None, description="What made the labels (e.g. 'model@1 <model> via <endpoint>'); a "
+        "reviewer who edits the file may say so here."
+    )
+    quality: LabelsQuality | None = None
+    scenarios: dict[str, ScenarioEntry]

@@ -88,7 +88,8 @@ class SweepConfig(BaseModel):
         "goals", description="Instruction content of built tasks."
     )
     labels: str = Field(
-        "match", description="Expected-tool labels of built tasks (see `bankbench tasks build`)."
+        "intent", description="Expected-tool labels of built tasks: intent | match | keyword | "
+        "file:PATH (see `bankbench tasks build`)."
     )
     env: str = Field(
         "local", description="Harbor environment: local (no Docker) | docker | module:Class."

@@ -12,9 +12,12 @@ SOURCE_HELP = (
     "(<config>/<domain>-*.parquet), or 'sample' (the original sample bundled with bankbench)"
 )
 LABELS_HELP = (
-    "how expected tools are derived: 'match' (goal words vs tool schema words, one tool per goal), "
-    "'keyword' (the reference integration's keyword heuristic, noisy, for comparability) or "
-    "'file:PATH' (curated JSON {\"banking-007\": [\"tool\", ...]})"
+    "how expected tools are derived, per goal: 'intent' (default: goal words vs tool schema "
+    "words; near-ties as alternatives; 'no tool' below a threshold), 'match' (the previous "
+    "default), 'keyword' (the reference integration's keyword heuristic, noisy, for "
+    "comparability), 'model' (ask a model: see --labels-endpoint; writes a labels file to "
+    "review) or 'file:PATH' (curated JSON, per goal or the reference's per scenario "
+    "{\"banking-007\": [\"tool\", ...]}; see docs/labels.md)"
 )
 
 
@@ -46,7 +49,17 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="instruction content: first message plus the goals as requests (default), "
         "or the first message alone",
     )
-    b.add_argument("--labels", default="match", help=LABELS_HELP + " (default: match)")
+    b.add_argument("--labels", default="intent", help=LABELS_HELP)
+    m = b.add_argument_group("--labels model")
+    m.add_argument("--labels-endpoint", metavar="URL",
+                   help="OpenAI-compatible base URL (…/v1) of the labelling model")
+    m.add_argument("--labels-model", metavar="NAME", help="served model name to ask")
+    m.add_argument("--labels-key-env", default="OPENAI_API_KEY", metavar="VAR",
+                   help="environment variable holding the endpoint's key, if it needs one "
+                   "(default: OPENAI_API_KEY); the key is never written anywhere")
+    m.add_argument("--labels-out", type=Path, metavar="PATH",
+                   help="where the reviewable labels file goes (default: "
+                   "<out>.model-labels.json beside --out)")
     b.add_argument(
         "--on-bad-row",
         choices=("fail", "skip"),
@@ -83,6 +96,17 @@ def _build(args: argparse.Namespace) -> int:
     from tasks.banking.labels import LabelsError
     from tasks.banking.writer import WriteError
 
+    model_options = None
+    if args.labels == "model":
+        from tasks.banking.labels.llm import ModelOptions
+
+        if not args.labels_endpoint or not args.labels_model:
+            print("bankbench tasks build: --labels model needs --labels-endpoint and "
+                  "--labels-model", file=sys.stderr)
+            return 2
+        out = args.labels_out or args.out.with_name(args.out.name + ".model-labels.json")
+        model_options = ModelOptions(endpoint=args.labels_endpoint, model=args.labels_model,
+                                     key_env=args.labels_key_env, out=out)
     scenarios = None
     if args.scenarios:
         scenarios = [s.strip() for s in args.scenarios.split(",") if s.strip()]
@@ -100,6 +124,7 @@ def _build(args: argparse.Namespace) -> int:
             hub_cache=hub_cache(),
             prune_stale=args.prune_stale,
             progress_every=args.progress_every,
+            model_options=model_options,
         )
     except (DatasetError, LabelsError, WriteError) as exc:
         print(f"bankbench tasks build: {exc}", file=sys.stderr)

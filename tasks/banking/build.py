@@ -22,7 +22,7 @@ from contracts.expected import Expected, GoalLabel, LabelsInfo, Provenance
 from tasks.banking import render
 from tasks.banking.arguments import arguments_for
 from tasks.banking.dataset import BadRow, Dataset, DatasetError, OnBadRow, Scenario, load
-from tasks.banking.labels import LabelSet, ScenarioLabels, label_scenarios
+from tasks.banking.labels import DEFAULT_METHOD, LabelSet, ScenarioLabels, label_scenarios
 from tasks.banking.writer import TaskFiles, task_dirs, write_task
 
 TEMPLATE_DIR = Path(__file__).resolve().parent / "template"
@@ -134,6 +134,17 @@ def oracle_calls(
     return calls
 
 
+def goal_labels(goals: list[str], labels: ScenarioLabels) -> list[GoalLabel]:
+    """expected.json's per-goal entries (tools null throughout for a per-scenario labelling)."""
+    choices = labels.choices()
+    if choices is None:
+        return [GoalLabel(index=i, text=goal, tools=None) for i, goal in enumerate(goals)]
+    return [
+        GoalLabel(index=i, text=goal, tools=c.tools, no_tool=c.no_tool, reason=c.reason)
+        for i, (goal, c) in enumerate(zip(goals, choices, strict=True))
+    ]
+
+
 def task_files(
     scenario: Scenario,
     dataset: Dataset,
@@ -144,15 +155,13 @@ def task_files(
 ) -> TaskFiles:
     labels = labelset.scenarios[scenario.scenario_id]
     goals = scenario.row.user_goals
-    per_goal = labels.goal_tools or [None] * len(goals)
     expected = Expected(
         scenario_id=scenario.scenario_id,
-        labels=LabelsInfo(method=labelset.method, version=labelset.version, source=labelset.source),
+        labels=LabelsInfo(method=labelset.method, version=labelset.version,
+                          source=labelset.source, produced_by=labelset.produced_by,
+                          quality=labelset.quality),
         expected_tools=labels.expected_tools,
-        goals=[
-            GoalLabel(index=i, text=goal, tools=tools)
-            for i, (goal, tools) in enumerate(zip(goals, per_goal, strict=True))
-        ],
+        goals=goal_labels(goals, labels),
         provenance=Provenance(dataset_revision=dataset.revision, builder=builder_tag()),
     )
     meta = render.TaskMetadata(
@@ -184,7 +193,7 @@ def build_tasks(
     out: Path,
     domain: str = "banking",
     mode: str = "goals",
-    labels: str = "match",
+    labels: str = DEFAULT_METHOD,
     on_bad_row: OnBadRow = "fail",
     limit: int | None = None,
     *,
@@ -195,8 +204,12 @@ def build_tasks(
     template_dir: Path = TEMPLATE_DIR,
     progress_every: int = 10,
     log: Callable[[str], None] | None = None,
+    model_options: object | None = None,
 ) -> BuildSummary:
-    """Build one task per selected scenario under `out`; see the module docstring."""
+    """Build one task per selected scenario under `out`; see the module docstring.
+
+    `model_options` (a `labels.llm.ModelOptions`) is what `labels="model"` asks and writes.
+    """
     say = log or (lambda line: print(line, file=sys.stderr, flush=True))
     if mode not in render.MODES:
         raise DatasetError(f"--mode {mode!r}: expected one of {', '.join(render.MODES)}")
@@ -204,7 +217,7 @@ def build_tasks(
     for bad in dataset.bad_rows:
         say(f"skipping bad row {bad.line()}")
     chosen = select(dataset, scenarios, limit)
-    labelset = label_scenarios(labels, dataset, chosen)
+    labelset = label_scenarios(labels, dataset, chosen, model_options)
     template = template_files(template_dir)
     shared = {
         "environment/tools.json": render.tools_json(dataset.tools).encode(),

@@ -22,7 +22,7 @@ def fake_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="session")
 def built_sample(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The whole sample built once with the real template (match labels, goals mode)."""
+    """The whole sample built once with the real template (default labels, goals mode)."""
     if not template_ready():
         pytest.skip("tasks/banking/template (mock bank and verifier) not present yet")
     out = tmp_path_factory.mktemp("tasks")

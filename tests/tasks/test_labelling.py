@@ -178,7 +178,8 @@ def test_missing_file_and_unknown_method(tmp_path):
     dataset = load("sample")
     with pytest.raises(LabelsError, match="cannot read"):
         label_scenarios(f"file:{tmp_path / 'nope.json'}", dataset, dataset.scenarios)
-    with pytest.raises(LabelsError, match="expected one of keyword, match, file:PATH"):
+    with pytest.raises(LabelsError,
+                       match="expected one of intent, match, keyword, model, file:PATH"):
         label_scenarios("llm", dataset, dataset.scenarios)
 
 
@@ -189,3 +190,46 @@ def test_gold_labels_cover_the_sample_with_known_tools():
     assert {t for tools in gold.values() for t in tools} <= set(dataset.tool_names)
     for scenario in dataset.scenarios:
         assert 1 <= len(gold[scenario.scenario_id]) <= len(scenario.row.user_goals)
+
+
+def test_intent_near_ties_are_alternatives_not_extra_tools():
+    tools = [
+        tool_row("close_account", "Close a savings account."),
+        tool_row("close_card", "Close a savings card."),
+        tool_row("open_account", "Open an account."),
+        tool_row("find_atm", "Find a cash machine."),
+        tool_row("get_rate", "Quote an exchange rate."),
+        tool_row("book_meeting", "Book a meeting with an advisor."),
+    ]
+    ds = tiny_dataset(tools, [["close savings", "b", "c", "d"]])
+    old = label_scenarios("match", ds, ds.scenarios).scenarios["banking-000"]
+    new = label_scenarios("intent", ds, ds.scenarios)
+    got = new.scenarios["banking-000"]
+    assert new.tag == "intent@1"
+    assert sorted(old.expected_tools) == ["close_account", "close_card"]  # match: both required
+    assert sorted(got.goal_tools[0]) == ["close_account", "close_card"]  # intent: either serves
+    assert got.expected_tools == [got.goal_tools[0][0]]  # … and only one is expected
+
+
+def test_intent_marks_goals_no_tool_explains_instead_of_dropping_them(tiny):
+    got = label_scenarios("intent", tiny, tiny.scenarios).scenarios["banking-000"]
+    assert got.goal_tools == [["get_account_balance"], ["freeze_card"], ["transfer_funds"], []]
+    assert got.goal_no_tool == [False, False, False, True]
+    assert "no tool" in got.goal_reasons[3] and got.goal_reasons[0]
+
+
+def test_intent_matches_derivational_forms_and_general_english_only():
+    from tasks.banking.labels.intent import IntentMatcher
+    from tasks.banking.labels.text import GENERAL_FORMS
+
+    tools = [
+        tool_row("request_replacement_card", "Order a new card to replace a damaged one."),
+        tool_row("get_exchange_rate", "Quote a rate between USD and MXN."),
+        tool_row("find_branch", "Find a branch near a postal code."),
+    ]
+    matcher = IntentMatcher(tiny_dataset(tools, [["a", "b", "c", "d"]]).tools, GENERAL_FORMS)
+    assert matcher._known("replacements") == "replacement"  # shares 'replac…' with the schema
+    assert matcher._known("withdraw") == "withdraw"  # nothing in the tools starts 'withdr'
+    assert matcher.rank("how many pesos for 100 dollars")[0][1] == "get_exchange_rate"
+    # No sample-made synonyms: 'lock' is not 'freeze' to it (it is to `match`'s thesaurus).
+    assert "lock" not in GENERAL_FORMS and tokens("lock", GENERAL_FORMS) == ["lock"]

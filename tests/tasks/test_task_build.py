@@ -63,7 +63,7 @@ def test_task_toml_metadata(built_sample):
             "domain": "banking",
             "persona_index": scenario.row.persona_index,
             "n_goals": len(scenario.row.user_goals),
-            "labels": "match@1",
+            "labels": "intent@1",
             "dataset_revision": f"sample-{SAMPLE_VERSION}",
             "mode": "goals",
             "dataset": "galileo-ai/agent-leaderboard-v2",
@@ -88,10 +88,14 @@ def test_expected_json_follows_the_contract(built_sample):
         raw = (built_sample / scenario.scenario_id / "tests/expected.json").read_text()
         expected = Expected.model_validate_json(raw)
         assert expected.scenario_id == scenario.scenario_id
-        assert expected.labels.method == "match" and expected.labels.source is None
+        assert expected.labels.method == "intent" and expected.labels.source is None
         assert [g.text for g in expected.goals] == scenario.row.user_goals
-        per_goal = [t for g in expected.goals for t in g.tools]
-        assert expected.expected_tools == per_goal
+        # The set-F1 side takes each served goal's preferred tool; the rest are alternatives.
+        preferred = [g.tools[0] for g in expected.goals if g.tools]
+        assert expected.expected_tools == preferred
+        # Every goal is decided: tools, or an explicit no-tool mark with its reason.
+        assert all(bool(g.tools) != g.no_tool for g in expected.goals)
+        assert all(g.reason for g in expected.goals if g.no_tool)
         assert set(expected.expected_tools) <= set(TOOL_NAMES)
         assert expected.provenance.dataset_revision == f"sample-{SAMPLE_VERSION}"
 

@@ -1,7 +1,9 @@
-"""Expected-tool labelling with provenance: `keyword`, `match` or `file:PATH`.
+"""Expected-tool labelling with provenance: `intent` (default), `match`, `keyword`, `model`,
+`file:PATH`.
 
-Each method turns a scenario's goals into the tool names the verifier expects; the result
-carries the method and its version, recorded in task.toml and tests/expected.json.
+Each method turns a scenario's goals into per-goal labels (alternative tools, or no tool) and
+the tool names the set-F1 side of the verifier expects; the result carries the method, its
+version and (where measured) its held-out quality, recorded in task.toml and expected.json.
 """
 
 from __future__ import annotations
@@ -9,16 +11,28 @@ from __future__ import annotations
 from pathlib import Path
 
 from tasks.banking.dataset import Dataset, Scenario
-from tasks.banking.labels import curated, keyword, match
-from tasks.banking.labels.model import LabelsError, LabelSet, ScenarioLabels
+from tasks.banking.labels import curated, intent, keyword, match
+from tasks.banking.labels.model import GoalChoice, LabelsError, LabelSet, ScenarioLabels
 
-METHODS = ("keyword", "match", "file:PATH")
+DEFAULT_METHOD = "intent"
+METHODS = ("intent", "match", "keyword", "model", "file:PATH")
 
-__all__ = ["LabelSet", "LabelsError", "ScenarioLabels", "METHODS", "label_scenarios"]
+__all__ = ["DEFAULT_METHOD", "GoalChoice", "LabelSet", "LabelsError", "ScenarioLabels",
+           "METHODS", "label_scenarios"]
 
 
-def label_scenarios(spec: str, dataset: Dataset, scenarios: list[Scenario]) -> LabelSet:
-    """Label `scenarios` with the method `spec` names ('keyword', 'match' or 'file:PATH')."""
+def label_scenarios(spec: str, dataset: Dataset, scenarios: list[Scenario],
+                    model_options: object | None = None) -> LabelSet:
+    """Label `scenarios` with the method `spec` names (see METHODS).
+
+    `model` needs `model_options` (a `labels.llm.ModelOptions`): where to ask and where the
+    reviewable labels file goes.
+    """
+    if spec == "intent":
+        matcher = intent.make_matcher(dataset)
+        labels = {s.scenario_id: intent.label(s, dataset, matcher) for s in scenarios}
+        return LabelSet(method="intent", version=intent.VERSION, quality=intent.QUALITY,
+                        scenarios=labels)
     if spec == "keyword":
         labels = {s.scenario_id: keyword.label(s, dataset) for s in scenarios}
         return LabelSet(method="keyword", version=keyword.VERSION, scenarios=labels)
@@ -26,10 +40,20 @@ def label_scenarios(spec: str, dataset: Dataset, scenarios: list[Scenario]) -> L
         matcher = match.Matcher(dataset.tools)
         labels = {s.scenario_id: match.label(s, dataset, matcher) for s in scenarios}
         return LabelSet(method="match", version=match.VERSION, scenarios=labels)
+    if spec == "model":
+        from tasks.banking.labels import llm
+
+        if model_options is None:
+            raise LabelsError(f"--labels {spec}: needs --labels-endpoint and --labels-model")
+        return llm.label_set(dataset, scenarios, model_options)  # type: ignore[arg-type]
     if spec.startswith("file:") and len(spec) > len("file:"):
         path = Path(spec.removeprefix("file:")).expanduser()
         labels = curated.label_all(path, dataset, scenarios)
+        document = curated.read_labels_file(path)
+        meta = document if not isinstance(document, dict) else None
         return LabelSet(
-            method="file", version=curated.file_version(path), source=str(path), scenarios=labels
+            method="file", version=curated.file_version(path), source=str(path),
+            produced_by=meta.produced_by if meta else None,
+            quality=meta.quality if meta else None, scenarios=labels,
         )
     raise LabelsError(f"--labels {spec!r}: expected one of {', '.join(METHODS)}")

@@ -51,7 +51,7 @@ def _enum_and_parameter_text(schema: dict[str, Any]) -> tuple[list[str], list[st
     return enums, params
 
 
-def tool_words(tool: ToolRow) -> ToolWords:
+def tool_words(tool: ToolRow, synonyms: dict[str, str] | None = None) -> ToolWords:
     enums, params = _enum_and_parameter_text(tool.parameters)
     fields = (
         (NAME_WEIGHT, [tool.title]),
@@ -62,7 +62,7 @@ def tool_words(tool: ToolRow) -> ToolWords:
     weights: dict[str, float] = {}
     for weight, texts in fields:
         for text in texts:
-            for word in tokens(text):
+            for word in tokens(text, synonyms):
                 weights[word] = max(weights.get(word, 0.0), weight)
     return ToolWords(name=tool.title, weights=weights)
 
@@ -70,8 +70,9 @@ def tool_words(tool: ToolRow) -> ToolWords:
 class Matcher:
     """Index of a domain's tools; `rank(goal)` scores them all."""
 
-    def __init__(self, tools: list[ToolRow]):
-        self.tools = [tool_words(tool) for tool in tools]
+    def __init__(self, tools: list[ToolRow], synonyms: dict[str, str] | None = None):
+        self.synonyms = synonyms
+        self.tools = [tool_words(tool, synonyms) for tool in tools]
         n = len(self.tools)
         df: dict[str, int] = {}
         for tool in self.tools:
@@ -80,7 +81,7 @@ class Matcher:
         self.idf = {word: math.log(1 + n / count) for word, count in df.items()}
 
     def rank(self, goal: str) -> list[tuple[float, str]]:
-        words = set(tokens(goal))
+        words = set(tokens(goal, self.synonyms))
         scored = []
         for tool in self.tools:
             score = sum(tool.weights.get(w, 0.0) * self.idf.get(w, 0.0) for w in words)

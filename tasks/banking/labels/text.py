@@ -80,15 +80,28 @@ def stem(word: str) -> str:
     return word
 
 
-def tokens(text: str) -> list[str]:
-    """Lower-case content words, split on anything not a letter (so snake_case splits too)."""
+# General English only, nothing learnt from any labelled data: irregular past forms, the
+# British spelling, and currency names onto the ISO codes tool enums use.
+GENERAL_FORMS = {
+    "paid": "pay", "sent": "send", "cheque": "check", "euro": "eur", "euros": "eur",
+    "pound": "gbp", "pounds": "gbp", "peso": "mxn", "pesos": "mxn", "yen": "jpy",
+    "rupee": "inr", "rupees": "inr", "dollar": "usd", "dollars": "usd",
+}
+
+
+def tokens(text: str, synonyms: dict[str, str] | None = None) -> list[str]:
+    """Lower-case content words, split on anything not a letter (so snake_case splits too).
+
+    `synonyms` maps words before and after stemming (default: the `match` THESAURUS).
+    """
+    table = THESAURUS if synonyms is None else synonyms
     out = []
     for raw in WORD.findall(text.lower()):
         if raw in STOPWORDS:
             continue
-        word = THESAURUS.get(raw, raw)
+        word = table.get(raw, raw)
         if word not in KEEP:
-            word = THESAURUS.get(stem(word), stem(word))
+            word = table.get(stem(word), stem(word))
         if word not in STOPWORDS and len(word) > 1:
             out.append(word)
     return out
