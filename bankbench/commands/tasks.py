@@ -57,6 +57,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     m.add_argument("--labels-key-env", default="OPENAI_API_KEY", metavar="VAR",
                    help="environment variable holding the endpoint's key, if it needs one "
                    "(default: OPENAI_API_KEY); the key is never written anywhere")
+    m.add_argument("--labels-nvext-annotation", action="append", default=[], metavar="TEXT",
+                   help="Dynamo nvext annotation sent with each request, formatted with "
+                   "{scenario_id} and {index} (e.g. output_replay_id:labels:{index} to replay "
+                   "scripted answers from a mocker trace); repeatable")
     m.add_argument("--labels-out", type=Path, metavar="PATH",
                    help="where the reviewable labels file goes (default: "
                    "<out>.model-labels.json beside --out)")
@@ -106,7 +110,8 @@ def _build(args: argparse.Namespace) -> int:
             return 2
         out = args.labels_out or args.out.with_name(args.out.name + ".model-labels.json")
         model_options = ModelOptions(endpoint=args.labels_endpoint, model=args.labels_model,
-                                     key_env=args.labels_key_env, out=out)
+                                     key_env=args.labels_key_env, out=out,
+                                     nvext_annotations=args.labels_nvext_annotation)
     scenarios = None
     if args.scenarios:
         scenarios = [s.strip() for s in args.scenarios.split(",") if s.strip()]
