@@ -51,13 +51,18 @@ def _enum_and_parameter_text(schema: dict[str, Any]) -> tuple[list[str], list[st
     return enums, params
 
 
-def tool_words(tool: ToolRow, synonyms: dict[str, str] | None = None) -> ToolWords:
+def tool_words(tool: ToolRow, synonyms: dict[str, str] | None = None,
+               weights: tuple[float, float, float, float] | None = None) -> ToolWords:
+    """Each schema word with the weight of the strongest field it appears in; `weights` are
+    (name, description, enum, parameter), by default this module's."""
     enums, params = _enum_and_parameter_text(tool.parameters)
+    name_w, description_w, enum_w, parameter_w = weights or (
+        NAME_WEIGHT, DESCRIPTION_WEIGHT, ENUM_WEIGHT, PARAMETER_WEIGHT)
     fields = (
-        (NAME_WEIGHT, [tool.title]),
-        (DESCRIPTION_WEIGHT, [tool.description]),
-        (ENUM_WEIGHT, enums),
-        (PARAMETER_WEIGHT, params),
+        (name_w, [tool.title]),
+        (description_w, [tool.description]),
+        (enum_w, enums),
+        (parameter_w, params),
     )
     weights: dict[str, float] = {}
     for weight, texts in fields:
@@ -70,9 +75,10 @@ def tool_words(tool: ToolRow, synonyms: dict[str, str] | None = None) -> ToolWor
 class Matcher:
     """Index of a domain's tools; `rank(goal)` scores them all."""
 
-    def __init__(self, tools: list[ToolRow], synonyms: dict[str, str] | None = None):
+    def __init__(self, tools: list[ToolRow], synonyms: dict[str, str] | None = None,
+                 weights: tuple[float, float, float, float] | None = None):
         self.synonyms = synonyms
-        self.tools = [tool_words(tool, synonyms) for tool in tools]
+        self.tools = [tool_words(tool, synonyms, weights) for tool in tools]
         n = len(self.tools)
         df: dict[str, int] = {}
         for tool in self.tools:

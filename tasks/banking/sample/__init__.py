@@ -2,11 +2,12 @@
 
 Stored readable beside this file: `tools.json` (parameter and response schemas as JSON
 objects), `personas.json`, `adaptive_tool_use.jsonl` (one scenario per line) and
-`gold_labels.json` (curated expected tools per scenario, the `--labels file:` format). The
+`gold_labels.json` (curated expected tools per scenario, the `--labels file:` format), and
+`gold_goals.json` (the same labels per goal, with the two goals no tool serves). The
 loader turns tool schemas back into the JSON-string columns of the hub data, so the sample
 passes through exactly the validators the real data does.
 
-Bump SAMPLE_VERSION whenever a file here changes: it is the dataset revision tasks record.
+Bump SAMPLE_VERSION whenever a row file here changes: it is the dataset revision tasks record.
 """
 
 from __future__ import annotations
@@ -19,6 +20,8 @@ from tasks.banking.raw import RawDataset
 SAMPLE_VERSION = "1"
 SAMPLE_DIR = Path(__file__).resolve().parent
 GOLD_LABELS_PATH = SAMPLE_DIR / "gold_labels.json"
+# The same gold per goal (the per-goal labels-file format), for per-goal scoring and tuning.
+GOLD_GOALS_PATH = SAMPLE_DIR / "gold_goals.json"
 
 
 def _load(name: str):
