@@ -107,6 +107,15 @@ class SweepConfig(BaseModel):
             raise ValueError(f"levels repeat a value: {v}")
         return v
 
+    @field_validator("labels")
+    @classmethod
+    def _labels(cls, v: str) -> str:
+        if v == "model":
+            raise ValueError("a sweep does not ask a model for labels: build and review them "
+                             "first (bankbench tasks build --labels model), then give "
+                             "--labels file:PATH")
+        return v
+
     @model_validator(mode="after")
     def _server(self) -> SweepConfig:
         if bool(self.profile) == bool(self.base_url):

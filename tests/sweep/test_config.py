@@ -23,6 +23,30 @@ def test_exactly_one_server_source_is_required():
         SweepConfig(levels=[1], base_url="http://x/v1")
 
 
+def test_a_sweep_takes_reviewed_labels_not_a_model():
+    with pytest.raises(ValidationError, match="tasks build --labels model"):
+        _config(labels="model")
+    assert _config().labels == "intent" and _config(labels="file:x.json").labels == "file:x.json"
+
+
+def test_cli_defaults_and_help_come_from_the_config_model():
+    import argparse
+
+    from bankbench.commands import sweep as command
+
+    parser = argparse.ArgumentParser()
+    command.register(parser.add_subparsers())
+    args = parser.parse_args(["sweep", "--profile", "cpu-mocker"])
+    defaults = SweepConfig(profile="cpu-mocker")
+    assert args.levels == defaults.levels and args.attempts == defaults.attempts
+    assert (args.source, args.mode, args.labels, args.env) == (
+        defaults.source, defaults.mode, defaults.labels, defaults.env)
+    assert command._explicit_options(args) == {"profile": "cpu-mocker"}
+    sub = parser._subparsers._group_actions[0].choices["sweep"]
+    helps = {a.dest: a.help for a in sub._actions}
+    assert helps["attempts"].startswith(SweepConfig.model_fields["attempts"].description[:40])
+
+
 @pytest.mark.parametrize("levels", [[], [0], [1, 1]])
 def test_bad_levels_are_rejected(levels):
     with pytest.raises(ValidationError):
