@@ -92,7 +92,8 @@ def test_match_discounts_words_every_tool_uses(tiny):
     assert top == "get_account_balance" and top_score >= MIN_SCORE
 
 
-def test_match_adds_a_near_tie():
+def tie_dataset():
+    """Six tools, two of which tie exactly on the goal "close savings"."""
     tools = [
         tool_row("close_account", "Close a savings account."),
         tool_row("close_card", "Close a savings card."),
@@ -101,7 +102,11 @@ def test_match_adds_a_near_tie():
         tool_row("get_rate", "Quote an exchange rate."),
         tool_row("book_meeting", "Book a meeting with an advisor."),
     ]
-    ds = tiny_dataset(tools, [["close savings", "b", "c", "d"]])
+    return tiny_dataset(tools, [["close savings", "b", "c", "d"]])
+
+
+def test_match_adds_a_near_tie():
+    ds = tie_dataset()
     matcher = Matcher(ds.tools)
     ranked = matcher.rank("close savings")
     assert ranked[0][0] == ranked[1][0]
@@ -193,15 +198,7 @@ def test_gold_labels_cover_the_sample_with_known_tools():
 
 
 def test_intent_near_ties_are_alternatives_not_extra_tools():
-    tools = [
-        tool_row("close_account", "Close a savings account."),
-        tool_row("close_card", "Close a savings card."),
-        tool_row("open_account", "Open an account."),
-        tool_row("find_atm", "Find a cash machine."),
-        tool_row("get_rate", "Quote an exchange rate."),
-        tool_row("book_meeting", "Book a meeting with an advisor."),
-    ]
-    ds = tiny_dataset(tools, [["close savings", "b", "c", "d"]])
+    ds = tie_dataset()
     old = label_scenarios("match", ds, ds.scenarios).scenarios["banking-000"]
     assert sorted(old.expected_tools) == ["close_account", "close_card"]  # match: both required
     new = label_scenarios("intent", ds, ds.scenarios)
