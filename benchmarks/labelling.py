@@ -33,7 +33,12 @@ sys.path.insert(0, str(REPO))
 from contracts.expected import LabelsFile  # noqa: E402
 from tasks.banking import goldsets  # noqa: E402
 from tasks.banking.dataset import Dataset, load, validate  # noqa: E402
-from tasks.banking.labels import ScenarioLabels, intent, label_scenarios  # noqa: E402
+from tasks.banking.labels import (  # noqa: E402
+    ModelOptions,
+    ScenarioLabels,
+    intent,
+    label_scenarios,
+)
 from tasks.banking.labels.curated import read_labels_file  # noqa: E402
 from tasks.banking.sample import GOLD_GOALS_PATH  # noqa: E402
 
@@ -123,7 +128,7 @@ def per_goal_gold(path: Path) -> dict[str, GoalGold | set[str]]:
 
 
 def run_methods(dataset: Dataset, gold: dict, per_goal: bool,
-                model_options: object | None) -> list[tuple[str, dict[str, float]]]:
+                model_options: ModelOptions | None) -> list[tuple[str, dict[str, float]]]:
     chosen = dataset.scenarios
     rows = []
     for name, spec in (("keyword", "keyword"), ("match (old default)", "match"),
@@ -167,8 +172,6 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     options = None
     if args.model_endpoint:
-        from tasks.banking.labels.llm import ModelOptions
-
         options = ModelOptions(endpoint=args.model_endpoint, model=args.model or "",
                                key_env=args.model_key_env, out=None)
 

@@ -22,7 +22,13 @@ from contracts.expected import Expected, GoalLabel, LabelsInfo, Provenance
 from tasks.banking import render
 from tasks.banking.arguments import arguments_for
 from tasks.banking.dataset import BadRow, Dataset, DatasetError, OnBadRow, Scenario, load
-from tasks.banking.labels import DEFAULT_METHOD, LabelSet, ScenarioLabels, label_scenarios
+from tasks.banking.labels import (
+    DEFAULT_METHOD,
+    LabelSet,
+    ModelOptions,
+    ScenarioLabels,
+    label_scenarios,
+)
 from tasks.banking.writer import TaskFiles, task_dirs, write_task
 
 TEMPLATE_DIR = Path(__file__).resolve().parent / "template"
@@ -204,11 +210,11 @@ def build_tasks(
     template_dir: Path = TEMPLATE_DIR,
     progress_every: int = 10,
     log: Callable[[str], None] | None = None,
-    model_options: object | None = None,
+    model_options: ModelOptions | None = None,
 ) -> BuildSummary:
     """Build one task per selected scenario under `out`; see the module docstring.
 
-    `model_options` (a `labels.llm.ModelOptions`) is what `labels="model"` asks and writes.
+    `model_options` is where `labels="model"` asks and where its labels file goes.
     """
     say = log or (lambda line: print(line, file=sys.stderr, flush=True))
     if mode not in render.MODES:

@@ -11,22 +11,22 @@ from __future__ import annotations
 from pathlib import Path
 
 from tasks.banking.dataset import Dataset, Scenario
-from tasks.banking.labels import curated, intent, keyword, match
+from tasks.banking.labels import curated, intent, keyword, llm, match
+from tasks.banking.labels.llm import ModelOptions
 from tasks.banking.labels.model import GoalChoice, LabelsError, LabelSet, ScenarioLabels
 
 DEFAULT_METHOD = "intent"
 METHODS = ("intent", "match", "keyword", "model", "file:PATH")
 
-__all__ = ["DEFAULT_METHOD", "GoalChoice", "LabelSet", "LabelsError", "ScenarioLabels",
-           "METHODS", "label_scenarios"]
+__all__ = ["DEFAULT_METHOD", "GoalChoice", "LabelSet", "LabelsError", "ModelOptions",
+           "ScenarioLabels", "METHODS", "label_scenarios"]
 
 
 def label_scenarios(spec: str, dataset: Dataset, scenarios: list[Scenario],
-                    model_options: object | None = None) -> LabelSet:
+                    model_options: ModelOptions | None = None) -> LabelSet:
     """Label `scenarios` with the method `spec` names (see METHODS).
 
-    `model` needs `model_options` (a `labels.llm.ModelOptions`): where to ask and where the
-    reviewable labels file goes.
+    `model` needs `model_options`: where to ask and where the reviewable labels file goes.
     """
     if spec == "intent":
         matcher = intent.make_matcher(dataset)
@@ -41,11 +41,9 @@ def label_scenarios(spec: str, dataset: Dataset, scenarios: list[Scenario],
         labels = {s.scenario_id: match.label(s, dataset, matcher) for s in scenarios}
         return LabelSet(method="match", version=match.VERSION, scenarios=labels)
     if spec == "model":
-        from tasks.banking.labels import llm
-
         if model_options is None:
             raise LabelsError(f"--labels {spec}: needs --labels-endpoint and --labels-model")
-        return llm.label_set(dataset, scenarios, model_options)  # type: ignore[arg-type]
+        return llm.label_set(dataset, scenarios, model_options)
     if spec.startswith("file:") and len(spec) > len("file:"):
         path = Path(spec.removeprefix("file:")).expanduser()
         labels = curated.label_all(path, dataset, scenarios)
