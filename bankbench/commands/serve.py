@@ -6,6 +6,8 @@ import argparse
 import sys
 from pathlib import Path
 
+# Static so `--help` stays fast (the registry imports pydantic/httpx); a test keeps it in step
+# with bankbench.serve.profiles.REGISTRY.
 PROFILE_HELP = (
     "cpu-mocker (Dynamo frontend + mocker engine, any machine), "
     "cpu-tiny (Dynamo frontend + SmolLM2-135M via llama.cpp), "
@@ -137,14 +139,15 @@ def _status(args: argparse.Namespace) -> int:
         print(f"workers registered: {report.workers_registered}")
     for c in report.components:
         where = f"pid {c.pid}" if c.pid else f"container {c.container_id}"
-        print(f"  {c.name:<12} {'running' if c.alive else 'STOPPED'} ({where})")
+        shown = {True: "running", False: "STOPPED", None: "UNKNOWN"}[c.alive]
+        print(f"  {c.name:<12} {shown} ({where})")
     return 0 if report.ok else 1
 
 
 def _logs(args: argparse.Namespace) -> int:
+    from bankbench.procs import tail
     from bankbench.serve.api import load_state
     from bankbench.serve.errors import ServeError
-    from bankbench.serve.procs import tail
 
     try:
         state = load_state(_resolve_state_dir(args.state_dir))

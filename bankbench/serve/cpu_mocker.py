@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from bankbench.paths import dynamo_assets
-from bankbench.serve.local_stack import dynamo_env, frontend_command, launch
+from bankbench.serve.local_stack import LocalProfile, dynamo_env, frontend_command, launch
 from bankbench.serve.options import MockerOptions
 from bankbench.serve.state import ServerState
 
@@ -30,6 +30,16 @@ def mocker_command(
     if opts.replay_trace is not None:
         cmd += ["--response-replay-trace-path", str(opts.replay_trace)]
     return cmd + list(opts.mocker_args)
+
+
+class MockerProfile(LocalProfile):
+    name = "cpu-mocker"
+    summary = "Dynamo frontend + mocker engine, any machine"
+    options_model = MockerOptions
+    default_model = DEFAULT_MODEL
+
+    def launch(self, state: ServerState, port: int, opts: MockerOptions) -> ServerState:
+        return start(state, port, opts)
 
 
 def start(state: ServerState, port: int, opts: MockerOptions) -> ServerState:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from bankbench.paths import dynamo_assets
 from bankbench.serve.errors import ServeError
-from bankbench.serve.local_stack import dynamo_env, frontend_command, launch
+from bankbench.serve.local_stack import LocalProfile, dynamo_env, frontend_command, launch
 from bankbench.serve.options import TinyOptions
 from bankbench.serve.state import ServerState
 
@@ -34,6 +34,16 @@ def worker_command(
     if opts.tool_call_parser:
         cmd += ["--dyn-tool-call-parser", opts.tool_call_parser]
     return cmd + list(opts.worker_args)
+
+
+class TinyProfile(LocalProfile):
+    name = "cpu-tiny"
+    summary = "Dynamo frontend + SmolLM2-135M via llama.cpp"
+    options_model = TinyOptions
+    default_model = DEFAULT_MODEL
+
+    def launch(self, state: ServerState, port: int, opts: TinyOptions) -> ServerState:
+        return start(state, port, opts)
 
 
 def start(state: ServerState, port: int, opts: TinyOptions) -> ServerState:

@@ -7,8 +7,9 @@ from pathlib import Path
 
 import httpx
 
+from bankbench.serve.base import ComponentStatus, StartRequest
 from bankbench.serve.errors import ServeError
-from bankbench.serve.state import ServerState, default_state_dir, save_state
+from bankbench.serve.state import ServerState, save_state
 
 
 def check_options(options: dict) -> str:
@@ -26,7 +27,7 @@ def check_options(options: dict) -> str:
     return url if url.endswith("/v1") else url + "/v1"
 
 
-def connect(*, model: str | None, options: dict, state_dir: Path | None) -> ServerState:
+def connect(*, model: str | None, options: dict, state_dir: Path) -> ServerState:
     """Check the URL answers /v1/models and record it; options: url, api_key_env."""
     url = check_options(options)
     key_env = options.get("api_key_env")
@@ -47,8 +48,26 @@ def connect(*, model: str | None, options: dict, state_dir: Path | None) -> Serv
         model = models[0]
     state = ServerState(
         profile="external", base_url=url, model=model, router="external", workers=0,
-        state_dir=Path(state_dir or default_state_dir("external")).resolve(),
+        state_dir=state_dir,
         options={"url": url, "api_key_env": key_env},
     )
     save_state(state)
     return state
+
+
+class ExternalProfile:
+    name = "external"
+    summary = "an existing OpenAI-compatible URL: --set url=…"
+    launches = False
+
+    def check(self, req: StartRequest) -> None:
+        check_options(req.options)
+
+    def start(self, req: StartRequest, state_dir: Path) -> ServerState:
+        return connect(model=req.model, options=req.options, state_dir=state_dir)
+
+    def stop(self, state: ServerState) -> None:
+        """Nothing was started."""
+
+    def alive(self, state: ServerState) -> list[ComponentStatus]:
+        return []

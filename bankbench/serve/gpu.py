@@ -6,12 +6,13 @@ import os
 import secrets
 from pathlib import Path
 
+from bankbench.procs import port_is_free
+from bankbench.serve.base import ComponentStatus, StartRequest
 from bankbench.serve.containers import ContainerSpec, build_specs
 from bankbench.serve.errors import ServeError
 from bankbench.serve.gpu_profiles import GpuProfile, load_profile
 from bankbench.serve.local_stack import wait_ready
-from bankbench.serve.procs import port_is_free
-from bankbench.serve.state import Component, ServerState, default_state_dir, save_state
+from bankbench.serve.state import Component, ServerState, save_state
 
 
 def _client():
@@ -75,16 +76,12 @@ def profile_with_overrides(profile_name: str, *, router: str | None, workers: in
 
 
 def start_gpu(profile_name: str, *, router: str | None, workers: int | None, port: int | None,
-              model: str | None, options: dict, state_dir: Path | None) -> ServerState:
+              model: str | None, options: dict, state_dir: Path) -> ServerState:
     profile = profile_with_overrides(profile_name, router=router, workers=workers, port=port,
                                      model=model, options=options)
     if not port_is_free(profile.frontend_port, "0.0.0.0"):
         raise ServeError(f"port {profile.frontend_port} is busy; pass another --port")
     client = _client()
-    from bankbench.serve.api import _prepare_state_dir
-
-    state_dir = Path(state_dir or default_state_dir(profile_name)).resolve()
-    _prepare_state_dir(state_dir, profile_name)
     stack_id = f"bankbench-{profile_name}-{secrets.token_hex(3)}"
     specs = build_specs(profile, stack_id)
     state = ServerState(
@@ -103,21 +100,12 @@ def start_gpu(profile_name: str, *, router: str | None, workers: int | None, por
             save_state(state)
         # Decode workers are the ones the frontend routes to in a disaggregated stack.
         expected = (profile.decode.workers if profile.disaggregated else profile.worker.workers)
-        wait_ready(state, expected, profile.start_timeout_s)
+        wait_ready(state, expected, profile.start_timeout_s, failure=_first_failure)
     except BaseException:
         stop_containers(state)
         raise
     save_state(state)
     return state
-
-
-def container_running(container_id: str) -> bool:
-    import docker
-
-    try:
-        return docker.from_env().containers.get(container_id).status in ("created", "running")
-    except Exception:
-        return False
 
 
 def container_logs(container_id: str, lines: int = 40) -> str:
@@ -147,6 +135,15 @@ def container_failure(profile: str, comp: Component) -> ServeError | None:
                       logs, comp.name)
 
 
+def _first_failure(state: ServerState) -> ServeError | None:
+    for comp in state.components:
+        if comp.kind == "container" and comp.container_id is not None:
+            failure = container_failure(state.profile, comp)
+            if failure is not None:
+                return failure
+    return None
+
+
 def stop_containers(state: ServerState, timeout: int = 20) -> None:
     """Stop and remove this stack's containers (by id, workers first) and its volume."""
     import docker
@@ -171,3 +168,51 @@ def stop_containers(state: ServerState, timeout: int = 20) -> None:
             client.volumes.get(name).remove(force=True)
         except Exception:
             pass
+
+
+def container_status(state: ServerState) -> list[ComponentStatus]:
+    """Liveness of the container components; None for each when the engine cannot be asked."""
+    try:
+        import docker
+
+        client = docker.from_env()
+        client.ping()
+    except Exception:
+        return [ComponentStatus(name=c.name, alive=None, container_id=c.container_id)
+                for c in state.components if c.kind == "container"]
+    out = []
+    for c in state.components:
+        if c.kind != "container":
+            continue
+        try:
+            alive = client.containers.get(c.container_id).status in ("created", "running")
+        except docker.errors.NotFound:
+            alive = False
+        except Exception:
+            alive = None
+        out.append(ComponentStatus(name=c.name, alive=alive, container_id=c.container_id))
+    return out
+
+
+class GpuStack:
+    """A GPU profile (dynamo/profiles/<name>.yaml) run as containers with the docker SDK."""
+
+    launches = True
+
+    def __init__(self, name: str, summary: str) -> None:
+        self.name = name
+        self.summary = summary
+
+    def check(self, req: StartRequest) -> None:
+        profile_with_overrides(self.name, router=req.router, workers=req.workers, port=None,
+                               model=req.model, options=req.options)
+
+    def start(self, req: StartRequest, state_dir: Path) -> ServerState:
+        return start_gpu(self.name, router=req.router, workers=req.workers, port=req.port,
+                         model=req.model, options=req.options, state_dir=state_dir)
+
+    def stop(self, state: ServerState) -> None:
+        stop_containers(state)
+
+    def alive(self, state: ServerState) -> list[ComponentStatus]:
+        return container_status(state)

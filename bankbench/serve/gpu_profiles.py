@@ -17,8 +17,8 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from bankbench.paths import dynamo_assets
+from bankbench.serve.base import ROUTER_MODES
 from bankbench.serve.errors import ServeError
-from bankbench.serve.local_stack import ROUTER_MODES
 
 GROUP_SHORTCUTS = ("workers", "tp", "gpus", "extra_args")
 

@@ -1,32 +1,29 @@
 """Local Dynamo stacks (frontend + worker processes) on loopback with file discovery.
 
-Used by the cpu-mocker and cpu-tiny profiles: build the environment that keeps every Dynamo
-plane on 127.0.0.1, start each component in its own process group, wait until the model is
-listed, every worker registered and a 1-token completion works; on any failure stop
-everything that was started and raise ServeError with the failing component's log tail.
+`LocalProfile` is the base of the cpu-mocker and cpu-tiny profiles: build the environment that
+keeps every Dynamo plane on 127.0.0.1, start each component in its own process group, wait
+until the model is listed, every worker registered and a 1-token completion works; on any
+failure stop everything that was started and raise ServeError with the failing component's
+log tail. `wait_ready` also serves the container profiles (they pass their own failure check).
 """
 
 from __future__ import annotations
 
 import os
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import httpx
+from pydantic import BaseModel
 
-from bankbench.serve import procs
+from bankbench import procs
+from bankbench.serve.base import ComponentStatus, StartRequest
 from bankbench.serve.errors import ServeError
+from bankbench.serve.options import validate_options
 from bankbench.serve.state import Component, ServerState, save_state
 
-ROUTER_MODES = (
-    "round-robin",
-    "random",
-    "power-of-two",
-    "kv",
-    "direct",
-    "least-loaded",
-    "device-aware-weighted",
-)
+FailureCheck = Callable[[ServerState], ServeError | None]
 
 
 def dynamo_env(kv_dir: Path) -> dict[str, str]:
@@ -86,7 +83,7 @@ def launch(
             pid = procs.start(cmd, env, log)
             state.components.append(
                 Component(name=name, kind="process", pid=pid, log_path=log, command=cmd,
-                          start_ticks=procs.start_ticks(pid))
+                          start_time=procs.start_time(pid))
             )
             save_state(state)  # so `serve down` can stop a half-started stack
         wait_ready(state, expected_workers, timeout_s)
@@ -100,17 +97,24 @@ def stop_processes(state: ServerState) -> None:
     """Stop every process component, workers first so the frontend sees them leave."""
     for comp in reversed(state.components):
         if comp.kind == "process" and comp.pid is not None:
-            procs.stop_group(comp.pid, ticks=comp.start_ticks)
+            procs.stop_group(comp.pid, started=comp.start_time)
 
 
-def _dead_component(state: ServerState) -> ServeError | None:
+def process_status(state: ServerState) -> list[ComponentStatus]:
+    """Liveness of the process components: the recorded leader (not a later holder of its pid)
+    with its group still running."""
+    return [
+        ComponentStatus(
+            name=c.name, pid=c.pid,
+            alive=(c.pid is not None and procs.is_same_process(c.pid, c.start_time)
+                   and procs.group_alive(c.pid)))
+        for c in state.components if c.kind == "process"
+    ]
+
+
+def process_failure(state: ServerState) -> ServeError | None:
+    """ServeError for the first process component that has exited, else None."""
     for comp in state.components:
-        if comp.kind == "container" and comp.container_id is not None:
-            from bankbench.serve.gpu import container_failure
-
-            failure = container_failure(state.profile, comp)
-            if failure is not None:
-                return failure
         if comp.kind == "process" and comp.pid is not None and not procs.is_alive(comp.pid):
             code = procs.exit_code(comp.pid)
             how = f"exit code {code}" if code is not None else "it is gone"
@@ -154,14 +158,16 @@ def probe_completion(base_url: str, model: str, client: httpx.Client) -> str | N
     return None
 
 
-def wait_ready(state: ServerState, expected_workers: int, timeout_s: float) -> None:
-    """Block until the stack answers: model listed, workers registered, 1 token generated."""
+def wait_ready(state: ServerState, expected_workers: int, timeout_s: float,
+               failure: FailureCheck = process_failure) -> None:
+    """Block until the stack answers: model listed, workers registered, 1 token generated.
+    `failure` names a component that died meanwhile (raised at once)."""
     root = state.base_url.removesuffix("/v1")
     deadline = time.monotonic() + timeout_s
     last = "frontend not answering yet"
     with httpx.Client() as client:
         while True:
-            dead = _dead_component(state)
+            dead = failure(state)
             if dead is not None:
                 raise dead
             if time.monotonic() > deadline:
@@ -190,3 +196,53 @@ def wait_ready(state: ServerState, expected_workers: int, timeout_s: float) -> N
                         return
                     last = f"test completion failed: {reason}"
             time.sleep(0.3)
+
+
+def check_port(port: int | None) -> int:
+    """The frontend port to use: `port` if free on loopback, a free one when None."""
+    if port is None:
+        return procs.free_port()
+    if not (0 < port < 65536):
+        raise ServeError(f"--port {port} is not a TCP port")
+    if not procs.port_is_free(port):
+        raise ServeError(f"port {port} is busy on 127.0.0.1; choose another --port or omit it")
+    return port
+
+
+class LocalProfile:
+    """A Dynamo stack of local process groups. Subclasses set the class attributes and
+    `launch` (start the components into `state`)."""
+
+    name: str
+    summary: str
+    options_model: type[BaseModel]
+    default_model: str
+    launches = True
+
+    def check(self, req: StartRequest) -> None:
+        validate_options(self.options_model, req.options, self.name)
+
+    def start(self, req: StartRequest, state_dir: Path) -> ServerState:
+        from bankbench.serve.dynamo_venv import DynamoVenvError
+        from bankbench.serve.smollm2 import ModelFilesError
+
+        opts = validate_options(self.options_model, req.options, self.name)
+        port = check_port(req.port)
+        state = ServerState(
+            profile=self.name, base_url=f"http://127.0.0.1:{port}/v1",
+            model=req.model or self.default_model, router=req.router or "round-robin",
+            workers=req.workers or 1, state_dir=state_dir, options=opts.model_dump(mode="json"),
+        )
+        try:
+            return self.launch(state, port, opts)
+        except (DynamoVenvError, ModelFilesError) as exc:
+            raise ServeError(f"{self.name}: {str(exc).splitlines()[0]}") from None
+
+    def launch(self, state: ServerState, port: int, opts: BaseModel) -> ServerState:
+        raise NotImplementedError
+
+    def stop(self, state: ServerState) -> None:
+        stop_processes(state)
+
+    def alive(self, state: ServerState) -> list[ComponentStatus]:
+        return process_status(state)

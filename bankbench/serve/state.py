@@ -20,7 +20,8 @@ class Component(BaseModel):
     name: str = Field(description="frontend, mocker, worker-0, prefill-0, etcd, …")
     kind: Literal["process", "container"]
     pid: int | None = Field(default=None, description="process-group leader (kind=process)")
-    start_ticks: int | None = Field(default=None, description="leader's start time, /proc")
+    start_time: float | None = Field(
+        default=None, description="leader's start time (psutil create_time): a reused pid differs")
     container_id: str | None = Field(default=None, description="docker id (kind=container)")
     log_path: Path | None = Field(default=None, description="stdout+stderr of the component")
     command: list[str] = Field(default_factory=list)

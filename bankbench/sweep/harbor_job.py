@@ -3,7 +3,6 @@ progress lines while it works. The sweep loop (runner.py) calls these once per l
 
 from __future__ import annotations
 
-import ctypes
 import json
 import os
 import signal
@@ -14,6 +13,7 @@ from collections.abc import Callable
 from enum import StrEnum
 from pathlib import Path
 
+from bankbench import procs
 from contracts.sweep import SweepConfig
 
 AGENT_IMPORT_PATH = "agents.banking:BankingAgent"
@@ -78,20 +78,9 @@ def harbor_processes_in(sweep_dir: Path) -> list[int]:
     """Pids of live Harbor processes whose command line names `sweep_dir` (a level job of an
     earlier run of this sweep still shutting down)."""
     marker = str(sweep_dir)
-    pids = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            args = (entry / "cmdline").read_bytes().split(b"\0")
-            zombie = (entry / "stat").read_text().split(") ", 1)[1].startswith("Z")
-        except OSError:
-            continue
-        text = [a.decode(errors="replace") for a in args]
-        if not zombie and any(Path(a).name == "harbor" for a in text[:2]) and any(
-                marker in a for a in text):
-            pids.append(int(entry.name))
-    return pids
+    return procs.processes_matching(
+        lambda argv: any(Path(a).name == "harbor" for a in argv[:2])
+        and any(marker in a for a in argv))
 
 
 def wait_for_earlier_harbor(sweep_dir: Path, wait_s: float = 60.0) -> None:
@@ -162,16 +151,6 @@ def job_state(job_dir: Path) -> JobState:
     return JobState.PARTIAL
 
 
-def _die_with_parent() -> None:
-    """In the child: receive SIGTERM if the sweep process dies (even by SIGKILL), so no orphan
-    Harbor job keeps writing into a directory a resumed sweep is about to use."""
-    try:
-        libc = ctypes.CDLL("libc.so.6", use_errno=True)
-        libc.prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
-    except OSError:
-        pass
-
-
 def run_job(
     cmd: list[str], *, log_path: Path, job_dir: Path,
     progress: Callable[[Path], str | None] | None = None,
@@ -183,25 +162,22 @@ def run_job(
     env = dict(os.environ, HARBOR_TELEMETRY="0", LITELLM_LOCAL_MODEL_COST_MAP="True")
     with log_path.open("ab") as log:
         log.write(("\n$ " + " ".join(cmd) + "\n").encode())
-        log.flush()
-        proc = subprocess.Popen(
-            cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env,
-            start_new_session=True, preexec_fn=_die_with_parent,
-        )
-        last_line, last_time = None, 0.0
-        try:
-            while proc.poll() is None:
-                time.sleep(poll_s)
-                if progress is None:
-                    continue
-                line = progress(job_dir)
-                now = time.monotonic()
-                if line and line != last_line and now - last_time >= report_every_s:
-                    print(line, flush=True)
-                    last_line, last_time = line, now
-        except KeyboardInterrupt:
-            stop_process_group(proc)
-            raise
+    # The parent-death signal makes a killed sweep take Harbor with it.
+    proc = procs.spawn(cmd, log_path, env=env, die_with_parent=True)
+    last_line, last_time = None, 0.0
+    try:
+        while proc.poll() is None:
+            time.sleep(poll_s)
+            if progress is None:
+                continue
+            line = progress(job_dir)
+            now = time.monotonic()
+            if line and line != last_line and now - last_time >= report_every_s:
+                print(line, flush=True)
+                last_line, last_time = line, now
+    except KeyboardInterrupt:
+        stop_process_group(proc)
+        raise
     if progress is not None:
         line = progress(job_dir)
         if line and line != last_line:
@@ -212,23 +188,16 @@ def run_job(
         )
 
 
-def stop_process_group(proc: subprocess.Popen, grace_s: float = 20.0) -> None:
-    """SIGINT (Harbor finishes writing what it can), then SIGTERM, then SIGKILL."""
-    for sig, wait_s in ((signal.SIGINT, grace_s), (signal.SIGTERM, 10.0), (signal.SIGKILL, 5.0)):
-        if proc.poll() is not None:
-            return
-        try:
-            os.killpg(proc.pid, sig)
-        except ProcessLookupError:
-            return
-        try:
-            proc.wait(timeout=wait_s)
-        except subprocess.TimeoutExpired:
-            continue
+# SIGINT first: Harbor then finishes writing what it can (cancelled trials' results).
+HARBOR_STOP_LADDER: procs.Ladder = (
+    (signal.SIGINT, 20.0), (signal.SIGTERM, 10.0), (signal.SIGKILL, 5.0))
+
+
+def stop_process_group(proc: subprocess.Popen) -> None:
+    """Stop Harbor's whole process group: SIGINT, then SIGTERM, then SIGKILL."""
+    procs.stop_group(proc.pid, HARBOR_STOP_LADDER)
+    proc.poll()
 
 
 def tail(path: Path, lines: int = 20) -> str:
-    try:
-        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
-    except OSError:
-        return "(no log)"
+    return procs.tail(path, lines) or "(no log)"

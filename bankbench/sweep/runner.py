@@ -91,7 +91,7 @@ def _reusable_port(base_url: str, wait_s: float = 90.0) -> int | None:
     """The port of the first run's server, once the old one has let go of it."""
     from urllib.parse import urlsplit
 
-    from bankbench.serve import procs
+    from bankbench import procs
 
     parts = urlsplit(base_url)
     if parts.hostname not in ("127.0.0.1", "localhost") or parts.port is None:

@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from bankbench.serve.procs import group_alive
+from bankbench.procs import group_alive
 from bankbench.serve.state import load_state
 
 

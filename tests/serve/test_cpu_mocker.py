@@ -6,11 +6,11 @@ import time
 import httpx
 import pytest
 
+from bankbench.procs import group_alive
 from bankbench.serve import api
 from bankbench.serve.dynamo_venv import DYNAMO_VERSION
 from bankbench.serve.errors import ServeError
 from bankbench.serve.metrics import metric_sum, parse_prom, scrape
-from bankbench.serve.procs import group_alive
 from bankbench.serve.replay import replay_annotation, tool_call_text, write_trace
 
 pytestmark = pytest.mark.dynamo

@@ -15,9 +15,9 @@ from pathlib import Path
 import httpx
 import pytest
 
+from bankbench.procs import group_alive
 from bankbench.serve import api, llamacpp
 from bankbench.serve.errors import ServeError
-from bankbench.serve.procs import group_alive
 
 BALANCE_TOOL = {
     "type": "function",

@@ -4,11 +4,11 @@ import json
 
 import pytest
 
+from bankbench.procs import free_port
 from bankbench.serve import api
 from bankbench.serve.containers import build_specs
 from bankbench.serve.errors import ServeError
 from bankbench.serve.gpu_profiles import load_profile
-from bankbench.serve.procs import free_port
 
 
 def by_role(specs, role):

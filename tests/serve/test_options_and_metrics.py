@@ -86,9 +86,9 @@ def test_metrics_url_from_base_url():
 def test_a_reused_pid_is_not_mistaken_for_our_process():
     import os
 
-    from bankbench.serve.procs import is_same_process, start_ticks
+    from bankbench.procs import is_same_process, start_time
 
-    me = start_ticks(os.getpid())
+    me = start_time(os.getpid())
     assert me is not None
     assert is_same_process(os.getpid(), me)
     assert not is_same_process(os.getpid(), me + 1)

@@ -1,0 +1,80 @@
+"""bankbench.procs: the one process supervisor of serve and sweep (psutil)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import time
+
+from bankbench import procs
+from bankbench.sweep import harbor_job
+
+IGNORE_TERM = ("import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); "
+               "print('ready', flush=True); time.sleep(300)")
+
+
+def _wait_ready(log, timeout=20.0):
+    deadline = time.monotonic() + timeout
+    while "ready" not in (log.read_text() if log.exists() else ""):
+        assert time.monotonic() < deadline, "child never started"
+        time.sleep(0.05)
+
+
+def test_ladder_escalates_when_a_member_ignores_the_first_signal(tmp_path):
+    log = tmp_path / "c.log"
+    pid = procs.start([sys.executable, "-c", IGNORE_TERM], dict(os.environ), log)
+    _wait_ready(log)
+    t0 = time.perf_counter_ns()
+    procs.stop_group(pid, ((signal.SIGTERM, 1.0), (signal.SIGKILL, 5.0)),
+                     started=procs.start_time(pid))
+    waited_s = (time.perf_counter_ns() - t0) / 1e9
+    assert not procs.group_alive(pid) and not procs.is_alive(pid)
+    assert waited_s >= 1.0  # SIGTERM was tried (and ignored) before SIGKILL
+    assert procs.exit_code(pid) == -signal.SIGKILL
+
+
+def test_the_whole_group_stops_not_just_the_leader(tmp_path):
+    log = tmp_path / "g.log"
+    pid = procs.start(["sh", "-c", "sleep 300 & sleep 300 & echo ready; wait"],
+                      dict(os.environ), log)
+    _wait_ready(log)
+    assert len(procs.group_members(pid)) == 3
+    procs.stop_group(pid)
+    assert procs.group_members(pid) == []
+
+
+def test_a_stranger_holding_a_recorded_pid_is_left_alone():
+    me = os.getpid()
+    procs.stop_group(me, started=(procs.start_time(me) or 0) + 1)  # would kill pytest otherwise
+    assert procs.is_alive(me)
+
+
+def test_tail_reads_the_end_and_tolerates_missing_files(tmp_path):
+    log = tmp_path / "x.log"
+    log.write_text("".join(f"line {i}\n" for i in range(5000)))
+    assert procs.tail(log, 2) == "line 4998\nline 4999"
+    assert procs.tail(tmp_path / "none.log") == "" and procs.tail(None) == ""
+    assert harbor_job.tail(tmp_path / "none.log") == "(no log)"
+
+
+def test_harbor_of_an_earlier_run_is_found_by_its_jobs_dir(tmp_path):
+    # A stand-in with Harbor's name: what matters is its command line, as with the real one
+    # (a Python entry script: argv = [python, .../harbor, run, … --jobs-dir DIR]).
+    script = tmp_path / "bin" / "harbor"
+    script.parent.mkdir()
+    script.write_text("#!/bin/sh\necho ready\nsleep 300\n")
+    script.chmod(0o755)
+    sweep = tmp_path / "sweep"
+    other_log, log = tmp_path / "o.log", tmp_path / "h.log"
+    other = procs.spawn([str(script), "run", "--jobs-dir", str(tmp_path / "other")], other_log)
+    proc = procs.spawn([str(script), "run", "--jobs-dir", str(sweep)], log)
+    try:
+        _wait_ready(log)
+        _wait_ready(other_log)
+        assert harbor_job.harbor_processes_in(sweep) == [proc.pid]
+    finally:
+        harbor_job.stop_process_group(proc)
+        harbor_job.stop_process_group(other)
+    assert proc.poll() is not None and not procs.group_alive(proc.pid)
+    assert harbor_job.harbor_processes_in(sweep) == []
