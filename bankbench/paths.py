@@ -17,6 +17,14 @@ def cache_dir() -> Path:
     return Path(base) / "bankbench"
 
 
+def serve_state_root() -> Path:
+    """Where `bankbench serve` records its stacks: `$BANKBENCH_SERVE_STATE`, else
+    `<cache>/serve`. Kept apart from the build caches (Dynamo venv, llama.cpp wheel, model
+    files) so a test session can record its stacks elsewhere and still share those."""
+    env = os.environ.get("BANKBENCH_SERVE_STATE")
+    return Path(env) if env else cache_dir() / "serve"
+
+
 def hub_cache() -> Path:
     """The Hugging Face dataset cache that task builds are given (`--source hf`)."""
     return cache_dir() / "hf"

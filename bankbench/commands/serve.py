@@ -80,9 +80,13 @@ def _fail(exc: Exception) -> int:
     return 1
 
 
-def _resolve_state_dir(given: Path | None) -> Path:
+def _resolve_state_dir(given: Path | None, *, keep_gone: bool = False) -> Path:
+    """The state dir the user means: `given` (a dir or a profile name), else the one recorded
+    stack still running. Stacks found gone are forgotten with a note (`keep_gone`: still
+    offered when nothing runs, so `logs` can show why they died)."""
+    from bankbench.serve.api import recorded_stacks
     from bankbench.serve.errors import ServeError
-    from bankbench.serve.state import STATE_FILE, known_state_dirs
+    from bankbench.serve.state import STATE_FILE
 
     if given is not None:
         if len(given.parts) == 1 and not given.exists():
@@ -93,7 +97,15 @@ def _resolve_state_dir(given: Path | None) -> Path:
         if not (given / STATE_FILE).exists():
             raise ServeError(f"no stack recorded in {given} (no {STATE_FILE})")
         return given
-    dirs = known_state_dirs()
+    dirs, gone = recorded_stacks(prune=not keep_gone)
+    for state in gone:
+        if keep_gone:
+            continue
+        print(f"bankbench serve: note: forgot the {state.profile} stack recorded in "
+              f"{state.state_dir}: its processes are gone (logs kept in its logs/)",
+              file=sys.stderr)
+    if not dirs and keep_gone:
+        dirs = [s.state_dir for s in gone if s.state_dir is not None]
     if not dirs:
         raise ServeError("no running stack recorded; start one with `bankbench serve up`")
     if len(dirs) > 1:
@@ -150,7 +162,7 @@ def _logs(args: argparse.Namespace) -> int:
     from bankbench.serve.errors import ServeError
 
     try:
-        state = load_state(_resolve_state_dir(args.state_dir))
+        state = load_state(_resolve_state_dir(args.state_dir, keep_gone=True))
     except ServeError as exc:
         return _fail(exc)
     comps = [c for c in state.components if args.component in (None, c.name)]

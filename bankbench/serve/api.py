@@ -21,13 +21,14 @@ import httpx
 from pydantic import BaseModel, Field
 
 from bankbench.serve import profiles
-from bankbench.serve.base import ROUTER_MODES, ComponentStatus, StartRequest
+from bankbench.serve.base import ROUTER_MODES, ComponentStatus, StartRequest, is_gone
 from bankbench.serve.errors import ServeError
 from bankbench.serve.local_stack import registered_workers
 from bankbench.serve.state import (
     STATE_FILE,
     ServerState,
     default_state_dir,
+    known_state_dirs,
     save_state,
 )
 from bankbench.serve.state import load_state as _load_state
@@ -35,7 +36,7 @@ from bankbench.serve.state import load_state as _load_state
 PROFILES = tuple(profiles.REGISTRY)
 
 __all__ = ["PROFILES", "ServeError", "ServerState", "StatusReport", "check", "down",
-           "load_state", "running", "status", "up"]
+           "load_state", "recorded_stacks", "running", "status", "up"]
 
 
 class StatusReport(BaseModel):
@@ -146,6 +147,30 @@ def down(state: ServerState) -> None:
     still = [c.name for c in prof.alive(state) if c.alive]
     if still:
         raise ServeError(f"could not stop: {', '.join(still)}")
+
+
+def recorded_stacks(prune: bool = True) -> tuple[list[Path], list[ServerState]]:
+    """State dirs of the recorded stacks that may still run, and the stacks found gone.
+
+    A stack whose every component has ended (killed, crashed, a test's leftover) is gone:
+    with `prune` its record is removed as `down` would (logs stay), so it never makes
+    `serve down`/`status` ask which stack was meant.
+    """
+    live: list[Path] = []
+    gone: list[ServerState] = []
+    for state_dir in known_state_dirs():
+        try:
+            state = _load_state(state_dir)
+        except (FileNotFoundError, ValueError):
+            continue
+        if not is_gone(_component_status(state)):
+            live.append(state_dir)
+            continue
+        gone.append(state)
+        if prune:
+            shutil.rmtree(state_dir / "discovery", ignore_errors=True)
+            (state_dir / STATE_FILE).unlink(missing_ok=True)
+    return live, gone
 
 
 def status(state_or_url: ServerState | str, api_key_env: str | None = None) -> StatusReport:

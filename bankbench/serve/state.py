@@ -9,7 +9,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from bankbench.paths import cache_dir
+from bankbench.paths import serve_state_root
 
 STATE_FILE = "state.json"
 
@@ -51,12 +51,12 @@ class ServerState(BaseModel):
 
 
 def default_state_dir(name: str) -> Path:
-    return cache_dir() / "serve" / name
+    return serve_state_root() / name
 
 
 def _registry() -> Path:
     # One pointer file per state dir outside the default location, so status/down find it.
-    return cache_dir() / "serve" / ".registry"
+    return serve_state_root() / ".registry"
 
 
 def save_state(state: ServerState) -> Path:
@@ -82,7 +82,7 @@ def load_state(state_dir: Path) -> ServerState:
 
 def known_state_dirs() -> list[Path]:
     """Every recorded state dir (default location or registered) that holds a state file."""
-    root = cache_dir() / "serve"
+    root = serve_state_root()
     found = {p.parent.resolve() for p in root.glob(f"*/{STATE_FILE}")}
     for pointer in _registry().glob("*") if _registry().exists() else []:
         target = Path(pointer.read_text().strip())

@@ -17,17 +17,8 @@ def bankbench(*args, env=None):
 
 @pytest.fixture
 def isolated_cache(tmp_path):
-    """Own cache root for state files, sharing the machine's Dynamo venv and model files."""
-    from bankbench.paths import cache_dir
-
-    real = cache_dir()
-    root = tmp_path / "cache"
-    root.mkdir()
-    for entry in real.iterdir() if real.exists() else []:
-        if entry.name != "serve":
-            (root / entry.name).symlink_to(entry)
-    env = dict(os.environ, BANKBENCH_CACHE=str(root))
-    return env
+    """Own folder for serve state; the Dynamo venv and model files stay the machine's."""
+    return dict(os.environ, BANKBENCH_SERVE_STATE=str(tmp_path / "serve"))
 
 
 @pytest.mark.dynamo
@@ -59,7 +50,8 @@ def test_up_status_logs_metrics_down(isolated_cache, tmp_path, dynamo_python):
 
 
 def test_errors_are_one_line_and_nonzero(tmp_path):
-    env = dict(os.environ, BANKBENCH_CACHE=str(tmp_path))
+    env = dict(os.environ, BANKBENCH_CACHE=str(tmp_path),
+               BANKBENCH_SERVE_STATE=str(tmp_path / "serve"))
     cases = [
         (["up", "--profile", "cpu-mocker", "--set", "speedup_ratio=fast"], "speedup_ratio"),
         (["up", "--profile", "gpu-vllm", "--set", "worker.tp=0"], "worker.tp"),
