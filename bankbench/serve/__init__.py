@@ -1,12 +1,13 @@
 """Launching, health-checking and stopping LLM server stacks (`bankbench serve`).
 
-- `api`: the public entry points (up, down, status, load_state, running).
-- `options`: per-profile options of the CPU profiles; `gpu_profiles`: the YAML GPU profiles.
-- `cpu_mocker`, `cpu_tiny`: what each CPU profile launches; `local_stack`: loopback Dynamo
-  environment, process launch and readiness shared by both.
-- `containers`: GPU profile → container specs (pure); `gpu`: running them with the docker SDK.
-- `external`: record an existing OpenAI-compatible URL.
-- `state`: the state file; `procs`: process groups, ports, log tails; `errors`: ServeError.
-- `dynamo_venv`: the isolated ai-dynamo install; `smollm2`: the tiny model's files;
-  `replay`: scripted mocker outputs; `metrics`: Prometheus scrape and parse.
+Imports go one way (bottom first):
+- `errors` (ServeError), `state` (the state file), `options` (CPU profile options),
+  `base` (router modes, StartRequest, ComponentStatus, the StackProfile protocol);
+- `local_stack` (loopback Dynamo env, launch, readiness; `LocalProfile`), `gpu_profiles` (the
+  YAML GPU profiles), `containers` (GPU profile → container specs, pure);
+- the profiles: `cpu_mocker`, `cpu_tiny`, `gpu` (containers via the docker SDK), `external`;
+- `profiles` (the registry: name → profile object); `api` (up, down, status, load_state, running).
+Helpers: `dynamo_venv` (the isolated ai-dynamo install), `smollm2` (the tiny model's files),
+`llamacpp`, `replay` (scripted mocker outputs), `metrics` (Prometheus scrape and parse).
+Processes are supervised by `bankbench.procs` (shared with the sweep).
 """
