@@ -42,6 +42,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                     help="profile option, repeatable (cpu-mocker: speedup_ratio, replay_trace, "
                     "tool_call_parser, router_session_affinity_ttl_secs, frontend_args, "
                     "mocker_args; see docs/serving.md)")
+    up.add_argument("--dry-run", action="store_true",
+                    help="print the exact commands (docker run … for the GPU profiles, with "
+                    "their environment) in start order, and start nothing")
     _state_dir_arg(up, "where to record the stack (default: <cache>/serve/<profile>)")
     up.set_defaults(func=_up)
 
@@ -124,6 +127,13 @@ def _up(args: argparse.Namespace) -> int:
         # A bad name or value is reported alone, before anything claims to start.
         check(args.profile, router=args.router, workers=args.workers, model=args.model,
               options=options)
+        if args.dry_run:
+            from bankbench.serve.api import dry_run
+
+            print(dry_run(args.profile, router=args.router, workers=args.workers,
+                          port=args.port, model=args.model, options=options,
+                          state_dir=args.state_dir), end="")
+            return 0
         print(f"bankbench: starting {args.profile} …", file=sys.stderr, flush=True)
         state = up(args.profile, router=args.router, workers=args.workers, port=args.port,
                    model=args.model, options=options, state_dir=args.state_dir)

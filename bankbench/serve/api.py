@@ -36,7 +36,7 @@ from bankbench.serve.state import load_state as _load_state
 PROFILES = tuple(profiles.REGISTRY)
 
 __all__ = ["PROFILES", "ServeError", "ServerState", "StatusReport", "check", "down",
-           "load_state", "recorded_stacks", "running", "status", "up"]
+           "dry_run", "load_state", "recorded_stacks", "running", "status", "up"]
 
 
 class StatusReport(BaseModel):
@@ -125,6 +125,24 @@ def up(
     state = prof.start(req, state_dir)
     save_state(state)
     return state
+
+
+def dry_run(
+    profile: str,
+    *,
+    router: str | None = None,
+    workers: int | None = None,
+    port: int | None = None,
+    model: str | None = None,
+    options: dict | None = None,
+    state_dir: Path | None = None,
+) -> str:
+    """What `up` would start, as pasteable shell text; starts nothing, writes nothing."""
+    check(profile, router=router, workers=workers, model=model, options=options)
+    req = StartRequest(router=router, workers=workers, port=port, model=model,
+                       options=options or {})
+    state_dir = Path(state_dir or default_state_dir(profile)).resolve()
+    return profiles.get(profile).dry_run(req, state_dir)
 
 
 @contextmanager

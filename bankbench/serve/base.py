@@ -60,6 +60,9 @@ class StackProfile(Protocol):
     def start(self, req: StartRequest, state_dir: Path) -> ServerState:
         """Start the stack, recording it in `state_dir`; return once it answers."""
 
+    def dry_run(self, req: StartRequest, state_dir: Path) -> str:
+        """Pasteable shell text of what `start` would run (ServeError if it cannot tell)."""
+
     def stop(self, state: ServerState) -> None:
         """Stop exactly what `start` started."""
 

@@ -1,13 +1,28 @@
 """GPU profile → container specs: pure functions, testable without a Docker engine.
 
-Every container uses host networking, so the frontend, the workers and (optionally) etcd/NATS
-talk over 127.0.0.1 exactly as the CPU stacks do; each worker gets its own GPUs through a
-device request and its own KV-event port. File discovery shares a named volume.
+What each spec does, and the Dynamo 1.6.x behaviour it follows (tests/serve/test_gpu_specs.py
+pins each one):
+- Host networking: frontend, workers and (optionally) etcd/NATS talk over 127.0.0.1 as the CPU
+  stacks do. Every port a component listens on is chosen per stack (`plan_ports`), preferring
+  the numbers Dynamo's own scripts use when free, so a second stack does not collide.
+- The runtime images run as user `dynamo` (UID 1000, group 0, HOME /home/dynamo). Containers run
+  as that user by default with the Hugging Face cache mounted at its HOME and `HF_HOME` pointing
+  there; `run_as: root` mounts it at /root instead. File discovery uses a host folder of the
+  stack (made world-writable before the start) instead of a root-owned named volume.
+- The frontend gets the HF cache and HF_TOKEN too: it reads the tokenizer and config itself.
+- Each worker gets its own `DYN_SYSTEM_PORT`, KV-event port and (prefill) bootstrap port;
+  disaggregated SGLang workers listen on 0.0.0.0 (`--host`), since the bootstrap address Dynamo
+  advertises is the host's, not loopback.
+- Same-host NIXL transfers (UCX cuda_ipc) need the prefill and decode processes to share a PID
+  namespace, see each other's GPUs, and have ptrace and unlimited locked memory: disaggregated
+  workers join the frontend's PID namespace, see every GPU of the stack and pick their own with
+  CUDA_VISIBLE_DEVICES.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Literal
 
 from pydantic import BaseModel, Field
@@ -15,10 +30,16 @@ from pydantic import BaseModel, Field
 from bankbench.serve.gpu_profiles import GpuProfile, WorkerGroup
 
 DISCOVERY_MOUNT = "/dynamo-discovery"
-HF_CACHE_MOUNT = "/root/.cache/huggingface"
-KV_EVENTS_BASE_PORT = 5557
-BOOTSTRAP_BASE_PORT = 12345
+IMAGE_HOME = "/home/dynamo"  # the runtime images' user `dynamo` (UID 1000, group 0)
+IMAGE_UID = 1000
+HF_CACHE_MOUNT = f"{IMAGE_HOME}/.cache/huggingface"
+ROOT_HF_CACHE_MOUNT = "/root/.cache/huggingface"
 PASS_ENV = ["HF_TOKEN", "HUGGING_FACE_HUB_TOKEN"]  # forwarded by name at start, never stored
+# Dynamo's launch scripts' numbers; used when free on this host, else the next free ones.
+BASE_PORTS = {"frontend": 8000, "kv_events": 5557, "bootstrap": 12345, "system": 8081,
+              "etcd": 2379, "nats": 4222}
+# container/run.sh of Dynamo: what GPU workers need beyond the defaults.
+WORKER_ULIMITS = {"memlock": (-1, -1), "stack": (67108864, 67108864), "nofile": (65536, 65536)}
 
 
 class DeviceRequestSpec(BaseModel):
@@ -48,11 +69,64 @@ class ContainerSpec(BaseModel):
     ports: list[int] = Field(default_factory=list, description="host ports it listens on")
     network_mode: str = "host"
     ipc_mode: str | None = None
+    pid_mode: str | None = Field(default=None, description="container:<name> to share PIDs")
+    user: str | None = Field(default=None, description="None: the image's own user")
+    cap_add: list[str] = Field(default_factory=list)
+    ulimits: dict[str, tuple[int, int]] = Field(default_factory=dict, description="soft, hard")
     shm_size: str | None = None
     labels: dict[str, str] = Field(default_factory=dict)
 
 
-def discovery_env(profile: GpuProfile) -> dict[str, str]:
+class StackPorts(BaseModel):
+    """Host ports of one stack (host networking: each must be free on the host)."""
+
+    frontend: int
+    kv_events: list[int] = Field(description="per worker, in start order")
+    system: list[int] = Field(description="DYN_SYSTEM_PORT per worker, in start order")
+    bootstrap: list[int] = Field(default_factory=list, description="per prefill worker")
+    etcd: int | None = None
+    etcd_peer: int | None = None
+    nats: int | None = None
+
+    def all(self) -> list[int]:
+        extra = [p for p in (self.etcd, self.etcd_peer, self.nats) if p is not None]
+        return [self.frontend, *self.kv_events, *self.system, *self.bootstrap, *extra]
+
+
+def plan_ports(profile: GpuProfile, is_free: Callable[[int], bool],
+               frontend: int | None = None) -> StackPorts:
+    """Choose every port of the stack: Dynamo's usual numbers where free, else the next free
+    ones; never the same port twice. `frontend` given is taken as is (checked by the caller)."""
+    taken: set[int] = set()
+
+    def pick(start: int) -> int:
+        port = start
+        while port in taken or not is_free(port):
+            port += 1
+        taken.add(port)
+        return port
+
+    if frontend is not None:
+        taken.add(frontend)
+    n_workers = sum(g.workers for g in profile.groups().values())
+    n_prefill = profile.prefill.workers if profile.prefill else 0
+    etcd = profile.discovery == "etcd"
+    return StackPorts(
+        frontend=frontend if frontend is not None else pick(BASE_PORTS["frontend"]),
+        kv_events=[pick(BASE_PORTS["kv_events"]) for _ in range(n_workers)],
+        system=[pick(BASE_PORTS["system"]) for _ in range(n_workers)],
+        bootstrap=[pick(BASE_PORTS["bootstrap"]) for _ in range(n_prefill)],
+        etcd=pick(BASE_PORTS["etcd"]) if etcd else None,
+        etcd_peer=pick(BASE_PORTS["etcd"] + 1) if etcd else None,
+        nats=pick(BASE_PORTS["nats"]) if etcd else None,
+    )
+
+
+def hf_mount_target(profile: GpuProfile) -> str:
+    return ROOT_HF_CACHE_MOUNT if profile.run_as == "root" else HF_CACHE_MOUNT
+
+
+def discovery_env(profile: GpuProfile, ports: StackPorts) -> dict[str, str]:
     env = {
         "DYN_REQUEST_PLANE": "tcp",
         "DYN_TCP_RPC_HOST": "127.0.0.1",
@@ -64,8 +138,9 @@ def discovery_env(profile: GpuProfile) -> dict[str, str]:
         env |= {"DYN_DISCOVERY_BACKEND": "file", "DYN_FILE_KV": DISCOVERY_MOUNT,
                 "DYN_EVENT_PLANE": "zmq"}
     else:
-        env |= {"DYN_DISCOVERY_BACKEND": "etcd", "ETCD_ENDPOINTS": "http://127.0.0.1:2379",
-                "NATS_SERVER": "nats://127.0.0.1:4222", "DYN_EVENT_PLANE": "nats"}
+        env |= {"DYN_DISCOVERY_BACKEND": "etcd",
+                "ETCD_ENDPOINTS": f"http://127.0.0.1:{ports.etcd}",
+                "NATS_SERVER": f"nats://127.0.0.1:{ports.nats}", "DYN_EVENT_PLANE": "nats"}
     return env
 
 
@@ -97,25 +172,33 @@ def _parser_args(profile: GpuProfile) -> list[str]:
 
 
 def worker_command(
-    profile: GpuProfile, role: str, grp: WorkerGroup, index: int, kv_port: int
+    profile: GpuProfile, role: str, grp: WorkerGroup, kv_port: int,
+    bootstrap_port: int | None = None, max_model_len: int | None = None,
 ) -> list[str]:
     """The engine worker's argv inside its container."""
     if profile.engine == "sglang":
         cmd = ["python3", "-m", "dynamo.sglang", "--model-path", profile.model,
                "--served-model-name", profile.served_name, "--tp", str(grp.tp),
                "--trust-remote-code", "--page-size", "16"]
-        if profile.kv_events and role != "decode":
+        if max_model_len:
+            cmd += ["--context-length", str(max_model_len)]
+        # Decode workers publish KV events too: the kv router tracks their caches as well.
+        if profile.kv_events:
             cmd += ["--kv-events-config", json.dumps(
                 {"publisher": "zmq", "topic": "kv-events", "endpoint": f"tcp://*:{kv_port}"})]
         if role == "prefill":
             cmd += ["--disaggregation-mode", "prefill", "--disaggregation-transfer-backend",
-                    "nixl", "--disaggregation-bootstrap-port", str(BOOTSTRAP_BASE_PORT + index)]
+                    "nixl", "--disaggregation-bootstrap-port", str(bootstrap_port),
+                    "--host", "0.0.0.0"]
         elif role == "decode":
-            cmd += ["--disaggregation-mode", "decode", "--disaggregation-transfer-backend", "nixl"]
+            cmd += ["--disaggregation-mode", "decode", "--disaggregation-transfer-backend", "nixl",
+                    "--host", "0.0.0.0"]
     else:
         cmd = ["python3", "-m", "dynamo.vllm", "--model", profile.model,
                "--served-model-name", profile.served_name,
                "--tensor-parallel-size", str(grp.tp), "--block-size", "16"]
+        if max_model_len:
+            cmd += ["--max-model-len", str(max_model_len)]
         if profile.kv_events:
             cmd += ["--kv-events-config", json.dumps(
                 {"enable_kv_cache_events": True, "publisher": "zmq",
@@ -129,46 +212,69 @@ def frontend_command(profile: GpuProfile, port: int) -> list[str]:
             *profile.frontend_args]
 
 
-def build_specs(profile: GpuProfile, stack_id: str, port: int | None = None) -> list[ContainerSpec]:
-    """All containers of the stack in start order: [etcd, nats,] frontend, workers."""
-    port = port or profile.frontend_port
+def build_specs(profile: GpuProfile, stack_id: str, ports: StackPorts, *,
+                discovery_dir: str, max_model_len: int | None = None) -> list[ContainerSpec]:
+    """All containers of the stack in start order: [etcd, nats,] frontend, workers.
+
+    `discovery_dir` is the host folder for file discovery (the caller creates it writable for
+    the image's user); `max_model_len` is the engine context length (None: the engine's own).
+    """
     labels = {"bankbench.stack": stack_id, "bankbench.profile": profile.name}
-    env = discovery_env(profile)
+    env = discovery_env(profile, ports)
+    hf_target = hf_mount_target(profile)
+    model_env = {"HF_HOME": hf_target}  # the cache location, whatever HOME the user has
+    user = "root" if profile.run_as == "root" else None
+    hf = MountSpec(type="bind", source=profile.hf_cache, target=hf_target)
     shared: list[MountSpec] = []
     if profile.discovery == "file":
-        shared.append(MountSpec(type="volume", source=f"{stack_id}-discovery",
-                                target=DISCOVERY_MOUNT))
+        shared.append(MountSpec(type="bind", source=discovery_dir, target=DISCOVERY_MOUNT))
     specs: list[ContainerSpec] = []
     if profile.discovery == "etcd":
+        etcd_url = f"http://127.0.0.1:{ports.etcd}"
         specs.append(ContainerSpec(
             name=f"{stack_id}-etcd", role="etcd", image=profile.etcd_image,
-            command=["etcd", "--listen-client-urls", "http://127.0.0.1:2379",
-                     "--advertise-client-urls", "http://127.0.0.1:2379",
+            command=["etcd", "--listen-client-urls", etcd_url, "--advertise-client-urls",
+                     etcd_url, "--listen-peer-urls", f"http://127.0.0.1:{ports.etcd_peer}",
                      "--data-dir", "/tmp/etcd"],
-            ports=[2379], labels=labels | {"bankbench.component": "etcd"}))
+            ports=[ports.etcd, ports.etcd_peer], labels=labels | {"bankbench.component": "etcd"}))
         specs.append(ContainerSpec(
             name=f"{stack_id}-nats", role="nats", image=profile.nats_image,
-            command=["-js", "--addr", "127.0.0.1", "-p", "4222"],
-            ports=[4222], labels=labels | {"bankbench.component": "nats"}))
+            command=["-js", "--addr", "127.0.0.1", "-p", str(ports.nats)],
+            ports=[ports.nats], labels=labels | {"bankbench.component": "nats"}))
+    frontend_name = f"{stack_id}-frontend"
     specs.append(ContainerSpec(
-        name=f"{stack_id}-frontend", role="frontend", image=profile.image,
-        command=frontend_command(profile, port), environment=dict(env), mounts=list(shared),
-        ports=[port], labels=labels | {"bankbench.component": "frontend"}))
-    hf = MountSpec(type="bind", source=profile.hf_cache, target=HF_CACHE_MOUNT)
+        name=frontend_name, role="frontend", image=profile.image,
+        command=frontend_command(profile, ports.frontend), environment=env | model_env,
+        pass_env=list(PASS_ENV), mounts=[*shared, hf], ports=[ports.frontend], user=user,
+        labels=labels | {"bankbench.component": "frontend"}))
     gpu_sets = assign_gpus(profile)
+    stack_gpus = sorted({g for sets in gpu_sets.values() for ids in sets for g in ids})
     index = 0
     for role, grp in profile.groups().items():
         for i, ids in enumerate(gpu_sets[role]):
-            kv_port = KV_EVENTS_BASE_PORT + index
             name = f"{role}-{i}"
-            specs.append(ContainerSpec(
+            worker_env = env | model_env | {"DYN_SYSTEM_PORT": str(ports.system[index])}
+            bootstrap = ports.bootstrap[i] if role == "prefill" else None
+            spec = ContainerSpec(
                 name=f"{stack_id}-{name}", role=role, image=profile.image,
-                command=worker_command(profile, role, grp, i, kv_port),
-                environment=dict(env), pass_env=list(PASS_ENV),
+                command=worker_command(profile, role, grp, ports.kv_events[index], bootstrap,
+                                       max_model_len),
+                environment=worker_env, pass_env=list(PASS_ENV),
                 device_requests=[DeviceRequestSpec(device_ids=[str(g) for g in ids])],
                 mounts=[*shared, hf],
-                ports=[kv_port] if profile.kv_events else [],
-                ipc_mode="host", shm_size=profile.shm_size,
-                labels=labels | {"bankbench.component": name}))
+                ports=[p for p in (ports.kv_events[index] if profile.kv_events else None,
+                                   ports.system[index], bootstrap) if p is not None],
+                ipc_mode="host", user=user, cap_add=["SYS_PTRACE"], ulimits=dict(WORKER_ULIMITS),
+                labels=labels | {"bankbench.component": name})
+            if profile.disaggregated:
+                # NIXL over UCX cuda_ipc: one PID namespace, every GPU of the stack visible,
+                # each worker choosing its own (container indices follow PCI bus order).
+                spec.pid_mode = f"container:{frontend_name}"
+                spec.device_requests = [DeviceRequestSpec(
+                    device_ids=[str(g) for g in stack_gpus])]
+                spec.environment |= {
+                    "CUDA_DEVICE_ORDER": "PCI_BUS_ID",
+                    "CUDA_VISIBLE_DEVICES": ",".join(str(stack_gpus.index(g)) for g in ids)}
+            specs.append(spec)
             index += 1
     return specs

@@ -16,5 +16,6 @@ class ServeError(RuntimeError):
         self.component = component
         text = cause
         if log_tail:
-            text += f"\n--- last lines of the {component} log ---\n{log_tail}"
+            whose = "each container's log" if component == "containers" else f"the {component} log"
+            text += f"\n--- last lines of {whose} ---\n{log_tail}"
         super().__init__(text)

@@ -66,6 +66,9 @@ class ExternalProfile:
     def start(self, req: StartRequest, state_dir: Path) -> ServerState:
         return connect(model=req.model, options=req.options, state_dir=state_dir)
 
+    def dry_run(self, req: StartRequest, state_dir: Path) -> str:
+        return f"# external: nothing is started; `up` checks {check_options(req.options)}/models\n"
+
     def stop(self, state: ServerState) -> None:
         """Nothing was started."""
 

@@ -1,15 +1,17 @@
-"""Start and stop GPU profiles with the docker SDK (specs come from `containers.build_specs`)."""
+"""Start and stop GPU profiles with the docker SDK (the plan comes from `gpu_plan`)."""
 
 from __future__ import annotations
 
 import os
 import secrets
+import sys
+import time
 from pathlib import Path
 
-from bankbench.procs import port_is_free
 from bankbench.serve.base import ComponentStatus, StartRequest
-from bankbench.serve.containers import ContainerSpec, build_specs
+from bankbench.serve.containers import ContainerSpec
 from bankbench.serve.errors import ServeError
+from bankbench.serve.gpu_plan import StackPlan, plan_stack, prepare_host_dirs, render_dry_run
 from bankbench.serve.gpu_profiles import GpuProfile, load_profile
 from bankbench.serve.local_stack import wait_ready
 from bankbench.serve.state import Component, ServerState, save_state
@@ -55,8 +57,17 @@ def run_kwargs(spec: ContainerSpec) -> dict:
     )
     if spec.ipc_mode:
         kwargs["ipc_mode"] = spec.ipc_mode
+    if spec.pid_mode:
+        kwargs["pid_mode"] = spec.pid_mode
     if spec.shm_size:
         kwargs["shm_size"] = spec.shm_size
+    if spec.user:
+        kwargs["user"] = spec.user
+    if spec.cap_add:
+        kwargs["cap_add"] = list(spec.cap_add)
+    if spec.ulimits:
+        kwargs["ulimits"] = [docker.types.Ulimit(name=n, soft=soft, hard=hard)
+                             for n, (soft, hard) in spec.ulimits.items()]
     return kwargs
 
 
@@ -75,23 +86,62 @@ def profile_with_overrides(profile_name: str, *, router: str | None, workers: in
     return load_profile(profile_name, overrides)
 
 
+def new_plan(profile: GpuProfile, state_dir: Path, *, strict: bool) -> StackPlan:
+    stack_id = f"bankbench-{profile.name}-{secrets.token_hex(3)}"
+    return plan_stack(profile, stack_id, state_dir, strict=strict)
+
+
+def pull_missing(client, images: list[str], out=sys.stderr, every_s: float = 5.0) -> None:
+    """Pull the images not present locally, printing progress (they are 20–30 GB)."""
+    import docker
+
+    for image in dict.fromkeys(images):
+        try:
+            client.images.get(image)
+            continue
+        except docker.errors.ImageNotFound:
+            pass
+        print(f"bankbench: pulling {image} (not on this host; the runtime images are "
+              "20-30 GB) ...", file=out, flush=True)
+        repo, _, tag = image.rpartition(":") if ":" in image.split("/")[-1] else (image, "", "")
+        layers: dict[str, tuple[int, int]] = {}
+        last = 0.0
+        try:
+            for event in client.api.pull(repo, tag=tag or "latest", stream=True, decode=True):
+                if "error" in event:
+                    raise ServeError(f"pulling {image} failed: {event['error']}")
+                detail = event.get("progressDetail") or {}
+                if event.get("id") and detail.get("total"):
+                    layers[event["id"]] = (detail.get("current", 0), detail["total"])
+                if time.monotonic() - last >= every_s and layers:
+                    done = sum(c for c, _ in layers.values()) / 1e9
+                    total = sum(t for _, t in layers.values()) / 1e9
+                    print(f"bankbench: {image}: {done:.1f} / {total:.1f} GB of the layers "
+                          f"started so far", file=out, flush=True)
+                    last = time.monotonic()
+        except docker.errors.APIError as exc:
+            raise ServeError(f"pulling {image} failed: {exc.explanation or exc}") from None
+        print(f"bankbench: pulled {image}", file=out, flush=True)
+
+
 def start_gpu(profile_name: str, *, router: str | None, workers: int | None, port: int | None,
               model: str | None, options: dict, state_dir: Path) -> ServerState:
     profile = profile_with_overrides(profile_name, router=router, workers=workers, port=port,
                                      model=model, options=options)
-    if not port_is_free(profile.frontend_port, "0.0.0.0"):
-        raise ServeError(f"port {profile.frontend_port} is busy; pass another --port")
     client = _client()
-    stack_id = f"bankbench-{profile_name}-{secrets.token_hex(3)}"
-    specs = build_specs(profile, stack_id)
+    plan = new_plan(profile, state_dir, strict=True)
+    for note in plan.notes:
+        print(f"bankbench: {note}", file=sys.stderr, flush=True)
+    prepare_host_dirs(plan)
+    pull_missing(client, [s.image for s in plan.specs])
     state = ServerState(
-        profile=profile_name, base_url=f"http://127.0.0.1:{profile.frontend_port}/v1",
+        profile=profile_name, base_url=f"http://127.0.0.1:{plan.ports.frontend}/v1",
         model=profile.served_name, router=profile.router,
         workers=sum(g.workers for g in profile.groups().values()),
         state_dir=state_dir, options=profile.model_dump(mode="json"),
     )
     try:
-        for spec in specs:
+        for spec in plan.specs:
             print(f"bankbench: starting container {spec.name} ({spec.image})", flush=True)
             container = client.containers.run(**run_kwargs(spec))
             state.components.append(Component(
@@ -100,7 +150,8 @@ def start_gpu(profile_name: str, *, router: str | None, workers: int | None, por
             save_state(state)
         # Decode workers are the ones the frontend routes to in a disaggregated stack.
         expected = (profile.decode.workers if profile.disaggregated else profile.worker.workers)
-        wait_ready(state, expected, profile.start_timeout_s, failure=_first_failure)
+        wait_ready(state, expected, profile.start_timeout_s, failure=_first_failure,
+                   tails=container_tails)
     except BaseException:
         stop_containers(state)
         raise
@@ -135,6 +186,13 @@ def container_failure(profile: str, comp: Component) -> ServeError | None:
                       logs, comp.name)
 
 
+def container_tails(state: ServerState, lines: int = 15) -> tuple[str, str]:
+    """The last lines of every container's own log, each under its name."""
+    parts = [f"== {c.name} ==\n{container_logs(c.container_id or '', lines).rstrip()}"
+             for c in state.components if c.kind == "container"]
+    return "\n".join(parts), "containers"
+
+
 def _first_failure(state: ServerState) -> ServeError | None:
     for comp in state.components:
         if comp.kind == "container" and comp.container_id is not None:
@@ -145,7 +203,7 @@ def _first_failure(state: ServerState) -> ServeError | None:
 
 
 def stop_containers(state: ServerState, timeout: int = 20) -> None:
-    """Stop and remove this stack's containers (by id, workers first) and its volume."""
+    """Stop and remove this stack's containers (by id, workers first) and any volume."""
     import docker
 
     try:
@@ -210,6 +268,11 @@ class GpuStack:
     def start(self, req: StartRequest, state_dir: Path) -> ServerState:
         return start_gpu(self.name, router=req.router, workers=req.workers, port=req.port,
                          model=req.model, options=req.options, state_dir=state_dir)
+
+    def dry_run(self, req: StartRequest, state_dir: Path) -> str:
+        profile = profile_with_overrides(self.name, router=req.router, workers=req.workers,
+                                         port=req.port, model=req.model, options=req.options)
+        return render_dry_run(new_plan(profile, state_dir, strict=False))
 
     def stop(self, state: ServerState) -> None:
         stop_containers(state)

@@ -75,9 +75,17 @@ class GpuProfile(BaseModel):
     tool_call_parser: str | None = None
     reasoning_parser: str | None = None
     discovery: Literal["file", "etcd"] = "file"
-    frontend_port: int = Field(default=8000, ge=1, le=65535)
+    frontend_port: int | None = Field(
+        default=None, ge=1, le=65535, description="null: 8000 if free, else the next free port")
     hf_cache: str = "~/.cache/huggingface"
-    shm_size: str = "16g"
+    run_as: Literal["image", "root"] = Field(
+        default="image", description="image: the image's user `dynamo` (UID 1000), cache at its "
+        "HOME; root: as root, cache at /root")
+    max_model_len: int | Literal["auto"] | None = Field(
+        default=None, description="engine context length; auto: the longest that leaves room "
+        "on the GPUs found (vLLM); null: the engine's default")
+    gpu_memory_gib: float | None = Field(
+        default=None, gt=0, description="memory per GPU for max_model_len=auto; null: nvidia-smi")
     worker: WorkerGroup | None = None
     prefill: WorkerGroup | None = None
     decode: WorkerGroup | None = None
@@ -95,7 +103,8 @@ class GpuProfile(BaseModel):
             raise ValueError(f"unknown router (known: {', '.join(ROUTER_MODES)})")
         return value
 
-    @field_validator("tool_call_parser", "reasoning_parser", "served_model_name", mode="before")
+    @field_validator("tool_call_parser", "reasoning_parser", "served_model_name",
+                     "max_model_len", mode="before")
     @classmethod
     def _none_word(cls, value: object) -> object:
         return None if value in ("", "none", "null") else value

@@ -158,10 +158,19 @@ def probe_completion(base_url: str, model: str, client: httpx.Client) -> str | N
     return None
 
 
+def frontend_tail(state: ServerState) -> tuple[str, str | None]:
+    """(last lines of the frontend's log, its name) for a timeout error."""
+    frontend = state.components[0] if state.components else None
+    return (procs.tail(frontend.log_path if frontend else None, 25),
+            frontend.name if frontend else None)
+
+
 def wait_ready(state: ServerState, expected_workers: int, timeout_s: float,
-               failure: FailureCheck = process_failure) -> None:
+               failure: FailureCheck = process_failure,
+               tails: Callable[[ServerState], tuple[str, str | None]] = frontend_tail) -> None:
     """Block until the stack answers: model listed, workers registered, 1 token generated.
-    `failure` names a component that died meanwhile (raised at once)."""
+    `failure` names a component that died meanwhile (raised at once); `tails` gives the log
+    lines a timeout error shows."""
     root = state.base_url.removesuffix("/v1")
     deadline = time.monotonic() + timeout_s
     last = "frontend not answering yet"
@@ -171,12 +180,9 @@ def wait_ready(state: ServerState, expected_workers: int, timeout_s: float,
             if dead is not None:
                 raise dead
             if time.monotonic() > deadline:
-                frontend = state.components[0] if state.components else None
+                text, whose = tails(state)
                 raise ServeError(
-                    f"{state.profile}: not ready after {timeout_s:.0f} s ({last})",
-                    procs.tail(frontend.log_path if frontend else None, 25),
-                    frontend.name if frontend else None,
-                )
+                    f"{state.profile}: not ready after {timeout_s:.0f} s ({last})", text, whose)
             try:
                 ids = [m["id"] for m in client.get(f"{state.base_url}/models", timeout=5)
                        .json().get("data", [])]
@@ -240,6 +246,10 @@ class LocalProfile:
 
     def launch(self, state: ServerState, port: int, opts: BaseModel) -> ServerState:
         raise NotImplementedError
+
+    def dry_run(self, req: StartRequest, state_dir: Path) -> str:
+        raise ServeError(f"--dry-run prints container commands; {self.name} starts local "
+                         "processes (their exact command lines are in state.json after `up`)")
 
     def stop(self, state: ServerState) -> None:
         stop_processes(state)
