@@ -91,10 +91,11 @@ def new_plan(profile: GpuProfile, state_dir: Path, *, strict: bool) -> StackPlan
     return plan_stack(profile, stack_id, state_dir, strict=strict)
 
 
-def pull_missing(client, images: list[str], out=sys.stderr, every_s: float = 5.0) -> None:
+def pull_missing(client, images: list[str], out=None, every_s: float = 5.0) -> None:
     """Pull the images not present locally, printing progress (they are 20–30 GB)."""
     import docker
 
+    out = out or sys.stderr
     for image in dict.fromkeys(images):
         try:
             client.images.get(image)

@@ -228,3 +228,137 @@ def test_gpu_up_without_docker_fails_cleanly(tmp_path, monkeypatch):
     with pytest.raises(ServeError, match="Docker engine not reachable"):
         api.up("gpu-vllm", port=free_port(), state_dir=tmp_path / "s")
     assert not (tmp_path / "s" / "state.json").exists()
+
+
+# --- serve up --dry-run: the printed commands are the ones that run, and match Dynamo's own ---
+
+# Flags of `docker run` in Dynamo's container/run.sh that GPU workers need.
+RUN_SH_WORKER_FLAGS = [["--network", "host"], ["--ipc", "host"], ["--ulimit", "memlock=-1"],
+                       ["--ulimit", "stack=67108864"], ["--cap-add", "SYS_PTRACE"]]
+# Worker flags of examples/backends/sglang/launch/disagg.sh (prefill / decode).
+DISAGG_SH = {
+    "prefill": ["--disaggregation-mode", "prefill", "--disaggregation-bootstrap-port",
+                "--host", "0.0.0.0", "--disaggregation-transfer-backend", "nixl", "--page-size",
+                "--tp", "--trust-remote-code", "--served-model-name", "--model-path"],
+    "decode": ["--disaggregation-mode", "decode", "--host", "0.0.0.0",
+               "--disaggregation-transfer-backend", "nixl", "--page-size", "--tp",
+               "--trust-remote-code", "--served-model-name", "--model-path"],
+}
+
+
+def dry_run_commands(text):
+    """The shell commands of a dry-run text (comments dropped, continuations joined)."""
+    joined = text.replace("\\\n", " ")
+    return [shlex.split(line) for line in joined.splitlines()
+            if line.strip() and not line.lstrip().startswith("#")]
+
+
+def has_pair(argv, pair):
+    return any(argv[i:i + 2] == pair for i in range(len(argv) - 1))
+
+
+@pytest.mark.parametrize("name", ["gpu-sglang", "gpu-vllm", "gpu-sglang-disagg"])
+def test_dry_run_prints_the_specs_that_run(name, tmp_path):
+    from bankbench.serve.gpu import run_kwargs
+    from bankbench.serve.gpu_plan import docker_run_argv, plan_stack, render_dry_run
+
+    profile = load_profile(name, {"hf_cache": str(tmp_path / "hf")})
+    plan = plan_stack(profile, "st", tmp_path / "s", strict=False, is_free=all_free)
+    commands = dry_run_commands(render_dry_run(plan))
+    assert commands[0][:2] == ["mkdir", "-p"]
+    runs = [c for c in commands if c[:2] == ["docker", "run"]]
+    assert runs == [docker_run_argv(s) for s in plan.specs]  # exact, in start order
+    for spec, argv in zip(plan.specs, runs, strict=True):
+        kw = run_kwargs(spec)  # what the docker SDK is given says the same
+        assert argv[-len(kw["command"]):] == kw["command"] and kw["image"] in argv
+        assert has_pair(argv, ["--name", kw["name"]])
+        for key, value in kw["environment"].items():
+            assert has_pair(argv, ["-e", f"{key}={value}"])
+        for var in spec.pass_env:
+            assert has_pair(argv, ["-e", var]) and var not in kw["environment"]
+        if "pid_mode" in kw:
+            assert has_pair(argv, ["--pid", kw["pid_mode"]])
+        for req in kw["device_requests"]:
+            assert has_pair(argv, ["--gpus", f'"device={",".join(req["DeviceIDs"])}"'])
+        for ul in kw.get("ulimits", []):
+            assert any(a.startswith(f"{ul['Name']}=") for a in argv)
+        if spec.role in ("worker", "prefill", "decode"):
+            for pair in RUN_SH_WORKER_FLAGS:
+                assert has_pair(argv, pair), (spec.name, pair)
+            assert has_pair(argv, ["-v", f"{tmp_path / 'hf'}:/home/dynamo/.cache/huggingface"])
+        if spec.role in DISAGG_SH:
+            for flag in DISAGG_SH[spec.role]:
+                assert flag in spec.command, (spec.role, flag)
+
+
+def test_dry_run_from_the_cli_starts_nothing(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    env = dict(os.environ, BANKBENCH_SERVE_STATE=str(tmp_path / "serve"),
+               DOCKER_HOST=f"unix://{tmp_path}/none.sock")
+    proc = subprocess.run(
+        [sys.executable, "-m", "bankbench", "serve", "up", "--profile", "gpu-sglang-disagg",
+         "--dry-run", "--set", f"hf_cache={tmp_path / 'hf'}"],
+        capture_output=True, text=True, env=env, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.count("docker run") == 3
+    assert not (tmp_path / "hf").exists() and not (tmp_path / "serve").exists()
+
+
+# --- row 11: pulls show progress; a timeout shows each container's own log ---
+
+class FakeImages:
+    def __init__(self, present):
+        self.present = present
+
+    def get(self, image):
+        import docker
+
+        if image not in self.present:
+            raise docker.errors.ImageNotFound(image)
+
+
+class FakeApi:
+    def __init__(self):
+        self.pulled = []
+
+    def pull(self, repo, tag, stream, decode):
+        self.pulled.append(f"{repo}:{tag}")
+        for i in range(3):
+            yield {"id": "layer", "status": "Downloading",
+                   "progressDetail": {"current": (i + 1) * 10**9, "total": 3 * 10**9}}
+        yield {"status": "Download complete"}
+
+
+class FakeClient:
+    def __init__(self, present):
+        self.images, self.api = FakeImages(present), FakeApi()
+
+
+def test_row11_missing_images_are_pulled_with_progress(capsys):
+    from bankbench.serve.gpu import pull_missing
+
+    client = FakeClient(present={"nats:2.11"})
+    image = "nvcr.io/nvidia/ai-dynamo/vllm-runtime:1.6.1"
+    pull_missing(client, [image, image, "nats:2.11"], every_s=0)
+    err = capsys.readouterr().err
+    assert client.api.pulled == [image]  # once, and only what is missing
+    assert "pulling nvcr.io/nvidia/ai-dynamo/vllm-runtime:1.6.1" in err
+    assert "3.0 / 3.0 GB" in err and "pulled " in err
+
+
+def test_row11_timeout_error_shows_each_containers_log(monkeypatch):
+    from bankbench.serve import gpu
+    from bankbench.serve.state import Component, ServerState
+
+    state = ServerState(profile="gpu-vllm", base_url="http://127.0.0.1:9/v1", model="m",
+                        components=[Component(name=n, kind="container", container_id=n)
+                                    for n in ("frontend", "worker-0")])
+    monkeypatch.setattr(gpu, "container_logs", lambda cid, lines=40: f"{cid} says hello\n")
+    text, whose = gpu.container_tails(state)
+    err = ServeError("gpu-vllm: not ready after 5 s (x)", text, whose)
+    assert "last lines of each container's log" in str(err)
+    assert "== frontend ==\nfrontend says hello" in str(err)
+    assert "== worker-0 ==\nworker-0 says hello" in str(err)
