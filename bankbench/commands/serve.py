@@ -26,6 +26,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.set_defaults(func=lambda a: p.print_help() or 2)
     ssub = p.add_subparsers(dest="serve_command", metavar="ACTION")
+    # `up`, `status`, `logs`, `down`, `doctor`, `metrics`
 
     up = ssub.add_parser("up", help="start a stack and wait until it answers")
     up.add_argument("--profile", required=True, help=PROFILE_HELP)
@@ -64,6 +65,18 @@ def register(sub: argparse._SubParsersAction) -> None:
     dn = ssub.add_parser("down", help="stop everything `up` started")
     _state_dir_arg(dn)
     dn.set_defaults(func=_down)
+
+    dr = ssub.add_parser(
+        "doctor", help="can this host start a GPU profile? driver, toolkit, image, ports, disk",
+        description="Check a host for a GPU profile before the first start: NVIDIA driver "
+        "(>= 580 for the CUDA 13 images), the profile's GPUs, Docker and the NVIDIA container "
+        "toolkit, the image (pulled on first start otherwise), free ports, the model in the "
+        "Hugging Face cache, disk space. Starts nothing; exits 1 when something must be fixed.")
+    dr.add_argument("--profile", default="gpu-vllm",
+                    help="gpu-vllm (default), gpu-sglang or gpu-sglang-disagg")
+    dr.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=VALUE",
+                    help="profile option, as for `up` (e.g. worker.gpus=0,1)")
+    dr.set_defaults(func=_doctor)
 
     mt = ssub.add_parser("metrics", help="save the frontend's Prometheus /metrics to a file")
     mt.add_argument("--out", required=True, type=Path, help="file to write")
@@ -202,6 +215,27 @@ def _down(args: argparse.Namespace) -> int:
         return _fail(exc)
     print(f"stopped {state.profile} ({', '.join(c.name for c in state.components)})")
     return 0
+
+
+def _doctor(args: argparse.Namespace) -> int:
+    from bankbench.serve.doctor import diagnose, verdict
+    from bankbench.serve.errors import ServeError
+    from bankbench.serve.gpu_profiles import load_profile
+    from bankbench.serve.options import parse_set_args
+
+    if not args.profile.startswith("gpu-"):
+        return _fail(ServeError(f"doctor checks the GPU profiles; {args.profile} needs no check "
+                                "(try `bankbench serve up --profile " + args.profile + "`)"))
+    try:
+        profile = load_profile(args.profile, parse_set_args(args.sets))
+    except ServeError as exc:
+        return _fail(exc)
+    findings = diagnose(profile)
+    mark = {True: "ok  ", False: "FAIL", None: "info"}
+    for f in findings:
+        print(f"[{mark[f.ok]}] {f.check}: {f.detail}")
+    print(verdict(profile, findings))
+    return 1 if any(f.ok is False for f in findings) else 0
 
 
 def _metrics(args: argparse.Namespace) -> int:
