@@ -26,7 +26,6 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.set_defaults(func=lambda a: p.print_help() or 2)
     ssub = p.add_subparsers(dest="serve_command", metavar="ACTION")
-    # `up`, `status`, `logs`, `down`, `doctor`, `metrics`
 
     up = ssub.add_parser("up", help="start a stack and wait until it answers")
     up.add_argument("--profile", required=True, help=PROFILE_HELP)

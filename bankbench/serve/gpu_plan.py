@@ -82,14 +82,16 @@ def plan_stack(profile: GpuProfile, stack_id: str, state_dir: Path, *, strict: b
     ports = plan_ports(profile, is_free, profile.frontend_port)
     max_len, note = resolve_context(profile, strict=strict)
     hf_cache = Path(profile.hf_cache).expanduser()
-    discovery = state_dir / "discovery"
+    # A folder per stack: files the containers' user wrote may outlive a host user's cleanup,
+    # and a new stack must never read an old one's registrations.
+    discovery = state_dir / "discovery" / stack_id
     specs = build_specs(
         profile.model_copy(update={"hf_cache": str(hf_cache)}), stack_id, ports,
         discovery_dir=str(discovery), max_model_len=max_len)
     return StackPlan(
         profile=profile, stack_id=stack_id, ports=ports, max_model_len=max_len,
         host_dirs=[hf_cache, discovery] if profile.discovery == "file" else [hf_cache],
-        world_writable=[discovery] if profile.discovery == "file" else [],
+        world_writable=[discovery.parent, discovery] if profile.discovery == "file" else [],
         notes=[n for n in (note,) if n], specs=specs)
 
 

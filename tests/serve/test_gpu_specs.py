@@ -81,7 +81,10 @@ def test_row1_images_user_can_write_discovery(tmp_path):
     assert all(s.user is None for s in plan.specs)  # the image's own user
     assert not any(m.type == "volume" for s in plan.specs for m in s.mounts)
     prepare_host_dirs(plan)
-    assert (tmp_path / "state" / "discovery").stat().st_mode & 0o777 == 0o777
+    folder = tmp_path / "state" / "discovery" / "st"  # one per stack: never an old one's
+    assert folder.stat().st_mode & 0o777 == 0o777
+    assert all(m.source == str(folder) for s in plan.specs for m in s.mounts
+               if m.target == "/dynamo-discovery")
 
 
 def test_row2_hf_cache_is_mounted_at_the_image_users_home():

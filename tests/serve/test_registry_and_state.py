@@ -54,7 +54,7 @@ def test_every_registered_profile_implements_the_protocol_and_is_in_the_help():
                              "gpu-sglang-disagg", "external"}
     for name, prof in REGISTRY.items():
         assert prof.name == name and prof.summary
-        for method in ("check", "start", "stop", "alive"):
+        for method in ("check", "start", "dry_run", "stop", "alive"):
             assert callable(getattr(prof, method)), (name, method)
         assert name in PROFILE_HELP
 
