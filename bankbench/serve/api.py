@@ -21,7 +21,13 @@ import httpx
 from pydantic import BaseModel, Field
 
 from bankbench.serve import profiles
-from bankbench.serve.base import ROUTER_MODES, ComponentStatus, StartRequest, is_gone
+from bankbench.serve.base import (
+    ROUTER_MODES,
+    ComponentStatus,
+    StackProfile,
+    StartRequest,
+    is_gone,
+)
 from bankbench.serve.errors import ServeError
 from bankbench.serve.local_stack import registered_workers
 from bankbench.serve.state import (
@@ -100,6 +106,16 @@ def check(
                             options=options or {}))
 
 
+def _request(profile: str, router: str | None, workers: int | None, port: int | None,
+             model: str | None, options: dict | None,
+             state_dir: Path | None) -> tuple[StackProfile, StartRequest, Path]:
+    check(profile, router=router, workers=workers, model=model, options=options)
+    req = StartRequest(router=router, workers=workers, port=port, model=model,
+                       options=options or {})
+    return (profiles.get(profile), req,
+            Path(state_dir or default_state_dir(profile)).resolve())
+
+
 def up(
     profile: str,
     *,
@@ -115,11 +131,7 @@ def up(
     `router` and `workers` left as None take the profile's defaults (round-robin and 1 on the
     CPU profiles, the YAML values on the GPU ones).
     """
-    check(profile, router=router, workers=workers, model=model, options=options)
-    prof = profiles.get(profile)
-    req = StartRequest(router=router, workers=workers, port=port, model=model,
-                       options=options or {})
-    state_dir = Path(state_dir or default_state_dir(profile)).resolve()
+    prof, req, state_dir = _request(profile, router, workers, port, model, options, state_dir)
     if prof.launches:
         _prepare_state_dir(state_dir)
     state = prof.start(req, state_dir)
@@ -138,11 +150,8 @@ def dry_run(
     state_dir: Path | None = None,
 ) -> str:
     """What `up` would start, as pasteable shell text; starts nothing, writes nothing."""
-    check(profile, router=router, workers=workers, model=model, options=options)
-    req = StartRequest(router=router, workers=workers, port=port, model=model,
-                       options=options or {})
-    state_dir = Path(state_dir or default_state_dir(profile)).resolve()
-    return profiles.get(profile).dry_run(req, state_dir)
+    prof, req, state_dir = _request(profile, router, workers, port, model, options, state_dir)
+    return prof.dry_run(req, state_dir)
 
 
 @contextmanager

@@ -32,16 +32,6 @@ def mocker_command(
     return cmd + list(opts.mocker_args)
 
 
-class MockerProfile(LocalProfile):
-    name = "cpu-mocker"
-    summary = "Dynamo frontend + mocker engine, any machine"
-    options_model = MockerOptions
-    default_model = DEFAULT_MODEL
-
-    def launch(self, state: ServerState, port: int, opts: MockerOptions) -> ServerState:
-        return start(state, port, opts)
-
-
 def start(state: ServerState, port: int, opts: MockerOptions) -> ServerState:
     from bankbench.serve.dynamo_venv import ensure_dynamo_venv, installed_versions
     from bankbench.serve.smollm2 import model_dir
@@ -58,3 +48,7 @@ def start(state: ServerState, port: int, opts: MockerOptions) -> ServerState:
         ("mocker", mocker_command(python, model_path, state.model, state.workers, opts)),
     ]
     return launch(state, commands, env, state.workers, opts.start_timeout_s)
+
+
+PROFILE = LocalProfile("cpu-mocker", "Dynamo frontend + mocker engine, any machine",
+                       MockerOptions, DEFAULT_MODEL, start)

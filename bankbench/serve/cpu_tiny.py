@@ -36,16 +36,6 @@ def worker_command(
     return cmd + list(opts.worker_args)
 
 
-class TinyProfile(LocalProfile):
-    name = "cpu-tiny"
-    summary = "Dynamo frontend + SmolLM2-135M via llama.cpp"
-    options_model = TinyOptions
-    default_model = DEFAULT_MODEL
-
-    def launch(self, state: ServerState, port: int, opts: TinyOptions) -> ServerState:
-        return start(state, port, opts)
-
-
 def start(state: ServerState, port: int, opts: TinyOptions) -> ServerState:
     from bankbench.serve.dynamo_venv import ensure_dynamo_venv, installed_versions
     from bankbench.serve.smollm2 import gguf_path, model_dir
@@ -75,3 +65,7 @@ def start(state: ServerState, port: int, opts: TinyOptions) -> ServerState:
         worker = worker_command(python, gguf, model_path, state.model, opts)
         commands.append((f"worker-{i}", worker))
     return launch(state, commands, env, state.workers, opts.start_timeout_s)
+
+
+PROFILE = LocalProfile("cpu-tiny", "Dynamo frontend + SmolLM2-135M via llama.cpp",
+                       TinyOptions, DEFAULT_MODEL, start)

@@ -216,14 +216,19 @@ def check_port(port: int | None) -> int:
 
 
 class LocalProfile:
-    """A Dynamo stack of local process groups. Subclasses set the class attributes and
-    `launch` (start the components into `state`)."""
+    """A Dynamo stack of local process groups; `launch(state, port, opts)` starts its
+    components into `state` (each CPU profile module passes its own)."""
 
-    name: str
-    summary: str
-    options_model: type[BaseModel]
-    default_model: str
     launches = True
+
+    def __init__(self, name: str, summary: str, options_model: type[BaseModel],
+                 default_model: str,
+                 launch: Callable[[ServerState, int, BaseModel], ServerState]) -> None:
+        self.name = name
+        self.summary = summary
+        self.options_model = options_model
+        self.default_model = default_model
+        self.launch = launch
 
     def check(self, req: StartRequest) -> None:
         validate_options(self.options_model, req.options, self.name)
@@ -243,9 +248,6 @@ class LocalProfile:
             return self.launch(state, port, opts)
         except (DynamoVenvError, ModelFilesError) as exc:
             raise ServeError(f"{self.name}: {str(exc).splitlines()[0]}") from None
-
-    def launch(self, state: ServerState, port: int, opts: BaseModel) -> ServerState:
-        raise NotImplementedError
 
     def dry_run(self, req: StartRequest, state_dir: Path) -> str:
         raise ServeError(f"--dry-run prints container commands; {self.name} starts local "

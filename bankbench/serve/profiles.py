@@ -6,9 +6,8 @@ A new profile (or a stack with its own router) is one module implementing
 
 from __future__ import annotations
 
+from bankbench.serve import cpu_mocker, cpu_tiny
 from bankbench.serve.base import StackProfile
-from bankbench.serve.cpu_mocker import MockerProfile
-from bankbench.serve.cpu_tiny import TinyProfile
 from bankbench.serve.errors import ServeError
 from bankbench.serve.external import ExternalProfile
 from bankbench.serve.gpu import GpuStack
@@ -16,8 +15,8 @@ from bankbench.serve.gpu import GpuStack
 REGISTRY: dict[str, StackProfile] = {
     p.name: p
     for p in (
-        MockerProfile(),
-        TinyProfile(),
+        cpu_mocker.PROFILE,
+        cpu_tiny.PROFILE,
         GpuStack("gpu-sglang", "Dynamo + SGLang workers in NGC containers (Docker + GPUs)"),
         GpuStack("gpu-vllm", "Dynamo + vLLM workers in NGC containers (Docker + GPUs)"),
         GpuStack("gpu-sglang-disagg",
