@@ -231,11 +231,13 @@ def build_specs(profile: GpuProfile, stack_id: str, ports: StackPorts, *,
     specs: list[ContainerSpec] = []
     if profile.discovery == "etcd":
         etcd_url = f"http://127.0.0.1:{ports.etcd}"
+        peer_url = f"http://127.0.0.1:{ports.etcd_peer}"  # a single member, but it listens too
         specs.append(ContainerSpec(
             name=f"{stack_id}-etcd", role="etcd", image=profile.etcd_image,
-            command=["etcd", "--listen-client-urls", etcd_url, "--advertise-client-urls",
-                     etcd_url, "--listen-peer-urls", f"http://127.0.0.1:{ports.etcd_peer}",
-                     "--data-dir", "/tmp/etcd"],
+            command=["etcd", "--name", "default", "--listen-client-urls", etcd_url,
+                     "--advertise-client-urls", etcd_url, "--listen-peer-urls", peer_url,
+                     "--initial-advertise-peer-urls", peer_url,
+                     "--initial-cluster", f"default={peer_url}", "--data-dir", "/tmp/etcd"],
             ports=[ports.etcd, ports.etcd_peer], labels=labels | {"bankbench.component": "etcd"}))
         specs.append(ContainerSpec(
             name=f"{stack_id}-nats", role="nats", image=profile.nats_image,

@@ -195,6 +195,9 @@ def test_row10_ports_are_chosen_free_per_stack():
     assert len(set(second.all())) == len(second.all())
     specs = build_specs(profile, "b", second, discovery_dir="/d")
     assert specs[2].environment["ETCD_ENDPOINTS"] == f"http://127.0.0.1:{second.etcd}"
+    etcd = specs[0].command  # etcd's peer port (2380 by default) moves with the stack too
+    assert f"http://127.0.0.1:{second.etcd_peer}" in etcd
+    assert f"default=http://127.0.0.1:{second.etcd_peer}" in etcd
 
 
 def test_etcd_discovery_adds_etcd_and_nats_first():
