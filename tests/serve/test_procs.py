@@ -63,7 +63,10 @@ def test_harbor_of_an_earlier_run_is_found_by_its_jobs_dir(tmp_path):
     # (a Python entry script: argv = [python, .../harbor, run, … --jobs-dir DIR]).
     script = tmp_path / "bin" / "harbor"
     script.parent.mkdir()
-    script.write_text("#!/bin/sh\necho ready\nsleep 300\n")
+    # Python, like Harbor's entry script, and no child: a shell's forked child carries the
+    # shell's command line until it execs, which would match too.
+    script.write_text(f"#!{sys.executable}\nimport time\nprint('ready', flush=True)\n"
+                      "time.sleep(300)\n")
     script.chmod(0o755)
     sweep = tmp_path / "sweep"
     other_log, log = tmp_path / "o.log", tmp_path / "h.log"
