@@ -1,5 +1,7 @@
 """What may import what (docs/ARCHITECTURE.md): bankbench → {tasks, agents, analysis} →
-contracts. A lazy import inside a function counts as much as one at the top."""
+contracts; environments imports nothing of ours; and no package's modules import each other in
+a circle. A lazy import inside a function counts as much as one at the top: deferring an import
+hides a cycle from the interpreter, not from the reader."""
 
 from __future__ import annotations
 
@@ -16,26 +18,160 @@ FORBIDDEN = {
     "tasks": {"bankbench", "analysis", "agents"},
     "agents": {"bankbench", "analysis", "tasks"},
     "analysis": {"bankbench", "agents", "tasks"},
+    "environments": OURS - {"environments"},
 }
+# Runs inside the task environment on its own Python, not as part of ours.
+TEMPLATE = REPO / "tasks" / "banking" / "template"
+
+
+def _sources(root: Path) -> list[Path]:
+    return [p for p in root.rglob("*.py") if TEMPLATE not in p.parents and p != TEMPLATE]
+
+
+def _import_nodes(tree: ast.AST):
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import | ast.ImportFrom):
+            yield node
 
 
 def imported_packages(path: Path) -> set[str]:
-    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
     found: set[str] = set()
-    for node in ast.walk(tree):
+    for node in _import_nodes(ast.parse(path.read_text(encoding="utf-8"), filename=str(path))):
         if isinstance(node, ast.Import):
             found |= {alias.name.split(".")[0] for alias in node.names}
-        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+        elif node.level == 0 and node.module:
             found.add(node.module.split(".")[0])
     return found
 
 
 @pytest.mark.parametrize("package", sorted(FORBIDDEN))
 def test_package_imports_only_downward(package):
-    template = REPO / "tasks" / "banking" / "template"  # runs inside the task, not ours
     wrong = {
         str(path.relative_to(REPO)): sorted(imported_packages(path) & FORBIDDEN[package])
-        for path in (REPO / package).rglob("*.py")
-        if template not in path.parents
+        for path in _sources(REPO / package)
     }
     assert {k: v for k, v in wrong.items() if v} == {}
+
+
+# --- cycles ---------------------------------------------------------------------------------
+
+
+def module_name(path: Path, root: Path) -> str:
+    parts = list(path.relative_to(root).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def module_graph(package_dir: Path, root: Path) -> dict[str, set[str]]:
+    """Module → the modules of the same top-level package it imports (explicit targets only:
+    the implicit import of a parent package's __init__ is not an edge)."""
+    paths = _sources(package_dir)
+    modules = {module_name(p, root): p for p in paths}
+    top = package_dir.name
+
+    def resolve(dotted: str) -> str | None:
+        # the longest prefix that is one of our modules: `a.b.c.func` → `a.b.c` or `a.b`
+        parts = dotted.split(".")
+        for end in range(len(parts), 0, -1):
+            candidate = ".".join(parts[:end])
+            if candidate in modules:
+                return candidate
+        return None
+
+    graph: dict[str, set[str]] = {name: set() for name in modules}
+    for name, path in modules.items():
+        is_package = path.name == "__init__.py"
+        here = name.split(".") if is_package else name.split(".")[:-1]
+        for node in _import_nodes(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+            targets: list[str] = []
+            if isinstance(node, ast.Import):
+                targets = [alias.name for alias in node.names]
+            else:
+                if node.level:
+                    base = here[: len(here) - (node.level - 1)]
+                    prefix = ".".join(base + ([node.module] if node.module else []))
+                else:
+                    prefix = node.module or ""
+                # `from a.b import c` imports the module a.b.c when there is one, else a.b
+                targets = [f"{prefix}.{alias.name}" for alias in node.names]
+            for target in targets:
+                if target.split(".")[0] != top:
+                    continue
+                found = resolve(target)
+                if found and found != name:
+                    graph[name].add(found)
+    return graph
+
+
+def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
+    """One import cycle as a path that returns to its start, or None."""
+    state: dict[str, int] = {}  # 1 = on the current path, 2 = finished
+    path: list[str] = []
+
+    def visit(node: str) -> list[str] | None:
+        state[node] = 1
+        path.append(node)
+        for nxt in sorted(graph.get(node, ())):
+            if state.get(nxt) == 1:
+                return path[path.index(nxt) :] + [nxt]
+            if nxt not in state:
+                found = visit(nxt)
+                if found:
+                    return found
+        path.pop()
+        state[node] = 2
+        return None
+
+    for start in sorted(graph):
+        if start not in state:
+            found = visit(start)
+            if found:
+                return found
+    return None
+
+
+@pytest.mark.parametrize("package", sorted(OURS))
+def test_no_import_cycle_inside_a_package(package):
+    cycle = find_cycle(module_graph(REPO / package, REPO))
+    assert cycle is None, "import cycle: " + " → ".join(cycle or [])
+
+
+def _write(root: Path, files: dict[str, str]) -> None:
+    for rel, text in files.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+
+
+def test_a_planted_cycle_is_found_even_through_lazy_and_relative_imports(tmp_path):
+    _write(
+        tmp_path,
+        {
+            "pkg/__init__.py": "",
+            "pkg/a.py": "from pkg.b import thing\n",
+            "pkg/b.py": "def thing():\n    from .sub import c\n",
+            "pkg/sub/__init__.py": "",
+            "pkg/sub/c.py": "import pkg.a\n",
+        },
+    )
+    cycle = find_cycle(module_graph(tmp_path / "pkg", tmp_path))
+    assert cycle is not None
+    assert cycle[0] == cycle[-1]
+    assert set(cycle) == {"pkg.a", "pkg.b", "pkg.sub.c"}
+
+
+def test_a_package_importing_its_parent_init_is_not_a_cycle_unless_the_init_imports_back(
+    tmp_path,
+):
+    _write(
+        tmp_path,
+        {
+            "pkg/__init__.py": "VERSION = 1\n",
+            "pkg/a.py": "from pkg import VERSION\n",
+            "pkg/b.py": "from pkg.a import VERSION\n",
+        },
+    )
+    assert find_cycle(module_graph(tmp_path / "pkg", tmp_path)) is None
+    (tmp_path / "pkg/__init__.py").write_text("from pkg.b import VERSION\n", encoding="utf-8")
+    assert find_cycle(module_graph(tmp_path / "pkg", tmp_path)) is not None
