@@ -128,8 +128,8 @@ def scored_calls(calls: list[dict[str, Any]], accepts: list[int],
 def _calls_from_tsq(tsq: dict[str, Any], attempt: int | None) -> list[dict[str, Any]]:
     for item in tsq.get("attempts") or []:
         if isinstance(item, dict) and item.get("attempt") == attempt:
-            return [c for c in item.get("calls") or [] if isinstance(c, dict)
-                    and isinstance(c.get("tool"), str)]
+            return [dict(c, attempt=attempt) for c in item.get("calls") or []
+                    if isinstance(c, dict) and isinstance(c.get("tool"), str)]
     return []
 
 
