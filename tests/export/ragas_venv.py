@@ -50,9 +50,13 @@ def ragas_python() -> Path:
         return python
 
 
-def ragas_tool_call_accuracy(path: Path, strict_order: bool = True) -> list[float]:
-    """ToolCallAccuracy of every row of an exported file, computed by ragas."""
-    cmd = [str(ragas_python()), str(SCORER), str(path)] + ([] if strict_order else ["--unordered"])
-    done = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+def ragas_read_back(directory: Path, strict_order: bool = True) -> dict:
+    """ragas' view of an exported file set: rows per file and ToolCallAccuracy per row."""
+    cmd = [str(ragas_python()), str(SCORER), str(directory)]
+    done = subprocess.run(cmd + ([] if strict_order else ["--unordered"]),
+                          capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
-    return json.loads(done.stdout)
+    result = json.loads(done.stdout)
+    # Both of ragas' ToolCallAccuracy implementations must agree on every row.
+    assert result["collections"] == result["tool_call_accuracy"], result
+    return result

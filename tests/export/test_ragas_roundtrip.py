@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from analysis.export.writer import INDEX_FILE, export_nemo
+from analysis.export.writer import FAMILIES, INDEX_FILE, export_nemo
 from tests.export.conftest import CASES, case_job
-from tests.export.ragas_venv import ragas_tool_call_accuracy
+from tests.export.ragas_venv import ragas_read_back
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 
@@ -36,8 +36,9 @@ def exported_cases(tmp_path_factory) -> Path:
 
 @pytest.mark.parametrize("strict_order", [True, False], ids=["strict", "unordered"])
 def test_ragas_tool_call_accuracy_matches_the_mapping(exported_cases, strict_order):
-    scores = ragas_tool_call_accuracy(exported_cases / "tool_call_accuracy.jsonl", strict_order)
-    got = _by_trial(exported_cases, scores)
+    read = ragas_read_back(exported_cases, strict_order)
+    assert read["rows"] == dict.fromkeys(FAMILIES, len(CASES))
+    got = _by_trial(exported_cases, read["tool_call_accuracy"])
     want = {name: (strict if strict_order else unordered)
             for name, (_, _, strict, unordered) in CASES.items()}
     assert got == pytest.approx(want)
@@ -67,7 +68,9 @@ def test_real_harbor_jobs_scored_by_ragas(tmp_path):
                              env=env, capture_output=True, text=True, timeout=300)
         assert cli.returncode == 0, cli.stderr
         out = tmp_path / agent
-        scores = ragas_tool_call_accuracy(out / "tool_call_accuracy.jsonl")
+        read = ragas_read_back(out)
+        assert read["rows"] == dict.fromkeys(FAMILIES, 3)
+        scores = read["tool_call_accuracy"]
         index = [json.loads(line) for line in (out / INDEX_FILE).read_text().splitlines()]
         assert len(index) == 3
         want = 1.0 if agent == "oracle" else 0.0
