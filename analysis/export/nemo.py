@@ -127,17 +127,23 @@ def _match_turns(inputs: TrialInputs) -> list[Turn | None]:
 
 
 def messages(inputs: TrialInputs) -> list[Message]:
-    """The customer's request, then one ai turn per bank call (with the agent's text and the
-    reply it saw, when its trajectory has them), then the final answer."""
+    """The customer's request; per model turn one ai message with that turn's bank calls
+    (calls the trajectory does not show get one each), then the replies the agent saw; then
+    the final answer."""
     out = [Message(type="human", content=inputs.instruction or "\n".join(inputs.goals))]
-    said: set[int] = set()
+    groups: list[list[tuple[ToolCall, Turn | None]]] = []
     for (_, tool_call), turn in zip(predicted_calls(inputs), _match_turns(inputs), strict=True):
-        text = ""
-        if turn is not None and turn.step_id not in said:
-            text, _ = turn.text, said.add(turn.step_id)
-        out.append(Message(type="ai", content=text, tool_calls=[tool_call]))
-        if turn is not None and turn.observation is not None:
-            out.append(Message(type="tool", content=turn.observation))
+        last = groups[-1][-1][1] if groups else None
+        if turn is not None and last is not None and last.step_id == turn.step_id:
+            groups[-1].append((tool_call, turn))
+        else:
+            groups.append([(tool_call, turn)])
+    for group in groups:
+        first = group[0][1]
+        out.append(Message(type="ai", content=first.text.strip() if first else "",
+                           tool_calls=[tool_call for tool_call, _ in group]))
+        out += [Message(type="tool", content=turn.observation) for _, turn in group
+                if turn is not None and turn.observation is not None]
     if inputs.final_answer:
         out.append(Message(type="ai", content=inputs.final_answer))
     return out

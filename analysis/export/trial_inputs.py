@@ -46,7 +46,7 @@ class BankCall(BaseModel):
 class Turn(BaseModel):
     """One tool call as the agent's trajectory shows it, with what the agent saw back."""
 
-    text: str = ""
+    text: str = Field("", description="The agent's text in the step that made the call.")
     tool: str
     arguments: Any = None
     observation: str | None = None
@@ -207,8 +207,8 @@ def conversation(trial_dir: Path, attempt: int | None,
             continue
         observations = _observations(step)
         calls = [c for c in step.get("tool_calls") or [] if isinstance(c, dict)]
-        for i, call in enumerate(calls):
-            turns.append(Turn(text=message if i == 0 else "", tool=str(call.get("function_name")),
+        for call in calls:
+            turns.append(Turn(text=message, tool=str(call.get("function_name")),
                               arguments=call.get("arguments"), step_id=int(step.get("step_id", 0)),
                               observation=observations.get(call.get("tool_call_id"))))
         if not calls and message:

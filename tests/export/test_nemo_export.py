@@ -58,10 +58,10 @@ def test_rows_follow_the_ragas_shapes_with_the_agents_words(tmp_path):
     [tool_row] = rows(tmp_path / "out" / "tool_call_accuracy.jsonl")
     assert tool_row["user_input"] == [
         {"type": "human", "content": "please help"},  # no instruction.md: the user turn
-        {"type": "ai", "content": "Checking both.",
-         "tool_calls": [{"name": "get_account_balance", "args": BALANCE}]},
+        {"type": "ai", "content": "Checking both.",  # one model turn, two parallel calls
+         "tool_calls": [{"name": "get_account_balance", "args": BALANCE},
+                        {"name": "transfer_funds", "args": TRANSFER}]},
         {"type": "tool", "content": '{"balance": 5}'},
-        {"type": "ai", "content": "", "tool_calls": [{"name": "transfer_funds", "args": TRANSFER}]},
         {"type": "tool", "content": '{"ok": true}'},
         {"type": "ai", "content": "Your balance is 5 and the transfer is done."},
     ]
