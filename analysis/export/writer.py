@@ -105,8 +105,10 @@ def export_nemo(path: Path, out: Path | None = None,
         counts = ", ".join(f"{n} {s}" for s, n in sorted(skipped.items())) or "no trials"
         raise AnalysisInputError(f"{path}: nothing to export ({counts}; only scored and "
                                  "agent_failed trials are exported)")
+    # Levels in numeric order (c1, c4, c16), the job's own set ('.') alone.
+    sets = dict(sorted(sets.items(), key=lambda item: int(item[0][1:] or 0)))
     files: list[str] = []
-    for folder, rows in sorted(sets.items()):
+    for folder, rows in sets.items():
         directory = out / folder
         directory.mkdir(parents=True, exist_ok=True)
         for name in FAMILIES:
@@ -116,7 +118,7 @@ def export_nemo(path: Path, out: Path | None = None,
         log(f"{folder if folder != '.' else path.name}: {len(rows['index'])} trials → {directory}")
     manifest = ExportManifest(
         source=str(path), sweep=sweep, files=files, skipped=dict(skipped),
-        levels={folder: len(rows["index"]) for folder, rows in sorted(sets.items())},
+        levels={folder: len(rows["index"]) for folder, rows in sets.items()},
         issues=[str(i) for i in issues]
         + [f"{row['path']}: {row['message']}" for row in _table_issues(tables.issues)],
     )

@@ -123,18 +123,18 @@ def test_only_quality_trials_are_exported_and_the_rest_counted(tmp_path):
 
 def test_a_sweep_gives_one_file_set_per_level_with_the_tasks_own_files(tmp_path):
     sweep = tmp_path / "sweep"
-    for level in (1, 4):
+    for level in (4, 16):
         job = write_job(sweep / f"c{level}", n_concurrent=level)
         write_case(job, f"banking-001__l{level}", [call("get_account_balance", BALANCE)])
-    write_sweep_manifest(sweep, [1, 4])
+    write_sweep_manifest(sweep, [4, 16])
     task = sweep / "tasks" / "banking-001"  # the trial's config.json path no longer exists
     (task / "tests").mkdir(parents=True)
     (task / "tests" / "expected.json").write_text(json.dumps({
         "expected_tools": ["get_account_balance"], "goals": [{"index": 0, "text": "balance?"}]}))
     (task / "instruction.md").write_text("Customer: Maya\n\nWhat is my balance?\n")
     manifest = export_nemo(sweep)
-    assert manifest.levels == {"c1": 1, "c4": 1}
-    for level in (1, 4):
+    assert list(manifest.levels.items()) == [("c4", 1), ("c16", 1)]  # numeric level order
+    for level in (4, 16):
         [row] = rows(sweep / "nemo-evaluator" / f"c{level}" / "tool_call_accuracy.jsonl")
         assert row["user_input"][0]["content"] == "Customer: Maya\n\nWhat is my balance?"
         assert row["reference_tool_calls"] == [{"name": "get_account_balance", "args": BALANCE}]
