@@ -122,8 +122,27 @@ def export_nemo(path: Path, out: Path | None = None,
         issues=[str(i) for i in issues]
         + [f"{row['path']}: {row['message']}" for row in _table_issues(tables.issues)],
     )
+    _remove_stale(out, set(files))
     (out / MANIFEST_FILE).write_text(manifest.model_dump_json(indent=2) + "\n", encoding="utf-8")
     return manifest
+
+
+def _remove_stale(out: Path, written: set[str]) -> None:
+    """Files an earlier export into `out` wrote and this one did not (a level no longer in
+    the sweep): only those its export.json lists, so nothing else in `out` is touched."""
+    try:
+        earlier = ExportManifest.model_validate_json((out / MANIFEST_FILE).read_bytes())
+    except (OSError, ValueError):
+        return
+    for name in set(earlier.files) - written:
+        stale = out / name
+        if stale.name.removesuffix(".jsonl") not in FAMILIES or ".." in Path(name).parts:
+            continue
+        stale.unlink(missing_ok=True)
+        if not any((stale.parent / f"{family}.jsonl").exists() for family in FAMILIES):
+            (stale.parent / INDEX_FILE).unlink(missing_ok=True)
+            if stale.parent != out and not any(stale.parent.iterdir()):
+                stale.parent.rmdir()
 
 
 def _table_issues(frame: Any) -> list[dict[str, Any]]:

@@ -4,6 +4,7 @@ trusted, which trials go in, sweeps, and one-line errors."""
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -150,3 +151,21 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path, capsys):
         export_nemo(job, tmp_path / "out")
     assert main(["export", str(job), "--out", str(tmp_path / "out")]) == 2
     assert "nothing to export" in capsys.readouterr().err.strip().splitlines()[-1]
+
+
+def test_a_new_export_replaces_the_files_of_levels_gone_and_nothing_else(tmp_path, capsys):
+    sweep = tmp_path / "sweep"
+    for level in (1, 2):
+        job = write_job(sweep / f"c{level}", n_concurrent=level)
+        write_case(job, f"banking-001__l{level}", [call("get_account_balance", BALANCE)])
+    out = tmp_path / "out"
+    assert main(["export", str(sweep), "--out", str(out)]) == 0
+    assert capsys.readouterr().out.strip() == str(out / MANIFEST_FILE)
+    (out / "c2" / "notes.txt").write_text("mine")
+    shutil.rmtree(sweep / "c1")  # level 1 is gone from the sweep, level 4 is new
+    write_case(write_job(sweep / "c4", n_concurrent=4), "banking-001__l4",
+               [call("get_account_balance", BALANCE)])
+    manifest = export_nemo(sweep, out)
+    assert list(manifest.levels) == ["c2", "c4"]
+    assert not (out / "c1").exists()
+    assert (out / "c2" / "notes.txt").read_text() == "mine"
