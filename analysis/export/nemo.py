@@ -6,7 +6,9 @@ cannot fill is in docs/export.md; the choices that shape scores are made here:
 
 - Predicted tool calls are the bank's record of the scored attempt, in call order, tool names
   mapped to the task's spelling when bankbench's TSQ normalisation says they are the same tool.
-- `reference_tool_calls` are the expected tools in goal order. The dataset has no gold
+- `reference_tool_calls` are the expected tools in goal order (where a goal's labels list
+  alternatives, the one the agent called stands for it; a goal no tool serves expects no
+  call). The dataset has no gold
   argument values, so a reference call carries the arguments of the agent's matching call when
   the bank accepted them, and a marker the agent never sends when it did not. ToolCallAccuracy
   then reads as: names in the expected order (or the same multiset, unordered), times the
@@ -15,7 +17,7 @@ cannot fill is in docs/export.md; the choices that shape scores are made here:
 
 from __future__ import annotations
 
-from collections import defaultdict
+from collections import Counter, defaultdict
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field
@@ -73,7 +75,8 @@ def normalise_tool_name(name: str) -> str:
 def canonical_names(inputs: TrialInputs) -> dict[str, str]:
     """Normalised name → the task's spelling (expected tools first, then the task's tools)."""
     names: dict[str, str] = {}
-    for name in [*inputs.expected_tools, *inputs.known_tools]:
+    alternatives = [name for names in inputs.goal_tools or [] for name in names]
+    for name in [*inputs.expected_tools, *alternatives, *inputs.known_tools]:
         names.setdefault(normalise_tool_name(name), name)
     return names
 
@@ -91,15 +94,31 @@ def predicted_calls(inputs: TrialInputs) -> list[tuple[BankCall, ToolCall]]:
                             args=as_args(call.arguments))) for call in inputs.calls]
 
 
+def reference_names(inputs: TrialInputs, called: list[str]) -> list[str]:
+    """Expected tools in goal order. Where a goal lists alternatives (any one serves it), the
+    one the agent called stands for the goal; else the preferred (first) one."""
+    if inputs.goal_tools is None:
+        return list(inputs.expected_tools)
+    left = Counter(called)
+    names = []
+    for alternatives in inputs.goal_tools:
+        name = next((a for a in alternatives if left[a] > 0), alternatives[0])
+        left[name] -= 1
+        names.append(name)
+    return names
+
+
 def reference_calls(inputs: TrialInputs) -> list[ToolCall]:
-    """Expected tools in goal order; the k-th reference of a tool takes its arguments from the
-    agent's k-th call of that tool when the bank accepted it (see the module docstring)."""
+    """Expected tools in goal order (`reference_names`); the k-th reference of a tool takes
+    its arguments from the agent's k-th call of that tool when the bank accepted it (see the
+    module docstring)."""
     by_name: dict[str, list[tuple[BankCall, ToolCall]]] = defaultdict(list)
-    for call, tool_call in predicted_calls(inputs):
+    predicted = predicted_calls(inputs)
+    for call, tool_call in predicted:
         by_name[tool_call.name].append((call, tool_call))
     seen: dict[str, int] = defaultdict(int)
     out = []
-    for name in inputs.expected_tools:
+    for name in reference_names(inputs, [tool_call.name for _, tool_call in predicted]):
         k = seen[name]
         seen[name] += 1
         made = by_name[name][k] if k < len(by_name[name]) else None

@@ -19,9 +19,10 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from analysis.files import TSQ_DETAILS_FILE, Issue, read_json_dict
+from analysis.files import Issue, read_json_dict
 from contracts.expected import EXPECTED_FILE
 from contracts.intents import INTENTS_FILE
+from contracts.tsq import TSQ_DETAILS_FILE
 
 # Where a trial may keep the bank's log, most trusted first: a copy the agent cannot write
 # (verifier/ or bank/, as Harbor downloads them) before the agent's own log folder.
@@ -60,6 +61,9 @@ class TrialInputs(BaseModel):
     scored_attempt: int | None = None
     expected_tools: list[str] = Field(default_factory=list)
     goals: list[str] = Field(default_factory=list)
+    goal_tools: list[list[str]] | None = Field(
+        None, description="Per goal a tool serves, in goal order: its alternative tools (any "
+        "one serves, first preferred). None when the labels do not map tools to goals.")
     known_tools: list[str] = Field(default_factory=list, description="The task's tool names.")
     turns: list[Turn] = Field(default_factory=list)
     final_answer: str | None = None
@@ -144,20 +148,33 @@ def task_dir(trial_dir: Path, issues: list[Issue]) -> Path | None:
     return next((c for c in candidates if (c / "tests" / EXPECTED_FILE).is_file()), None)
 
 
-def _expected(task: Path | None, tsq: dict[str, Any], trial_dir: Path,
-              issues: list[Issue]) -> tuple[list[str], list[str]]:
+def _expected(task: Path | None, tsq: dict[str, Any], trial_dir: Path, issues: list[Issue]
+              ) -> tuple[list[str], list[str], list[list[str]] | None]:
+    """(expected tools, goal texts, per served goal its alternatives or None)."""
     data: dict[str, Any] = {}
     if task is not None:
         data = read_json_dict(task / "tests" / EXPECTED_FILE, issues)
     if not isinstance(data.get("expected_tools"), list):
         data = tsq  # the verifier repeats expected_tools and goals
     tools = [t for t in data.get("expected_tools") or [] if isinstance(t, str)]
-    goals = [g["text"] if isinstance(g, dict) else g for g in data.get("goals") or []]
+    raw_goals = [g for g in data.get("goals") or [] if isinstance(g, dict | str)]
+    goals = [g.get("text") if isinstance(g, dict) else g for g in raw_goals]
     goals = [g for g in goals if isinstance(g, str)]
+    alternatives: list[list[str]] | None = []
+    for goal in raw_goals:
+        listed = goal.get("tools") if isinstance(goal, dict) else None
+        if not isinstance(listed, list):
+            alternatives = None  # the labels do not map tools to goals
+            break
+        names = [t for t in listed if isinstance(t, str)]
+        if names:  # a goal no tool serves expects no call
+            alternatives.append(names)
+    if alternatives is not None and [a[0] for a in alternatives] != tools:
+        alternatives = None  # not the per-goal side of expected_tools: trust expected_tools
     if not tools and not goals:
         issues.append(Issue(str(trial_dir), "no expected tools found (no task expected.json, "
                                             "no verifier tsq.json)"))
-    return tools, goals
+    return tools, goals, alternatives
 
 
 def _known_tools(task: Path | None, issues: list[Issue]) -> list[str]:
@@ -238,11 +255,12 @@ def read_trial_inputs(trial_dir: Path, scenario_id: str, issues: list[Issue]) ->
             issues.append(Issue(str(trial_dir), "no intents log; calls taken from tsq.json"))
     attempt, calls = scored_calls(raw_calls, accepts, verifier_choice)
     task = task_dir(trial_dir, issues)
-    expected_tools, goals = _expected(task, tsq, trial_dir, issues)
+    expected_tools, goals, goal_tools = _expected(task, tsq, trial_dir, issues)
     user, turns, final = conversation(trial_dir, attempt, issues)
     instruction = (_read_text(task / "instruction.md") if task else None) or user
     return TrialInputs(
         scenario_id=scenario_id, instruction=instruction, calls=calls, scored_attempt=attempt,
-        expected_tools=expected_tools, goals=goals, known_tools=_known_tools(task, issues),
+        expected_tools=expected_tools, goals=goals, goal_tools=goal_tools,
+        known_tools=_known_tools(task, issues),
         turns=turns, final_answer=final,
     )

@@ -25,8 +25,9 @@ def write_case(job: Path, name: str, calls: list[dict[str, Any]], *, accept: int
                status: str = "ok", where: str = "agent", tsq_details: dict | None = None,
                exception_type: str | None = None) -> Path:
     """One finished trial whose bank log holds `calls` (seq given in order)."""
-    details = {"expected_tools": EXPECTED, "goals": [{"index": i, "text": g}
-                                                     for i, g in enumerate(GOALS)]}
+    expected, goals = PER_GOAL.get(name, (EXPECTED, [{"text": g} for g in GOALS]))
+    details = {"expected_tools": expected,
+               "goals": [{"index": i, **g} for i, g in enumerate(goals)]}
     trial = write_trial(job, name, scenario_id=name.split("__")[0], rewards=REWARDS,
                         agent_status={"status": status, "reason": None},
                         tsq_details={**details, **(tsq_details or {})},
@@ -71,6 +72,28 @@ CASES: dict[str, tuple[list[dict[str, Any]], int | None, float, float]] = {
                                     call("transfer_funds", "800 to checking", valid=False)],
                                    None, 0.5, 0.5),
 }
+
+
+# Per-goal labels (expected.json since labels/2): alternatives, any one of which serves a goal
+# (first preferred, which is what expected_tools lists), and goals no tool serves.
+PER_GOAL: dict[str, tuple[list[str], list[dict[str, Any]]]] = {
+    "banking-012__alternative": (EXPECTED, [
+        {"text": GOALS[0], "tools": ["get_account_balance", "get_account_summary"]},
+        {"text": GOALS[1], "tools": ["transfer_funds"]}]),
+    "banking-013__no_tool_goal": (EXPECTED, [
+        {"text": GOALS[0], "tools": ["get_account_balance"]},
+        {"text": "Tell me a joke", "tools": [], "no_tool": True},
+        {"text": GOALS[1], "tools": ["transfer_funds"]}]),
+}
+CASES.update({
+    # the alternative serves the goal as well as the preferred tool (TSQ, a set F1 against
+    # the preferred tools only, gives 0.5 here)
+    "banking-012__alternative": ([call("get_account_summary", {"account_number": "1"}),
+                                  call("transfer_funds", TRANSFER)], None, 1.0, 1.0),
+    # a goal no tool serves expects no call
+    "banking-013__no_tool_goal": ([call("get_account_balance", BALANCE),
+                                   call("transfer_funds", TRANSFER)], None, 1.0, 1.0),
+})
 
 
 def case_job(job: Path) -> Path:
