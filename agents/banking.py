@@ -16,9 +16,9 @@ from harbor.agents.base import BaseAgent
 from harbor.environments.base import BaseEnvironment
 from harbor.models.agent.context import AgentContext
 
+from agents.attempt import TrialIdentity
 from agents.episode import Episode
 from agents.options import parse_options, strip_provider
-from agents.react import TrialIdentity
 from agents.trajectory import TrajectoryBuilder
 
 AGENT_NAME = "bankbench-banking"

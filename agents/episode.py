@@ -24,9 +24,10 @@ from pathlib import Path
 from typing import Any
 
 from agents import bank_bridge
-from agents.llm import CallInfo, ClientSettings, LLMCallFailed, StreamingClient
-from agents.options import BankingAgentOptions
-from agents.react import AttemptResult, AttemptRunner, LoopSettings, TrialIdentity
+from agents.attempt import AttemptResult, TrialIdentity
+from agents.llm import CallInfo, LLMCallFailed, StreamingClient
+from agents.options import BankingAgentOptions, ClientSettings
+from agents.react import AttemptRunner
 from agents.records import CallLog, write_status
 from agents.self_eval import (
     Verdict,
@@ -47,15 +48,6 @@ class EpisodeOutcome:
     attempts: list[AttemptResult] = field(default_factory=list)
 
 
-def client_settings(opts: BankingAgentOptions, model: str, base_url: str) -> ClientSettings:
-    return ClientSettings(
-        base_url=base_url, model=model, api_key_env=opts.api_key_env,
-        request_timeout_s=opts.request_timeout_s, max_attempts=opts.max_attempts,
-        session_header=opts.session_header, server_timing=opts.server_timing,
-        nvext_annotations=opts.nvext_annotations,
-    )
-
-
 def classify_llm_failure(exc: LLMCallFailed) -> tuple[str, str]:
     record = exc.record
     status = record.http_status
@@ -73,14 +65,14 @@ class Episode:
         self.opts, self.model, self.logs_dir, self.ident = opts, model, logs_dir, ident
         self.trace, self.context = trace, context
         self.log = CallLog(logs_dir)
-        self.client = StreamingClient(client_settings(opts, model, opts.base_url),
+        self.client = StreamingClient(ClientSettings.of(opts, opts.base_url, model),
                                       sink=self._on_record)
         eval_model = opts.eval_model or model
         eval_url = opts.eval_base_url or opts.base_url
         if (eval_model, eval_url) == (model, opts.base_url):
             self.eval_client = self.client
         else:
-            self.eval_client = StreamingClient(client_settings(opts, eval_model, eval_url),
+            self.eval_client = StreamingClient(ClientSettings.of(opts, eval_url, eval_model),
                                                sink=self._on_record)
         self.outcome = EpisodeOutcome(status=AgentStatus(status="ok"))
 
@@ -120,7 +112,7 @@ class Episode:
         tools = await bank_bridge.list_tools(environment)
         self.trace.set_tools(tools)
         runner = AttemptRunner(self.client, self.log, environment, tools, self.ident,
-                               _loop_settings(opts), self.trace)
+                               opts, self.trace)
         total = 1 + (opts.max_retries if opts.self_eval else 0)
         feedback: str | None = None
         for attempt in range(1, total + 1):
@@ -150,9 +142,7 @@ class Episode:
         info = CallInfo(self.ident.trial_name, self.ident.scenario_id, result.attempt, 0,
                         "evaluator", self.ident.session_id,
                         request_index=self.log.next_request_index())
-        params: dict[str, Any] = {"max_tokens": self.opts.max_tokens}
-        if self.opts.temperature is not None:
-            params["temperature"] = self.opts.temperature
+        params = self.opts.sampling()
         if self.opts.eval_json_mode:
             params["response_format"] = {"type": "json_object"}
         reply = await self.eval_client.chat(messages, info, **params)
@@ -182,10 +172,3 @@ class Episode:
         write_status(self.logs_dir, status)
         self.trace.write(self.logs_dir, self.log.records)
 
-
-def _loop_settings(opts: BankingAgentOptions) -> LoopSettings:
-    return LoopSettings(
-        tool_mode=opts.tool_mode, max_steps=opts.max_steps,
-        max_calls_per_step=opts.max_calls_per_step, max_argument_chars=opts.max_argument_chars,
-        temperature=opts.temperature, max_tokens=opts.max_tokens, tool_choice=opts.tool_choice,
-    )

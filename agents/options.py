@@ -3,24 +3,77 @@
 from __future__ import annotations
 
 import os
-from typing import Any, Literal
+from typing import Any, Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 DEFAULT_BASE_URL = "http://127.0.0.1:8000/v1"
 
 
-class BankingAgentOptions(BaseModel):
+TEMPLATE_FIELDS = ("scenario_id", "trial_name", "session_id", "attempt", "step", "role",
+                   "request_index", "turn")
+
+
+class _Options(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    base_url: str = Field(
-        default_factory=lambda: os.environ.get("OPENAI_BASE_URL") or DEFAULT_BASE_URL,
-        description="OpenAI-compatible endpoint (default: $OPENAI_BASE_URL, else "
-        f"{DEFAULT_BASE_URL}).",
-    )
-    model: str | None = Field(None, description="Model name; default: harbor's -m.")
+
+class ClientOptions(_Options):
+    """How the LLM client reaches the server and how hard it tries (each default said once)."""
+
     api_key_env: str = Field("OPENAI_API_KEY",
-                             description="Environment variable holding the API key.")
+                             description="Environment variable holding the API key (never "
+                             "stored; unset: a dummy key, for local servers).")
+    request_timeout_s: float = Field(120.0, gt=0, description="Connect/read timeout per try.")
+    max_attempts: int = Field(4, ge=1, le=20, description="Tries per LLM request (retries+1).")
+    backoff_initial_s: float = Field(0.5, ge=0, description="Back-off scale before a retry.")
+    backoff_max_s: float = Field(8.0, ge=0, description="Longest back-off between tries.")
+    session_header: bool = Field(True, description="Send x-dynamo-session-id per trial.")
+    server_timing: bool = Field(True, description="Ask Dynamo for nvext worker ids and timing.")
+    quick_ack: bool = Field(
+        True, description="Acknowledge each response head at once (Linux TCP_QUICKACK), so a "
+        "server that leaves Nagle on cannot hold the first token back for a delayed ACK.")
+    nvext_annotations: list[str] = Field(
+        default_factory=list,
+        description="nvext annotation templates, e.g. 'output_replay_id:{scenario_id}:"
+        "{request_index}' (fields: " + ", ".join(TEMPLATE_FIELDS) + ").",
+    )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _split_annotations(cls, data: Any) -> Any:
+        # `--ak nvext_annotations=a,b` arrives as one string.
+        if isinstance(data, dict) and isinstance(data.get("nvext_annotations"), str):
+            data = {**data, "nvext_annotations": [
+                a for a in data["nvext_annotations"].split(",") if a]}
+        return data
+
+    @model_validator(mode="after")
+    def _check_templates(self) -> Self:
+        fields = dict.fromkeys(TEMPLATE_FIELDS, "x")
+        for template in self.nvext_annotations:
+            try:
+                template.format(**fields)
+            except (KeyError, IndexError, ValueError) as exc:
+                raise ValueError(f"nvext_annotations template {template!r}: {exc}") from None
+        return self
+
+
+class ClientSettings(ClientOptions):
+    """One client: where to send, which model, and the client options."""
+
+    base_url: str = Field(description="OpenAI-compatible base URL, e.g. http://127.0.0.1:8000/v1")
+    model: str = Field(description="Model name as the server lists it.")
+
+    @classmethod
+    def of(cls, options: ClientOptions, base_url: str, model: str) -> ClientSettings:
+        shared = options.model_dump(include=set(ClientOptions.model_fields))
+        return cls(**shared, base_url=base_url, model=model)
+
+
+class LoopOptions(_Options):
+    """How the ReAct loop runs an attempt."""
+
     tool_mode: Literal["native", "text"] = Field(
         "native", description="native: OpenAI tool calls; text: Thought/Action/Observation."
     )
@@ -35,16 +88,19 @@ class BankingAgentOptions(BaseModel):
     max_argument_chars: int = Field(8000, ge=2, description="Longest tool-call argument text.")
     temperature: float | None = Field(0.0, ge=0, le=2, description="Sampling temperature.")
     max_tokens: int = Field(1024, ge=1, description="Completion token limit per request.")
-    request_timeout_s: float = Field(120.0, gt=0, description="Per-attempt read timeout.")
-    max_attempts: int = Field(4, ge=1, le=20, description="Tries per LLM request (retries+1).")
-    session_header: bool = Field(True, description="Send x-dynamo-session-id per trial.")
-    server_timing: bool = Field(True, description="Ask Dynamo for nvext worker ids and timing.")
-    nvext_annotations: list[str] = Field(
-        default_factory=list,
-        description="nvext annotation templates, e.g. 'output_replay_id:{scenario_id}:"
-        "{request_index}' (fields: scenario_id, trial_name, session_id, attempt, step, role, "
-        "request_index).",
-    )
+    bank_timeout_s: int = Field(60, ge=1, description="Seconds one bank call may take.")
+
+    def sampling(self) -> dict[str, Any]:
+        """The request parameters every call of the trial shares."""
+        params: dict[str, Any] = {"max_tokens": self.max_tokens}
+        if self.temperature is not None:
+            params["temperature"] = self.temperature
+        return params
+
+
+class SelfEvalOptions(_Options):
+    """The self-evaluation loop around attempts."""
+
     self_eval: bool = Field(False, description="Judge each attempt and retry when rejected.")
     max_retries: int = Field(2, ge=0, le=10, description="Extra attempts after a rejection.")
     min_confidence: float = Field(0.7, ge=0, le=1,
@@ -57,25 +113,16 @@ class BankingAgentOptions(BaseModel):
         False, description="Ask the evaluator for response_format json_object."
     )
 
-    @model_validator(mode="before")
-    @classmethod
-    def _split_annotations(cls, data: Any) -> Any:
-        # `--ak nvext_annotations=a,b` arrives as one string.
-        if isinstance(data, dict) and isinstance(data.get("nvext_annotations"), str):
-            data = {**data, "nvext_annotations": [
-                a for a in data["nvext_annotations"].split(",") if a]}
-        return data
 
-    @model_validator(mode="after")
-    def _check_templates(self) -> BankingAgentOptions:
-        fields = dict.fromkeys(("scenario_id", "trial_name", "session_id", "attempt", "step",
-                                "role", "request_index"), "x")
-        for template in self.nvext_annotations:
-            try:
-                template.format(**fields)
-            except (KeyError, IndexError, ValueError) as exc:
-                raise ValueError(f"nvext_annotations template {template!r}: {exc}") from None
-        return self
+class BankingAgentOptions(ClientOptions, LoopOptions, SelfEvalOptions):
+    """Every `--ak` option of the agent: the three groups above plus where to send."""
+
+    base_url: str = Field(
+        default_factory=lambda: os.environ.get("OPENAI_BASE_URL") or DEFAULT_BASE_URL,
+        description="OpenAI-compatible endpoint (default: $OPENAI_BASE_URL, else "
+        f"{DEFAULT_BASE_URL}).",
+    )
+    model: str | None = Field(None, description="Model name; default: harbor's -m.")
 
 
 def parse_options(kwargs: dict[str, Any]) -> BankingAgentOptions:

@@ -14,7 +14,8 @@ from pathlib import Path
 from contracts.agent_status import AGENT_STATUS_FILE, AgentStatus, Status
 from contracts.llm_calls import LLM_CALLS_FILE, LLMCallRecord
 
-__all__ = ["AGENT_STATUS_FILE", "AgentStatus", "CallLog", "Status", "write_status"]
+__all__ = ["AGENT_STATUS_FILE", "AgentStatus", "CallLog", "Status", "token_sum", "write_status"]
+
 
 class CallLog:
     """Appends call records to `llm_calls.jsonl` and counts requests for annotation templates."""
@@ -36,12 +37,20 @@ class CallLog:
             fh.write(record.model_dump_json() + "\n")
             fh.flush()
 
-    def token_totals(self) -> tuple[int, int, int]:
-        """(prompt incl. cached, cached, completion) over every call, from the server's usage."""
-        prompt = sum(r.prompt_tokens or 0 for r in self.records)
-        cached = sum(r.cached_tokens or 0 for r in self.records)
-        completion = sum(r.completion_tokens or 0 for r in self.records)
-        return prompt, cached, completion
+    def token_totals(self) -> tuple[int | None, int | None, int | None]:
+        """(prompt incl. cached, cached, completion) over every call, from the server's usage.
+
+        None (unknown) when a successful call came without that count: a server that sends
+        no usage must not read as 0 tokens. Failed calls have no usage and add nothing.
+        """
+        return (token_sum(self.records, "prompt_tokens"), token_sum(self.records, "cached_tokens"),
+                token_sum(self.records, "completion_tokens"))
+
+
+def token_sum(records: list[LLMCallRecord], field: str) -> int | None:
+    """Σ `field` over the successful calls; None when one of them lacks it."""
+    values = [getattr(r, field) for r in records if r.error is None]
+    return None if any(v is None for v in values) else sum(values)
 
 
 def write_status(logs_dir: Path, status: AgentStatus) -> None:

@@ -9,10 +9,10 @@ unparsed) so a broken judge never accepts an attempt by accident.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 
 from pydantic import BaseModel, Field
 
+from agents.attempt import BankCall
 from agents.jsontext import first_json_object
 
 
@@ -29,13 +29,6 @@ class Verdict(BaseModel):
     request_id: str | None = None
 
 
-@dataclass
-class CallSummary:
-    name: str
-    arguments: str
-    ok: bool
-
-
 EVALUATOR_SYSTEM = (
     "You review the work of a bank's customer-service agent. Decide whether the tool calls it "
     "made carry out every request of the customer with the right tools and arguments. Reply "
@@ -45,7 +38,7 @@ EVALUATOR_SYSTEM = (
 )
 
 
-def evaluator_messages(instruction: str, tools: list[dict], calls: list[CallSummary],
+def evaluator_messages(instruction: str, tools: list[dict], calls: list[BankCall],
                        final_answer: str | None) -> list[dict[str, str]]:
     names = ", ".join(str(t.get("function", t).get("name")) for t in tools)
     if calls:

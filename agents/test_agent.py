@@ -11,15 +11,21 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import statistics
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from agents.options import DEFAULT_BASE_URL, strip_provider
+from agents.options import DEFAULT_BASE_URL, ClientOptions, strip_provider
 
-if TYPE_CHECKING:  # the client (openai) loads only when a check runs: `--help` stays fast
+if TYPE_CHECKING:  # the client (httpx) loads only when a check runs: `--help` stays fast
     from agents.llm import CallInfo, ClientSettings, StreamingClient
+    from contracts.llm_calls import LLMCallRecord
+
+# How a request's timing is shown. `bankbench check` passes the analysis's own derivation
+# (analysis.metrics.latency.describe); standalone, the agent (which never imports the
+# analysis) shows what it knows without deriving times itself.
+Describe = Callable[["LLMCallRecord"], str]
 
 PROBE_TOOL = {"type": "function", "function": {
     "name": "get_account_balance",
@@ -44,31 +50,29 @@ def _info(step: int) -> CallInfo:
     return CallInfo("check", "check", 1, step, "agent", None, request_index=step)
 
 
-def _timing(rec) -> str:
-    itl = f"{statistics.median(rec.itl_ms):.1f} ms" if rec.itl_ms else "n/a"
-    ttft = f"{rec.ttft_ms:.1f} ms" if rec.ttft_ms is not None else "n/a"
-    server = ""
-    if rec.server and isinstance(rec.server.get("timing"), dict):
-        server_ttft = rec.server["timing"].get("ttft_ms")
-        if server_ttft is not None:
-            server = f", server TTFT {server_ttft:.1f} ms"
-    return (f"TTFT {ttft}, median ITL {itl}, e2e {rec.e2e_ms:.1f} ms, tokens "
-            f"{rec.prompt_tokens} in / {rec.completion_tokens} out{server}")
+def raw_summary(rec: LLMCallRecord) -> str:
+    """The default `Describe`: counts only (timings: `bankbench check`)."""
+    def known(n: int | None) -> str:
+        return "unknown" if n is None else str(n)
+
+    return (f"{len(rec.read_ns)} content-bearing reads, tokens {known(rec.prompt_tokens)} in / "
+            f"{known(rec.completion_tokens)} out (timings: bankbench check)")
 
 
-async def run_checks(settings: ClientSettings, max_tokens: int = 64) -> list[Step]:
+async def run_checks(settings: ClientSettings, max_tokens: int = 64,
+                     describe: Describe = raw_summary) -> list[Step]:
     from agents.llm import LLMCallFailed, StreamingClient
 
     steps: list[Step] = []
     client = StreamingClient(settings)
     try:
         try:
-            listed = [m.id async for m in client._client.models.list()]
+            listed = await client.list_models()
         except Exception as exc:  # any failure here means the URL is not usable
             cause = exc.__cause__ or exc.__context__
             why = f"{exc} ({type(cause).__name__}: {cause})" if cause else str(exc)
             steps.append(Step("models", "FAIL", f"{settings.base_url}/models: "
-                                                f"{client._scrub(why)[:300]}"))
+                                                f"{client.scrub(why)[:300]}"))
             return steps
         if settings.model not in listed:
             steps.append(Step("models", "FAIL", f"model {settings.model!r} not served; "
@@ -83,10 +87,10 @@ async def run_checks(settings: ClientSettings, max_tokens: int = 64) -> list[Ste
             steps.append(Step("stream", "FAIL", str(exc)[:300]))
             return steps
         rec = reply.record
-        if rec.ttft_ms is None:
+        if not rec.read_ns:
             steps.append(Step("stream", "FAIL", "no content-bearing chunk arrived"))
             return steps
-        steps.append(Step("stream", "PASS", _timing(rec)))
+        steps.append(Step("stream", "PASS", describe(rec)))
         if rec.prompt_tokens is None or rec.completion_tokens is None:
             steps.append(Step("usage", "WARN", "no usage in the stream: token counts will be "
                                                "missing from llm_calls.jsonl"))
@@ -96,13 +100,14 @@ async def run_checks(settings: ClientSettings, max_tokens: int = 64) -> list[Ste
         for name, choice in (("tools:auto", "auto"),
                              ("tools:named", {"type": "function",
                                               "function": {"name": "get_account_balance"}})):
-            steps.append(await _probe_tools(client, name, choice, max_tokens))
+            steps.append(await _probe_tools(client, name, choice, max_tokens, describe))
     finally:
         await client.aclose()
     return steps
 
 
-async def _probe_tools(client: StreamingClient, name: str, choice, max_tokens: int) -> Step:
+async def _probe_tools(client: StreamingClient, name: str, choice, max_tokens: int,
+                       describe: Describe) -> Step:
     from agents.llm import LLMCallFailed
 
     try:
@@ -114,14 +119,14 @@ async def _probe_tools(client: StreamingClient, name: str, choice, max_tokens: i
     calls = [t for t in reply.tool_calls if t.name == "get_account_balance"]
     if not calls:
         return Step(name, "WARN", f"no tool call (text: {reply.content[:80]!r}); "
-                                  f"{_timing(reply.record)}")
+                                  f"{describe(reply.record)}")
     try:
         args_ok = isinstance(json.loads(calls[0].arguments), dict)
     except json.JSONDecodeError:
         args_ok = False
     verdict = "PASS" if args_ok else "WARN"
     return Step(name, verdict, f"{calls[0].name}({calls[0].arguments[:80]}); "
-                               f"{_timing(reply.record)}")
+                               f"{describe(reply.record)}")
 
 
 def can_run(steps: list[Step]) -> bool:
@@ -147,14 +152,15 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help=f"OpenAI-compatible endpoint (default $OPENAI_BASE_URL or "
                         f"{DEFAULT_BASE_URL})")
     p.add_argument("--model", required=True, help="model name as the server lists it")
-    p.add_argument("--api-key-env", default="OPENAI_API_KEY",
-                   help="environment variable holding the API key (default OPENAI_API_KEY; "
+    key_env = ClientOptions.model_fields["api_key_env"].default
+    p.add_argument("--api-key-env", default=key_env,
+                   help=f"environment variable holding the API key (default {key_env}; "
                         "a dummy key is used when it is unset)")
     p.add_argument("--timeout", type=float, default=60.0, help="seconds per request")
     p.add_argument("--max-tokens", type=int, default=64, help="completion tokens per probe")
 
 
-def main_from_args(args: argparse.Namespace) -> int:
+def main_from_args(args: argparse.Namespace, describe: Describe = raw_summary) -> int:
     import os
 
     from agents.llm import ClientSettings
@@ -164,7 +170,7 @@ def main_from_args(args: argparse.Namespace) -> int:
                               api_key_env=args.api_key_env, request_timeout_s=args.timeout,
                               max_attempts=2, backoff_initial_s=0.2)
     print(f"checking {settings.base_url} model {settings.model!r}", flush=True)
-    steps = asyncio.run(run_checks(settings, args.max_tokens))
+    steps = asyncio.run(run_checks(settings, args.max_tokens, describe))
     report(steps)
     return 0 if can_run(steps) else 1
 

@@ -19,6 +19,7 @@ from harbor.models.trajectories.tool_call import ToolCall
 from harbor.models.trajectories.trajectory import Trajectory
 from harbor.utils.trajectory_utils import format_trajectory_json
 
+from agents.records import token_sum
 from contracts.llm_calls import LLMCallRecord
 
 TRAJECTORY_FILE = "trajectory.json"
@@ -33,8 +34,8 @@ def _metrics(record: LLMCallRecord) -> Metrics:
         prompt_tokens=record.prompt_tokens,
         completion_tokens=record.completion_tokens,
         cached_tokens=record.cached_tokens,
-        extra={"request_id": record.request_id, "ttft_ms": record.ttft_ms,
-               "e2e_ms": record.e2e_ms, "retries": record.retries},
+        # Timings derive from the call's raw times in llm_calls.jsonl (same request_id).
+        extra={"request_id": record.request_id, "retries": record.retries},
     )
 
 
@@ -93,9 +94,9 @@ class TrajectoryBuilder:
         trajectory = Trajectory(
             session_id=self._session_id, agent=self._agent, steps=self._steps,
             final_metrics=FinalMetrics(
-                total_prompt_tokens=sum(r.prompt_tokens or 0 for r in records),
-                total_completion_tokens=sum(r.completion_tokens or 0 for r in records),
-                total_cached_tokens=sum(r.cached_tokens or 0 for r in records),
+                total_prompt_tokens=token_sum(records, "prompt_tokens"),
+                total_completion_tokens=token_sum(records, "completion_tokens"),
+                total_cached_tokens=token_sum(records, "cached_tokens"),
                 total_steps=len(self._steps),
             ),
         )

@@ -1,17 +1,17 @@
 """`running_summary(job_dir)`: a cheap look at a job that is still running, for sweep polling.
 
-Reads only each trial's result.json and the `ttft_ms` of its llm_calls.jsonl lines (plain
-JSON, no DataFrames), so it can run between polls of a large job.
+Reads only each trial's result.json and its llm_calls.jsonl lines (no DataFrames; TTFT by the
+analysis's own definition), so it can run between polls of a large job.
 """
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 from analysis import files
-from contracts.llm_calls import LLM_CALLS_FILE
+from analysis.metrics import latency
+from contracts.llm_calls import LLM_CALLS_FILE, LLMCallRecord
 
 
 def _ttfts(trial_dir: Path) -> list[float]:
@@ -22,11 +22,12 @@ def _ttfts(trial_dir: Path) -> list[float]:
     values = []
     for line in lines:
         try:
-            ttft = json.loads(line).get("ttft_ms")
-        except (ValueError, AttributeError):
+            record = LLMCallRecord.model_validate_json(line)
+        except ValueError:
             continue  # a line still being written
-        if isinstance(ttft, int | float):
-            values.append(float(ttft))
+        ttft = latency.ttft_ns(record.send_ns, record.read_ns)
+        if ttft is not None:
+            values.append(ttft * latency.TTFT.scale)
     return values
 
 

@@ -49,21 +49,52 @@ def write_job(job_dir: Path, n_concurrent: int, *, n_total_trials: int | None = 
     return job_dir
 
 
-def record(**fields: Any) -> LLMCallRecord:
-    """An LLM call record with defaults for the fields a test does not care about."""
+def raw_times(ttft_ms: float | None, itl_ms: list[float] | tuple[float, ...],
+              e2e_ms: float | None, send_ns: int = 1_000_000_000) -> dict[str, Any]:
+    """The raw times (`send_ns`, `read_ns`, `end_ns`) of a request that shows the given TTFT,
+    gaps and E2E: a test states what it wants to see, the record holds what a client records.
+    Each read carries one content character."""
+    reads: list[int] = []
+    if ttft_ms is not None:
+        at = send_ns + round(ttft_ms * 1e6)
+        reads.append(at)
+        for gap in itl_ms:
+            at += round(gap * 1e6)
+            reads.append(at)
+    end = None if e2e_ms is None else send_ns + round(e2e_ms * 1e6)
+    return {"send_ns": send_ns, "read_ns": reads, "read_content_chars": [1] * len(reads),
+            "end_ns": end}
+
+
+def record(ttft_ms: float | None = 10.0, itl_ms: list[float] | tuple[float, ...] = (),
+           e2e_ms: float | None = 10.0, **fields: Any) -> LLMCallRecord:
+    """An LLM call record with defaults for the fields a test does not care about; times
+    given in ms become raw times (`raw_times`) unless `send_ns`/`read_ns`/`end_ns` are given."""
     base: dict[str, Any] = dict(
         request_id=uuid.uuid4().hex, trial_name="t", scenario_id="banking-000", attempt=1,
-        step=1, role="agent", model="m", start_unix_ns=0, ttft_ms=10.0, itl_ms=[], e2e_ms=10.0,
-        prompt_tokens=100, completion_tokens=1, cached_tokens=0, finish_reason="stop",
-        http_status=200,
+        step=1, role="agent", model="m", start_unix_ns=0, prompt_tokens=100,
+        completion_tokens=1, cached_tokens=0, finish_reason="stop", http_status=200,
     )
+    if not {"send_ns", "read_ns", "end_ns"} & fields.keys():
+        base.update(raw_times(ttft_ms, itl_ms, e2e_ms))
     base.update(fields)
     return LLMCallRecord(**base)
 
 
+def legacy_line(record: LLMCallRecord, ttft_ms: float | None, itl_ms: list[float],
+                e2e_ms: float | None) -> str:
+    """One llm_calls.jsonl line as records were written before raw times: derived ms, no
+    `send_ns`/`read_*`/`end_ns`/`turn` (for the tests that old job folders still load)."""
+    data = record.model_dump(mode="json", exclude={
+        "send_ns", "read_ns", "read_content_chars", "read_reasoning_chars",
+        "read_tool_call_chars", "end_ns", "turn"})
+    data.update(ttft_ms=ttft_ms, itl_ms=itl_ms, e2e_ms=e2e_ms)
+    return json.dumps(data)
+
+
 def write_trial(
     job_dir: Path, trial_name: str, *, scenario_id: str,
-    records: list[LLMCallRecord] = (),  # type: ignore[assignment]
+    records: list[LLMCallRecord | str] = (),  # type: ignore[assignment]
     rewards: dict[str, float] | None = None, exception_type: str | None = None,
     agent_status: dict[str, Any] | None = None, tsq_details: dict[str, Any] | None = None,
     started_at: datetime = T0, phase_s: tuple[float, float, float, float] = (1, 0.5, 10, 2),
@@ -80,7 +111,7 @@ def write_trial(
     config = TrialConfig(task=TaskConfig(path=task_path), trial_name=trial_name,
                          trials_dir=job_dir)
     (trial_dir / "config.json").write_text(config.model_dump_json(indent=4))
-    lines = [r.model_dump_json() for r in records]
+    lines = [r if isinstance(r, str) else r.model_dump_json() for r in records]
     text = "".join(line + "\n" for line in lines) + (truncated_tail or "")
     if text:
         (trial_dir / "agent" / LLM_CALLS_FILE).write_text(text)
@@ -155,7 +186,7 @@ def synthetic_sweep(sweep_dir: Path, levels: list[int], trials_per_level: int,
                     request_id=f"{name}-{step}", trial_name=name, scenario_id=scenario,
                     attempt=1 if step < requests_per_trial - 1 else 2, step=step,
                     role="agent" if step % 4 else "evaluator", start_unix_ns=t_ns,
-                    ttft_ms=ttft, itl_ms=gaps, e2e_ms=e2e, prompt_tokens=1500 + 100 * step,
+                    **raw_times(ttft, gaps, e2e, send_ns=t_ns), prompt_tokens=1500 + 100 * step,
                     completion_tokens=itl_per_request + 1, cached_tokens=1200 + 100 * step))
                 t_ns += int(e2e * 1e6) + 1_000_000
             agent_s = (t_ns - _T0_NS) / 1e9 - start_s

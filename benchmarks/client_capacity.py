@@ -52,12 +52,13 @@ from pathlib import Path
 import pandas as pd
 import psutil
 
+from agents.attempt import TrialIdentity
 from agents.bank_bridge import BANK, call_command
 from agents.banking import AGENT_NAME, AGENT_VERSION
 from agents.episode import Episode
 from agents.options import BankingAgentOptions
-from agents.react import TrialIdentity
 from agents.trajectory import TrajectoryBuilder
+from analysis.metrics.latency import e2e_ns, timing_ms
 from analysis.metrics.throughput import (
     ACHIEVED_CONCURRENCY,
     REQUEST_THROUGHPUT,
@@ -237,8 +238,9 @@ def in_flight_mean(records: list, start_ns: int, end_ns: int) -> float:
     last trials drain out after the deadline."""
     busy = 0
     for r in records:
-        if r.e2e_ms is not None:
-            end = r.start_unix_ns + int(r.e2e_ms * 1e6)
+        e2e = e2e_ns(r.send_ns, r.end_ns)
+        if e2e is not None:
+            end = r.start_unix_ns + e2e
             busy += max(0, min(end, end_ns) - max(r.start_unix_ns, start_ns))
     return busy / (end_ns - start_ns)
 
@@ -259,10 +261,12 @@ def measure(level: int, args: argparse.Namespace, scenarios: list[Scenario],
     bank_s = (ch1.ru_utime + ch1.ru_stime) - (ch0.ru_utime + ch0.ru_stime)
 
     records = [r for t in trials for r in t.records]
+    shown = [timing_ms(r) for r in records]  # the analysis's own derivation
     requests = pd.DataFrame({
         "start_unix_ns": [r.start_unix_ns for r in records],
-        "e2e_ms": [r.e2e_ms for r in records],
-        "ok": [r.error is None and r.e2e_ms is not None for r in records],
+        "e2e_ms": [t["e2e_ms"] for t in shown],
+        "ok": [r.error is None and t["e2e_ms"] is not None
+               for r, t in zip(records, shown, strict=True)],
         "completion_tokens": [r.completion_tokens for r in records],
     })
     requests["end_unix_ns"] = requests["start_unix_ns"] + (requests["e2e_ms"] * 1e6).round()
@@ -271,11 +275,13 @@ def measure(level: int, args: argparse.Namespace, scenarios: list[Scenario],
         "finished_at": pd.to_datetime([t.end_ns for t in trials], unit="ns"),
     })
     tp = throughput_metrics(requests, trial_frame, float(level))
-    ttft = [r.ttft_ms for r in records if r.ttft_ms is not None and r.error is None]
+    ttft = [t["ttft_ms"] for r, t in zip(records, shown, strict=True)
+            if t["ttft_ms"] is not None and r.error is None]
     n_ok = int(requests["ok"].sum())
     # Wall time a trial spends outside its LLM requests, per request: the client's own work
     # (and the bank's) plus waiting for the event loop.
-    gap_ms = sum((t.end_ns - t.start_ns) / 1e6 - sum(r.e2e_ms or 0 for r in t.records)
+    gap_ms = sum((t.end_ns - t.start_ns) / 1e6
+                 - sum(timing_ms(r)["e2e_ms"] or 0 for r in t.records)
                  for t in trials) / max(1, len(records))
     return {
         "configured": level, "trials": len(trials), "requests": len(records),

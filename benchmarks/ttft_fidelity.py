@@ -86,30 +86,34 @@ def compare(records: list[Any]) -> dict[str, Any]:
     ttft_diff, itl_diff, client_ttft, server_ttft = [], [], [], []
     send_to_recv, first_out, matched_diff, e2e_diff = [], [], [], []
     server_ttft_all, server_total_all = [], []
+    from analysis.metrics.latency import timing_ms
+
     for r in records:
+        shown = timing_ms(r)  # the analysis's own derivation from the raw times
+        ttft, e2e, gaps = shown["ttft_ms"], shown["e2e_ms"], shown["itl_ms"]
         timing = (r.server or {}).get("timing") or {}
         if "ttft_ms" in timing:
             server_ttft_all.append(timing["ttft_ms"])
         if "total_time_ms" in timing:
             server_total_all.append(timing["total_time_ms"])
-        if r.error or r.ttft_ms is None or "ttft_ms" not in timing:
+        if r.error or ttft is None or "ttft_ms" not in timing:
             continue
-        client_ttft.append(r.ttft_ms)
+        client_ttft.append(ttft)
         server_ttft.append(timing["ttft_ms"])
-        ttft_diff.append(abs(r.ttft_ms - timing["ttft_ms"]))
+        ttft_diff.append(abs(ttft - timing["ttft_ms"]))
         if "request_received_ms" in timing:
             # Same host, same wall clock; the server's stamp is whole milliseconds
             # (truncated), so each split is good to about 1 ms and biased by ~0.5 ms.
             before = timing["request_received_ms"] - r.start_unix_ns / 1e6
             send_to_recv.append(before)
-            first_out.append(r.ttft_ms - before - timing["ttft_ms"])
-            matched_diff.append(abs(r.ttft_ms - (before + timing["ttft_ms"])))
-        if r.e2e_ms is not None and "total_time_ms" in timing:
-            e2e_diff.append(r.e2e_ms - timing["total_time_ms"])
+            first_out.append(ttft - before - timing["ttft_ms"])
+            matched_diff.append(abs(ttft - (before + timing["ttft_ms"])))
+        if e2e is not None and "total_time_ms" in timing:
+            e2e_diff.append(e2e - timing["total_time_ms"])
         tokens = r.completion_tokens or 0
-        if r.itl_ms and tokens > 1 and "total_time_ms" in timing:
+        if gaps and tokens > 1 and "total_time_ms" in timing:
             server_itl = (timing["total_time_ms"] - timing["ttft_ms"]) / (tokens - 1)
-            itl_diff.append(abs(statistics.mean(r.itl_ms) - server_itl))
+            itl_diff.append(abs(statistics.mean(gaps) - server_itl))
     return {
         "requests": len(records), "compared": len(ttft_diff),
         "errors": sum(1 for r in records if r.error),

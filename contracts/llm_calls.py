@@ -1,13 +1,30 @@
-"""One line of `<trial>/agent/llm_calls.jsonl`: one LLM request, written when it ends."""
+"""One line of `<trial>/agent/llm_calls.jsonl`: one LLM request, written when it ends.
+
+The record holds raw times only, integer nanoseconds from the client's `perf_counter_ns()`
+(plus one wall-clock stamp to place the request in time): when the request was handed to the
+transport (`send_ns`), each network read that carried content, reasoning or a tool-call delta
+(`read_ns`) with what it carried (`read_*_chars`, parallel to `read_ns`), and when the stream
+ended (`end_ns`). Every timing metric (TTFT, ITL, TPOT, E2E, tok/s) is derived from these in
+`analysis/metrics/latency.py`. Flat parallel lists rather than one object per read: a nested
+list per read made the record ~2.5x slower to parse, and analysis parses 100,000s of them.
+
+Records written before raw times existed carry `ttft_ms`/`itl_ms`/`e2e_ms` instead; they load
+as equivalent raw times (send at 0, reads at the cumulative offsets, end at e2e), so every
+reader sees one shape. Their reads' sizes are unknown (`sizes_known` false).
+"""
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 LLM_CALLS_FILE = "llm_calls.jsonl"
 
+# Who calls the LLM. The set is open (a simulated customer, a judge …); analysis keeps each
+# role apart and measures the system under test on the first two only.
+AGENT_ROLE, EVALUATOR_ROLE, USER_SIMULATOR_ROLE = "agent", "evaluator", "user_simulator"
+MEASURED_ROLES = frozenset({AGENT_ROLE, EVALUATOR_ROLE})
 
 class CallError(BaseModel):
     type: str = Field(description="Error class: 'timeout', 'http_429', 'connection', ...")
@@ -15,7 +32,8 @@ class CallError(BaseModel):
 
 
 class LLMCallRecord(BaseModel):
-    """Times come from `time.perf_counter_ns()` on the client; tokens from the server's usage."""
+    """Times are `perf_counter_ns()` on the client; tokens are the server's usage (None when
+    the server sent none: unknown, never 0)."""
 
     model_config = ConfigDict(extra="allow")
 
@@ -23,21 +41,36 @@ class LLMCallRecord(BaseModel):
     trial_name: str
     scenario_id: str
     attempt: int = Field(description="Self-evaluation attempt number, 1-based.")
+    turn: int = Field(0, description="Conversation turn (customer message), 0-based; always 0 "
+                                     "in the single-turn protocol.")
     step: int = Field(description="ReAct step within the attempt (evaluator calls: 0).")
-    role: Literal["agent", "evaluator"]
+    role: str = Field(description="Caller: 'agent', 'evaluator', or another such as "
+                                  "'user_simulator' (kept apart by analysis).")
     model: str
     session_id: str | None = None
     start_unix_ns: int = Field(
-        description="Wall clock when the request was handed to the HTTP transport "
-        "(time.time_ns()); ttft_ms and e2e_ms count from the same moment."
-    )
-    ttft_ms: float | None = Field(
-        None, description="First chunk carrying content or a tool-call delta; null if none came."
-    )
-    itl_ms: list[float] = Field(
-        default_factory=list, description="Gaps between consecutive content-bearing chunks."
-    )
-    e2e_ms: float | None = None
+        description="Wall clock (time.time_ns()) at `send_ns`: places the request in time.")
+    send_ns: int | None = Field(
+        None, description="perf_counter_ns() when the request was handed to the HTTP "
+        "transport (before a pooled connection is taken or opened and the request written). "
+        "None when the call was cancelled before it was sent.")
+    read_ns: list[int] = Field(
+        default_factory=list,
+        description="perf_counter_ns() when each network read returned that carried at least "
+        "one content, reasoning or tool-call delta, in order. The role-only first chunk and "
+        "the closing finish/usage chunks carry none and are not listed.")
+    read_content_chars: list[int] = Field(
+        default_factory=list, description="Content characters per read (parallel to read_ns); "
+        "empty when no read carried content.")
+    read_reasoning_chars: list[int] = Field(
+        default_factory=list, description="Reasoning characters per read; empty when none.")
+    read_tool_call_chars: list[int] = Field(
+        default_factory=list, description="Tool-call name + argument characters per read; "
+        "empty when no read carried a tool-call delta.")
+    end_ns: int | None = Field(
+        None, description="perf_counter_ns() when the stream ended: the read carrying "
+        "`[DONE]` (or the end of the body without one); for a failed try, when the failure "
+        "was seen. None when nothing was sent.")
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
     cached_tokens: int | None = None
@@ -48,3 +81,24 @@ class LLMCallRecord(BaseModel):
     server: dict[str, Any] | None = Field(
         None, description="Server-reported timing / worker ids (Dynamo nvext) when returned."
     )
+    # Records written before raw times: read, converted, never written again.
+    sizes_known: bool = Field(True, exclude=True)
+    ttft_ms: float | None = Field(None, exclude=True)
+    itl_ms: list[float] | None = Field(None, exclude=True)
+    e2e_ms: float | None = Field(None, exclude=True)
+
+    @model_validator(mode="after")
+    def _raw_times_from_old_fields(self) -> LLMCallRecord:
+        if self.send_ns is None and (self.ttft_ms is not None or self.e2e_ms is not None):
+            self.send_ns = 0
+            self.sizes_known = False
+            if self.ttft_ms is not None:
+                at = self.ttft_ms
+                times = [at]
+                for gap in self.itl_ms or ():
+                    at += gap
+                    times.append(at)
+                self.read_ns = [round(t * 1e6) for t in times]
+            if self.e2e_ms is not None:
+                self.end_ns = round(self.e2e_ms * 1e6)
+        return self

@@ -18,6 +18,7 @@ from harbor.models.trajectories.trajectory import Trajectory
 from harbor.models.trial.result import TrialResult
 from tokenizers import Tokenizer
 
+from analysis.metrics.latency import timing_ms
 from contracts.llm_calls import LLMCallRecord
 from tests.agents import scripts
 
@@ -157,7 +158,8 @@ def test_every_request_is_recorded_with_the_servers_token_counts(native_job):
         assert {r.session_id for r in records} == {trial.name}
         assert {r.scenario_id for r in records} == {scenario}
         assert [r.step for r in records] == list(range(1, len(turns) + 1))
-        assert all(r.error is None and r.ttft_ms and r.http_status == 200 for r in records)
+        assert all(r.error is None and timing_ms(r)["ttft_ms"] and r.http_status == 200
+                   for r in records)
         result = TrialResult.model_validate_json((trial / "result.json").read_text())
         assert result.agent_result.n_input_tokens == sum(r.prompt_tokens for r in records)
         assert result.agent_result.n_output_tokens == sum(r.completion_tokens for r in records)
@@ -265,7 +267,8 @@ async def test_agent_timeout_while_waiting_on_the_server(sample_tasks, scripted_
     status = json.loads((trial / "agent/agent_status.json").read_text())
     assert status["status"] == "infra_error" and "waiting for the LLM server" in status["reason"]
     (record,) = read_jsonl(trial / "agent/llm_calls.jsonl")
-    assert record["error"]["type"] == "cancelled" and record["ttft_ms"] is None
+    assert record["error"]["type"] == "cancelled"
+    assert timing_ms(LLMCallRecord.model_validate(record))["ttft_ms"] is None
 
 
 @pytest.mark.harbor

@@ -1,0 +1,290 @@
+"""Read trial folders into plain rows, several processes at once.
+
+Reading is the cost of analysis: five small files per trial (100,000 request records are
+10,000 trials, 50,000 opens) and their JSON/pydantic parsing, with no single hot spot. Trials
+are independent, so large jobs are read in chunks by a process pool; small ones in-process,
+where starting workers would cost more than it saves. Every reader stays lenient: a problem
+is an `Issue`, and a trial whose reading fails outright (or a worker that dies) costs that
+trial or chunk an issue, never the others.
+
+The per-request timing columns come from `analysis.metrics.latency.request_timing`, the one
+derivation of every timing metric from the raw times.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import sys
+import warnings
+from array import array
+from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from analysis import files
+from analysis.metrics import latency
+from analysis.status import QUALITY_STATUSES, classify
+from contracts.llm_calls import LLMCallRecord
+from contracts.reward import REWARD_KEYS
+
+REQ_COLUMNS = (
+    "request_id", "role", "attempt", "turn", "step", "model", "session_id", "worker_id",
+    "start_unix_ns", "end_unix_ns", "ttft_ms", "e2e_ms", "tpot_ms", "output_tps_per_user",
+    "n_itl", "itl_mean_ms", "content_chars", "reasoning_chars", "tool_call_chars",
+    "prompt_tokens", "completion_tokens", "cached_tokens", "finish_reason", "http_status",
+    "retries", "error_type", "server_ttft_ms", "server_total_ms", "send_to_received_ms",
+)
+FLOAT_REQ = ("content_chars", "reasoning_chars", "tool_call_chars",
+             "ttft_ms", "e2e_ms", "tpot_ms", "output_tps_per_user", "itl_mean_ms",
+             "prompt_tokens", "completion_tokens", "cached_tokens", "http_status",
+             "server_ttft_ms", "server_total_ms", "send_to_received_ms", "end_unix_ns")
+INT_REQ = ("attempt", "turn", "step", "start_unix_ns", "n_itl", "retries")
+# Fewer trials than this are read in-process: a worker pool costs ~0.1 s to start.
+PARALLEL_FROM = 200
+CHUNK = 250
+
+
+@dataclass(frozen=True)
+class TrialTask:
+    trial_dir: Path
+    source: str
+    job: str
+    level: int
+    job_finished: bool
+
+
+@dataclass
+class Rows:
+    """Rows of several trials. Requests point at their trial's position (`req_trial`); the
+    gaps of all requests are one flat array, in request order (`req["n_itl"]` each)."""
+
+    trials: list[dict[str, Any]] = field(default_factory=list)
+    req: dict[str, Any] = field(default_factory=lambda: {k: [] for k in REQ_COLUMNS})
+    req_trial: Any = field(default_factory=lambda: array("q"))
+    # Typed arrays: millions of gaps cost 8 bytes each instead of a Python object each.
+    itl_ns: array = field(default_factory=lambda: array("q"))
+    itl_values: Any = None  # the gaps in ms (numpy), once packed
+    issues: list[tuple[str, files.Issue]] = field(default_factory=list)
+
+    def packed(self) -> Rows:
+        """Numeric columns as numpy arrays: a worker's rows cross to the parent as buffers."""
+        for key in REQ_COLUMNS:
+            if key in FLOAT_REQ:
+                self.req[key] = np.array(self.req[key], dtype=float)
+            elif key in INT_REQ:
+                self.req[key] = np.array(self.req[key], dtype=np.int64)
+        self.req_trial = np.frombuffer(self.req_trial, dtype=np.int64)
+        self.itl_values = np.frombuffer(self.itl_ns, dtype=np.int64) * latency.ITL.scale
+        self.itl_ns = array("q")
+        return self
+
+
+def _merge(parts: list[Rows]) -> Rows:
+    out = Rows(trials=[t for p in parts for t in p.trials],
+               issues=[i for p in parts for i in p.issues])
+    for key in REQ_COLUMNS:
+        values = [p.req[key] for p in parts]
+        out.req[key] = (np.concatenate(values) if isinstance(values[0], np.ndarray)
+                        else [v for chunk in values for v in chunk])
+    bases = np.cumsum([0] + [len(p.trials) for p in parts[:-1]])
+    out.req_trial = np.concatenate([p.req_trial + base for p, base in
+                                    zip(parts, bases, strict=True)])
+    out.itl_values = np.concatenate([p.itl_values for p in parts])
+    return out
+
+
+def read_trials(tasks: list[TrialTask]) -> Rows:
+    """Rows of every trial, in the order given."""
+    if len(tasks) < PARALLEL_FROM or (os.cpu_count() or 1) < 2:
+        return _read_chunk(tasks)
+    chunks = [tasks[i:i + CHUNK] for i in range(0, len(tasks), CHUNK)]
+    try:
+        with warnings.catch_warnings(), ProcessPoolExecutor(
+                max_workers=min(os.cpu_count() or 2, len(chunks)), mp_context=_context()) as pool:
+            # Python warns on fork once threads exist (numpy's idle BLAS pool); the workers
+            # run only file reading and parsing, and take no lock those threads could hold.
+            warnings.filterwarnings("ignore", "This process .* is multi-threaded",
+                                    DeprecationWarning)
+            parts = list(pool.map(_read_chunk, chunks))
+    except (BrokenProcessPool, OSError) as exc:  # a worker died: read here instead
+        print(f"analysis: parallel reading failed ({exc}); reading in one process",
+              file=sys.stderr)
+        parts = [_read_chunk(chunk) for chunk in chunks]
+    return _merge(parts)
+
+
+def _context() -> multiprocessing.context.BaseContext:
+    # fork: a worker starts as a copy of this process, no re-import of pandas and no re-run
+    # of the caller's script (forkserver and spawn re-import `__main__`, which breaks a
+    # script without a main guard). Elsewhere the platform's default.
+    if "fork" in multiprocessing.get_all_start_methods():
+        return multiprocessing.get_context("fork")
+    return multiprocessing.get_context()
+
+
+def _read_chunk(tasks: list[TrialTask]) -> Rows:
+    rows = Rows()
+    for task in tasks:
+        issues: list[files.Issue] = []
+        try:
+            _read_trial(task, rows, issues)
+        except Exception as exc:  # a reader bug must not cost the other trials
+            issues.append(files.Issue(str(task.trial_dir), f"trial skipped: {exc!r}"))
+        rows.issues += [(task.source, i) for i in issues]
+    return rows.packed()
+
+
+def _read_trial(task: TrialTask, rows: Rows, issues: list[files.Issue]) -> None:
+    trial_dir = task.trial_dir
+    result = files.read_trial_result(trial_dir, issues)
+    agent_status = files.read_agent_status(trial_dir, issues)
+    records = files.read_llm_calls(trial_dir, issues)
+    attempts = files.read_attempt_scores(trial_dir, issues)
+    rewards = result.verifier_result.rewards if result and result.verifier_result else None
+    if rewards is None and result is not None:
+        rewards = files.read_reward_file(trial_dir, issues)
+    exc_type = exc_msg = None
+    if result is not None and result.exception_info is not None:
+        exc_type = result.exception_info.exception_type
+        exc_msg = result.exception_info.exception_message
+    elif (last := files.read_exception_txt(trial_dir)) is not None:
+        exc_type, _, exc_msg = last.partition(": ")
+    status, reason = classify(
+        has_result=result is not None, job_finished=task.job_finished,
+        exception_type=exc_type, exception_message=exc_msg,
+        agent_status=agent_status.status if agent_status else None,
+        agent_reason=agent_status.reason if agent_status else None,
+        has_reward=bool(rewards),
+    )
+    task_name = result.task_name if result else _task_name_from_config(trial_dir, issues)
+    scenario = task_name or (records[0].scenario_id if records else trial_dir.name.split("__")[0])
+    row: dict[str, Any] = {
+        "source": task.source, "job": task.job, "level": task.level, "trial": trial_dir.name,
+        "scenario_id": scenario, "status": status, "status_reason": reason,
+        "exception_type": exc_type, "agent_status": agent_status.status if agent_status else None,
+    }
+    imputed = status == "agent_failed" and not rewards
+    for key in REWARD_KEYS:
+        value = (rewards or {}).get(key)
+        row[key] = 0.0 if imputed else (float(value) if value is not None else np.nan)
+    row["in_quality"] = status in QUALITY_STATUSES
+    row["reward_imputed"] = imputed
+    row.update(_attempt_columns(attempts, records, row["tsq"],
+                                agent_status.attempts if agent_status else None))
+    row.update(_timing_columns(result))
+    rows.trials.append(row)
+    _add_requests(len(rows.trials) - 1, records, rows)
+
+
+def _task_name_from_config(trial_dir: Path, issues: list[files.Issue]) -> str | None:
+    task = files.read_json_dict(trial_dir / "config.json", issues).get("task") or {}
+    path = task.get("path") if isinstance(task, dict) else None
+    return Path(path).name if path else None
+
+
+def _attempt_columns(attempts: files.AttemptScores | None, records: list[LLMCallRecord],
+                     tsq: float, reported: int | None) -> dict[str, Any]:
+    by_attempt = attempts.by_attempt if attempts else {}
+    max_called = max((r.attempt for r in records), default=0)
+    # Whichever source saw most: the verifier lists attempts with bank calls, the call log
+    # attempts that reached the LLM, the agent its own count.
+    n_attempts = max(len(by_attempt), max(by_attempt, default=0), max_called, reported or 0)
+    scored = attempts.scored_attempt if attempts else None
+    # The verifier lists only attempts that made bank calls: a missing attempt 1 scored 0.
+    first = by_attempt.get(1, 0.0) if by_attempt else tsq
+    return {
+        "n_attempts": n_attempts or np.nan,
+        "scored_attempt": scored if scored is not None else np.nan,
+        "tsq_first_attempt": first,
+        "tsq_scored_attempt": by_attempt.get(scored, tsq) if scored is not None else tsq,
+    }
+
+
+def _timing_columns(result: files.TrialResultView | None) -> dict[str, Any]:
+    def secs(phase: files.PhaseTiming | None) -> float:
+        value = phase.seconds() if phase else None
+        return np.nan if value is None else value
+
+    env = secs(result.environment_setup) if result else np.nan
+    agent_setup = secs(result.agent_setup) if result else np.nan
+    total = np.nan
+    if result and result.started_at and result.finished_at:
+        total = (result.finished_at - result.started_at).total_seconds()
+    ctx = result.agent_result if result else None
+    return {
+        "started_at": result.started_at if result else None,
+        "finished_at": result.finished_at if result else None,
+        "env_setup_s": env, "agent_setup_s": agent_setup,
+        "setup_s": np.nansum([env, agent_setup]) if not (np.isnan(env) and np.isnan(agent_setup))
+        else np.nan,
+        "agent_s": secs(result.agent_execution) if result else np.nan,
+        "verifier_s": secs(result.verifier) if result else np.nan,
+        "total_s": total,
+        "harbor_input_tokens": ctx.n_input_tokens if ctx else None,
+        "harbor_output_tokens": ctx.n_output_tokens if ctx else None,
+    }
+
+
+def _add_requests(trial_index: int, records: list[LLMCallRecord], rows: Rows) -> None:
+    req = rows.req
+    # Bound appends: this loop runs once per request (100,000s), so it stays plain.
+    append = {key: req[key].append for key in REQ_COLUMNS}
+    ms = 1 / latency.NS_PER_MS
+    for rec in records:
+        # One call per request, in ns; scaled here (gaps in bulk, in `packed`).
+        times = latency.request_timing(rec)
+        gaps = times[latency.ITL.name]
+        ttft, e2e, tpot = (times[latency.TTFT.name], times[latency.E2E.name],
+                           times[latency.TPOT.name])
+        server = rec.server or {}
+        worker = server.get("worker_id")
+        if isinstance(worker, dict):  # disaggregated serving names prefill and decode workers
+            worker = worker.get("decode_worker_id", worker.get("worker_id", worker))
+        # Records written before raw times carry no read sizes: unknown, not 0.
+        sizes = (sum(rec.read_content_chars), sum(rec.read_reasoning_chars),
+                 sum(rec.read_tool_call_chars)) if rec.sizes_known else (None, None, None)
+        timing = server.get("timing") if isinstance(server.get("timing"), dict) else {}
+        received = _number(timing.get("request_received_ms"))
+        append["request_id"](rec.request_id)
+        append["role"](rec.role)
+        append["attempt"](rec.attempt)
+        append["turn"](rec.turn)
+        append["step"](rec.step)
+        append["model"](rec.model)
+        append["session_id"](rec.session_id)
+        append["worker_id"](None if worker is None else str(worker))
+        append["start_unix_ns"](rec.start_unix_ns)
+        append["end_unix_ns"](None if e2e is None else rec.start_unix_ns + e2e)
+        append["ttft_ms"](None if ttft is None else ttft * ms)
+        append["e2e_ms"](None if e2e is None else e2e * ms)
+        append["tpot_ms"](None if tpot is None else tpot * ms)
+        append["output_tps_per_user"](times[latency.OUTPUT_TPS.name])
+        append["n_itl"](len(gaps))
+        append["itl_mean_ms"](sum(gaps) / len(gaps) * ms if gaps else None)
+        append["content_chars"](sizes[0])
+        append["reasoning_chars"](sizes[1])
+        append["tool_call_chars"](sizes[2])
+        append["prompt_tokens"](rec.prompt_tokens)
+        append["completion_tokens"](rec.completion_tokens)
+        append["cached_tokens"](rec.cached_tokens)
+        append["finish_reason"](rec.finish_reason)
+        append["http_status"](rec.http_status)
+        append["retries"](rec.retries)
+        append["error_type"](rec.error.type if rec.error else None)
+        append["server_ttft_ms"](_number(timing.get("ttft_ms")))
+        append["server_total_ms"](_number(timing.get("total_time_ms")))
+        # Both stamps are wall clock; meaningful when client and server share a host.
+        append["send_to_received_ms"](
+            None if received is None else received - rec.start_unix_ns / 1e6)
+        rows.req_trial.append(trial_index)
+        rows.itl_ns.extend(gaps)
+
+
+def _number(value: Any) -> float | None:
+    """A server-reported figure, if it is a number (servers other than Dynamo send none)."""
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None

@@ -1,0 +1,109 @@
+"""Every timing metric from raw times, on hand-made records with known answers; and old
+records (derived ms, no raw times) loading as the same raw times."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from pytest import approx
+
+from analysis.metrics import latency
+from analysis.synthetic import legacy_line, record, write_job, write_trial
+from analysis.tables import load
+from contracts.llm_calls import LLMCallRecord
+
+
+def _raw(send: int | None, reads: list[int], end: int | None, tokens: int | None = 3):
+    return record(send_ns=send, read_ns=reads, read_content_chars=[1] * len(reads), end_ns=end,
+                  completion_tokens=tokens)
+
+
+def test_each_definition_on_known_raw_times():
+    values = latency.request_timing(_raw(100, [110, 130, 160], 170))
+    assert values["ttft_ns"] == 10  # first read − send
+    assert values["itl_ns"] == [20, 30]  # consecutive reads
+    assert values["e2e_ns"] == 70  # end − send
+    assert values["tpot_ns"] == approx((70 - 10) / (3 - 1))  # (e2e − ttft) / (tokens − 1)
+    assert values["output_tps_per_user"] == approx(1e9 / 30)
+
+
+@pytest.mark.parametrize(("send", "reads", "end", "tokens", "absent"), [
+    (100, [], 170, 3, {"ttft_ns", "tpot_ns", "output_tps_per_user"}),  # nothing came
+    (None, [], None, None, {"ttft_ns", "e2e_ns", "tpot_ns", "output_tps_per_user"}),  # unsent
+    (100, [110], None, 3, {"e2e_ns", "tpot_ns", "output_tps_per_user"}),  # cut short
+    (100, [110], 120, 1, {"tpot_ns", "output_tps_per_user"}),  # one token: no TPOT
+    (100, [110], 120, None, {"tpot_ns", "output_tps_per_user"}),  # no usage: unknown
+])
+def test_missing_inputs_give_no_value(send, reads, end, tokens, absent):
+    values = latency.request_timing(_raw(send, reads, end, tokens))
+    names = {m.name for m in latency.REQUEST_METRICS} - {"itl_ns"}
+    assert {n for n in names if values[n] is None} == absent
+
+
+def test_definitions_name_units_and_only_earlier_dependencies():
+    known = {"send_ns", "read_ns", "end_ns", "completion_tokens"}
+    for m in latency.REQUEST_METRICS:
+        assert set(m.requires) <= known, m.name
+        assert m.unit and m.metric.unit
+        known.add(m.name)
+
+
+def test_tables_present_the_same_values_in_ms(tmp_path):
+    job = write_job(tmp_path / "job", 1)
+    rec = record(request_id="r", send_ns=5_000_000, start_unix_ns=7_000_000_000,
+                 read_ns=[15_000_000, 18_000_000, 25_000_000], read_content_chars=[4, 0, 0],
+                 read_reasoning_chars=[0, 2, 0], read_tool_call_chars=[0, 0, 9],
+                 end_ns=30_000_000, completion_tokens=6)
+    write_trial(job, "banking-000__a", scenario_id="banking-000", records=[rec],
+                rewards={"tsq": 1.0})
+    tables = load(job)
+    row = tables.requests.set_index("request_id").loc["r"]
+    assert row["ttft_ms"] == approx(10.0) and row["e2e_ms"] == approx(25.0)
+    assert row["tpot_ms"] == approx(3.0) and row["output_tps_per_user"] == approx(1000 / 3)
+    assert row["end_unix_ns"] == 7_000_000_000 + 25_000_000
+    assert (row["content_chars"], row["reasoning_chars"], row["tool_call_chars"]) == (4, 2, 9)
+    assert sorted(tables.itl["itl_ms"]) == approx([3.0, 7.0])
+
+
+def test_old_records_load_as_raw_times_with_the_same_figures(tmp_path):
+    line = legacy_line(record(request_id="old", completion_tokens=3), 12.5, [2.0, 4.5], 20.0)
+    assert "send_ns" not in json.loads(line)
+    old = LLMCallRecord.model_validate_json(line)
+    assert old.send_ns == 0 and old.end_ns == 20_000_000 and old.turn == 0
+    assert old.read_ns == [12_500_000, 14_500_000, 19_000_000] and not old.sizes_known
+    assert "ttft_ms" not in json.loads(old.model_dump_json())  # never written again
+    job = write_job(tmp_path / "job", 1)
+    write_trial(job, "banking-000__a", scenario_id="banking-000", records=[line],
+                rewards={"tsq": 1.0})
+    tables = load(job)
+    row = tables.requests.iloc[0]
+    assert row["ttft_ms"] == approx(12.5) and row["e2e_ms"] == approx(20.0)
+    assert row["tpot_ms"] == approx((20.0 - 12.5) / 2)
+    assert sorted(tables.itl["itl_ms"]) == approx([2.0, 4.5])
+    assert row["content_chars"] != row["content_chars"]  # sizes of old reads: unknown (NaN)
+    assert tables.issues.empty
+
+
+def test_roles_beyond_agent_and_evaluator_are_kept_apart(tmp_path):
+    job = write_job(tmp_path / "job", 1)
+    write_trial(job, "banking-000__a", scenario_id="banking-000", rewards={"tsq": 1.0},
+                records=[record(request_id="a", role="agent", prompt_tokens=100),
+                         record(request_id="u", role="user_simulator", prompt_tokens=5000,
+                                turn=1)])
+    tables = load(job)
+    assert tables.requests.set_index("request_id").loc["u", "turn"] == 1
+    assert set(tables.requests["role"]) == {"agent", "user_simulator"}
+    trial = tables.trials.iloc[0]
+    assert trial["n_requests"] == 1 and trial["n_other_role_requests"] == 1
+    assert trial["prompt_tokens"] == 100  # the simulated customer's tokens are not the agent's
+
+
+def test_tokens_without_usage_are_unknown_not_zero(tmp_path):
+    job = write_job(tmp_path / "job", 1)
+    write_trial(job, "banking-000__a", scenario_id="banking-000", rewards={"tsq": 1.0},
+                records=[record(request_id="a", prompt_tokens=100, completion_tokens=5),
+                         record(request_id="b", prompt_tokens=None, completion_tokens=None,
+                                cached_tokens=None)])
+    trial = load(job).trials.iloc[0]
+    assert trial[["prompt_tokens", "completion_tokens", "cached_tokens"]].isna().all()
