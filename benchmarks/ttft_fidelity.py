@@ -12,7 +12,7 @@ send -> received (client sending + server accept/parse before its clock starts),
 comparison is client TTFT against (received - send) + ttft_ms: what is left is the first
 token's way out to the client plus the client's own stamping cost. Dynamo's /metrics TTFT
 and request-duration histograms (Δsum/Δcount per level) are set beside the nvext means.
-`--no-quick-ack` measures the client without its TCP_QUICKACK (see agents/llm.py).
+`--no-quick-ack` measures the client without its TCP_QUICKACK (see agents/transport.py).
 
     python benchmarks/ttft_fidelity.py                      # starts cpu-mocker itself
     python benchmarks/ttft_fidelity.py --concurrency 1 64 --requests 64 256
