@@ -19,6 +19,7 @@ How a failure is classed:
 from __future__ import annotations
 
 import asyncio
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -48,15 +49,36 @@ class EpisodeOutcome:
     attempts: list[AttemptResult] = field(default_factory=list)
 
 
+_CONTEXT_WORDS = re.compile(r"context|too long|too many tokens|maximum .*length|exceed",
+                            re.IGNORECASE)
+
+
 def classify_llm_failure(exc: LLMCallFailed) -> tuple[str, str]:
     record = exc.record
     status = record.http_status
-    reason = str(exc)
+    reason = str(exc) + likely_cause(exc)
+    if exc.repeated:
+        return "infra_error", (f"LLM request failed the same way twice in a row, not retried "
+                               f"further: {reason}")
     if exc.retryable:
         return "infra_error", f"LLM request failed after {record.retries + 1} tries: {reason}"
     if status in _SETUP_REFUSALS:
         return "infra_error", f"server refused the request ({status}): {reason}"
     return "agent_error", f"server rejected the request ({status}): {reason}"
+
+
+def likely_cause(exc: LLMCallFailed) -> str:
+    """What a repeated or client-side failure most likely means, when the error says so."""
+    record = exc.record
+    message = record.error.message if record.error else ""
+    context_like = record.http_status == 413 or bool(_CONTEXT_WORDS.search(message))
+    cut_short = exc.repeated and record.error is not None and record.error.type == "bad_stream"
+    if not (context_like or cut_short) or not exc.request_chars:
+        return ""
+    # ~4 characters per token for English text and JSON schemas: a size, not a count.
+    tokens = exc.request_chars / 4 / 1000
+    return (f" (prompt ~{tokens:.1f}k tokens, estimated from {exc.request_chars:,} request "
+            "characters; the server's context may be smaller)")
 
 
 class Episode:

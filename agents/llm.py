@@ -74,14 +74,24 @@ class ChatResult:
     record: LLMCallRecord
 
 
+# Failures worth a second try but not a third when they come back word for word: a server
+# that ends the stream, or errors, the same way twice will do so again (a prompt past its
+# context, a request its engine cannot serve). Overload signals (429, 502–504), timeouts and
+# dropped connections are retried to the end: those do pass.
+REPEAT_STOPS = frozenset({"http_500", "stream_error", "bad_stream"})
+
+
 class LLMCallFailed(Exception):
     """The request failed for good; `record` holds what was measured and why."""
 
-    def __init__(self, record: LLMCallRecord, *, retryable: bool) -> None:
+    def __init__(self, record: LLMCallRecord, *, retryable: bool, repeated: bool = False,
+                 request_chars: int = 0) -> None:
         err = record.error
         super().__init__(f"{err.type}: {err.message}" if err else "LLM call failed")
         self.record = record
         self.retryable = retryable  # True: server/transport trouble that outlived the retries
+        self.repeated = repeated  # the last two tries failed identically: retries stopped
+        self.request_chars = request_chars  # size of the request body (prompt + tools)
 
 
 @dataclass
@@ -100,6 +110,12 @@ class _TryFailed(Exception):
     def __init__(self, error: CallError, retryable: bool, tried: _Try) -> None:
         super().__init__(error.message)
         self.error, self.retryable, self.tried = error, retryable, tried
+        self.repeated = False
+
+    def signature(self) -> tuple[str, int | None, str] | None:
+        if self.error.type not in REPEAT_STOPS:
+            return None
+        return self.error.type, self.tried.status, self.error.message
 
 
 RecordSink = Callable[[LLMCallRecord], Awaitable[None] | None]
@@ -169,10 +185,20 @@ class StreamingClient:
         tries = 0
         current: _Try | None = None
         s = self.settings
+        last: list[tuple | None] = [None]
+
+        def retry_this(exc: BaseException) -> bool:
+            if not (isinstance(exc, _TryFailed) and exc.retryable):
+                return False
+            signature = exc.signature()
+            exc.repeated = signature is not None and signature == last[0]
+            last[0] = signature
+            return not exc.repeated
+
         retrying = AsyncRetrying(
             stop=stop_after_attempt(s.max_attempts),
             wait=wait_random_exponential(multiplier=s.backoff_initial_s, max=s.backoff_max_s),
-            retry=retry_if_exception(lambda e: isinstance(e, _TryFailed) and e.retryable),
+            retry=retry_if_exception(retry_this),
             reraise=False,
         )
         try:
@@ -189,11 +215,12 @@ class StreamingClient:
             await self._emit(record)
             raise
         except (RetryError, _TryFailed) as exc:
-            last = exc.last_attempt.exception() if isinstance(exc, RetryError) else exc
-            assert isinstance(last, _TryFailed)
-            record = self._record(request_id, info, last.tried, tries - 1, last.error)
+            failed = exc.last_attempt.exception() if isinstance(exc, RetryError) else exc
+            assert isinstance(failed, _TryFailed)
+            record = self._record(request_id, info, failed.tried, tries - 1, failed.error)
             await self._emit(record)
-            raise LLMCallFailed(record, retryable=last.retryable) from None
+            raise LLMCallFailed(record, retryable=failed.retryable, repeated=failed.repeated,
+                                request_chars=len(body)) from None
         assert current is not None
         record = self._record(request_id, info, current, tries - 1)
         await self._emit(record)

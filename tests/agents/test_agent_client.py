@@ -137,6 +137,19 @@ async def test_retries_exhausted(scripted_stack, tmp_path: Path):
     assert info.value.record.http_status == 503
 
 
+async def test_an_identical_failure_is_not_retried_to_the_end(scripted_stack):
+    with pytest.raises(LLMCallFailed) as info:
+        await _through_proxy(scripted_stack, FaultSchedule(["http_500"] * 5), max_attempts=4)
+    assert info.value.repeated and info.value.record.retries == 1  # two tries, not four
+    assert info.value.request_chars > 0
+
+
+async def test_different_failures_in_a_row_are_still_retried(scripted_stack):
+    reply, seen = await _through_proxy(scripted_stack,
+                                       FaultSchedule(["http_500", "http_503", "http_500", "pass"]))
+    assert reply.record.retries == 3 and seen[-1] == "pass"
+
+
 async def test_key_echoed_by_a_server_is_scrubbed(scripted_stack, monkeypatch, tmp_path: Path):
     key = "sk-bankbench-test-" + os.urandom(8).hex()
     monkeypatch.setenv("BANKBENCH_TEST_KEY", key)
