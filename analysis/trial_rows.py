@@ -43,6 +43,10 @@ FLOAT_REQ = ("content_chars", "reasoning_chars", "tool_call_chars",
              "ttft_ms", "e2e_ms", "tpot_ms", "output_tps_per_user", "itl_mean_ms",
              "prompt_tokens", "completion_tokens", "cached_tokens", "http_status",
              "server_ttft_ms", "server_total_ms", "send_to_received_ms", "end_unix_ns")
+# Columns copied from the record as they are.
+_AS_RECORDED = ("request_id", "role", "attempt", "turn", "step", "model", "session_id",
+                "start_unix_ns", "prompt_tokens", "completion_tokens", "cached_tokens",
+                "finish_reason", "http_status", "retries")
 INT_REQ = ("attempt", "turn", "step", "start_unix_ns", "n_itl", "retries")
 # Fewer trials than this are read in-process: a worker pool costs ~0.1 s to start.
 PARALLEL_FROM = 200
@@ -251,15 +255,9 @@ def _add_requests(trial_index: int, records: list[LLMCallRecord], rows: Rows) ->
                  sum(rec.read_tool_call_chars)) if rec.sizes_known else (None, None, None)
         timing = server.get("timing") if isinstance(server.get("timing"), dict) else {}
         received = _number(timing.get("request_received_ms"))
-        append["request_id"](rec.request_id)
-        append["role"](rec.role)
-        append["attempt"](rec.attempt)
-        append["turn"](rec.turn)
-        append["step"](rec.step)
-        append["model"](rec.model)
-        append["session_id"](rec.session_id)
+        for key in _AS_RECORDED:
+            append[key](getattr(rec, key))
         append["worker_id"](None if worker is None else str(worker))
-        append["start_unix_ns"](rec.start_unix_ns)
         append["end_unix_ns"](None if e2e is None else rec.start_unix_ns + e2e)
         append["ttft_ms"](None if ttft is None else ttft * ms)
         append["e2e_ms"](None if e2e is None else e2e * ms)
@@ -270,12 +268,6 @@ def _add_requests(trial_index: int, records: list[LLMCallRecord], rows: Rows) ->
         append["content_chars"](sizes[0])
         append["reasoning_chars"](sizes[1])
         append["tool_call_chars"](sizes[2])
-        append["prompt_tokens"](rec.prompt_tokens)
-        append["completion_tokens"](rec.completion_tokens)
-        append["cached_tokens"](rec.cached_tokens)
-        append["finish_reason"](rec.finish_reason)
-        append["http_status"](rec.http_status)
-        append["retries"](rec.retries)
         append["error_type"](rec.error.type if rec.error else None)
         append["server_ttft_ms"](_number(timing.get("ttft_ms")))
         append["server_total_ms"](_number(timing.get("total_time_ms")))
