@@ -66,12 +66,20 @@ def _ssl_context() -> ssl.SSLContext:
     return httpx.create_ssl_context()
 
 
+# httpx keeps only 20 idle connections by default: a client shared by many concurrent
+# requests (the check, the benchmarks) would then reconnect for most of them, and connecting
+# counts in TTFT. These are the OpenAI SDK's limits, which the agent used before.
+LIMITS = httpx.Limits(max_connections=1000, max_keepalive_connections=100)
+
+
 def http_client(base_url: str, api_key: str, timeout_s: float) -> httpx.AsyncClient:
     """A client for one trial: bearer auth, the send-time hook, the shared TLS context."""
     return httpx.AsyncClient(
         base_url=base_url.rstrip("/") + "/",
         headers={"Authorization": f"Bearer {api_key}", "Accept": "application/json"},
         timeout=httpx.Timeout(timeout_s),
+        limits=LIMITS,
+        follow_redirects=True,
         verify=_ssl_context(),
         event_hooks={"request": [stamp_send]},
     )
