@@ -39,7 +39,7 @@ def tool_choice_for(mode: str, step: int) -> str:
 
 
 @dataclass
-class Step:
+class StepResult:
     """One model turn as it is committed: what goes into the conversation history and what
     the trajectory shows. Built by one branch of the loop, committed in one place."""
 
@@ -86,7 +86,7 @@ class AttemptRunner:
                 break
         return result
 
-    def _commit(self, step: Step, messages: list[dict[str, Any]], result: AttemptResult,
+    def _commit(self, step: StepResult, messages: list[dict[str, Any]], result: AttemptResult,
                 number: int) -> bool:
         """The one place a turn enters both the history and the trajectory; True when it
         ended the attempt with a final answer."""
@@ -100,7 +100,7 @@ class AttemptRunner:
         return False
 
     async def _native_step(self, messages: list[dict], info: CallInfo,
-                           result: AttemptResult) -> Step:
+                           result: AttemptResult) -> StepResult:
         reply: ChatResult = await self.client.chat(
             messages, info, tools=self.tools,
             tool_choice=tool_choice_for(self.s.tool_choice, info.step), **self.s.sampling(),
@@ -112,18 +112,18 @@ class AttemptRunner:
         if not reply.tool_calls and not reply.content.strip():
             # Nothing usable (e.g. a call so malformed the server's parser dropped it): say so
             # and let the model try again; max_steps bounds this.
-            return Step(reply, {"role": "assistant", "content": ""}, "",
+            return StepResult(reply, {"role": "assistant", "content": ""}, "",
                         after=[{"role": "user", "content": EMPTY_REPLY_NUDGE}],
                         observations=[(None, EMPTY_REPLY_NUDGE)])
         if not reply.tool_calls:
-            return Step(reply, {"role": "assistant", "content": reply.content}, reply.content,
+            return StepResult(reply, {"role": "assistant", "content": reply.content}, reply.content,
                         final_answer=reply.content)
         # Only the calls that run go back into the history: a reply with hundreds of calls (or
         # a 200 kB argument) echoed there whole would overflow the context of every later
         # turn, so one hostile reply would end the trial. The trajectory keeps all of them.
         limit = self.s.max_calls_per_step
         ran, dropped = reply.tool_calls[:limit], reply.tool_calls[limit:]
-        step = Step(reply, {
+        step = StepResult(reply, {
             "role": "assistant", "content": reply.content or None,
             "tool_calls": [{"id": tc.id, "type": "function",
                             "function": {"name": tc.name, "arguments": _history_arguments(
@@ -142,7 +142,7 @@ class AttemptRunner:
                 f"{limit} tool calls per turn")})
         return step
 
-    async def _malformed_native(self, reply: ChatResult, result: AttemptResult) -> Step:
+    async def _malformed_native(self, reply: ChatResult, result: AttemptResult) -> StepResult:
         parsed = text_protocol.parse_reply(reply.content)
         call_id = f"{reply.record.request_id[:12]}-0"
         calls: list[tuple[str, str, str]] = []
@@ -153,19 +153,19 @@ class AttemptRunner:
         else:
             text = _error("malformed tool call: write <tool_call>{\"name\": ..., \"arguments\": "
                           "{...}}</tool_call> with valid JSON, or use the tool-calling API")
-        return Step(reply, {"role": "assistant", "content": reply.content}, reply.content,
+        return StepResult(reply, {"role": "assistant", "content": reply.content}, reply.content,
                     after=[{"role": "user", "content": f"Tool result: {text}"}], calls=calls,
                     observations=[(call_id, text)])
 
     async def _text_step(self, messages: list[dict], info: CallInfo,
-                         result: AttemptResult) -> Step:
+                         result: AttemptResult) -> StepResult:
         reply = await self.client.chat(messages, info, stop=text_protocol.STOP_SEQUENCES,
                                        **self.s.sampling())
         parsed = text_protocol.parse_reply(reply.content)
         content = reply.content.strip()
         assistant = {"role": "assistant", "content": content}
         if parsed.final_answer is not None:
-            return Step(reply, assistant, content, final_answer=parsed.final_answer)
+            return StepResult(reply, assistant, content, final_answer=parsed.final_answer)
         call_id = f"{reply.record.request_id[:12]}-0"
         calls: list[tuple[str, str, str]] = []
         if parsed.action is None:
@@ -173,7 +173,7 @@ class AttemptRunner:
         else:
             text = await self._call(parsed.action, parsed.action_input or "{}", result)
             calls = [(call_id, parsed.action, parsed.action_input or "{}")]
-        return Step(reply, assistant, content,
+        return StepResult(reply, assistant, content,
                     after=[{"role": "user", "content": text_protocol.observation_message(text)}],
                     calls=calls, observations=[(call_id, text)])
 

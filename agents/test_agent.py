@@ -38,7 +38,7 @@ PROBE_ASK = "What is the balance of my checking account 12345678? Use the tool."
 
 
 @dataclass
-class Step:
+class Probe:
     name: str
     verdict: str  # PASS | WARN | FAIL
     detail: str
@@ -60,10 +60,10 @@ def raw_summary(rec: LLMCallRecord) -> str:
 
 
 async def run_checks(settings: ClientSettings, max_tokens: int = 64,
-                     describe: Describe = raw_summary) -> list[Step]:
+                     describe: Describe = raw_summary) -> list[Probe]:
     from agents.llm import LLMCallFailed, StreamingClient
 
-    steps: list[Step] = []
+    steps: list[Probe] = []
     client = StreamingClient(settings)
     try:
         try:
@@ -71,31 +71,31 @@ async def run_checks(settings: ClientSettings, max_tokens: int = 64,
         except Exception as exc:  # any failure here means the URL is not usable
             cause = exc.__cause__ or exc.__context__
             why = f"{exc} ({type(cause).__name__}: {cause})" if cause else str(exc)
-            steps.append(Step("models", "FAIL", f"{settings.base_url}/models: "
+            steps.append(Probe("models", "FAIL", f"{settings.base_url}/models: "
                                                 f"{client.scrub(why)[:300]}"))
             return steps
         if settings.model not in listed:
-            steps.append(Step("models", "FAIL", f"model {settings.model!r} not served; "
+            steps.append(Probe("models", "FAIL", f"model {settings.model!r} not served; "
                                                 f"listed: {', '.join(listed) or 'none'}"))
             return steps
-        steps.append(Step("models", "PASS", f"{len(listed)} listed, {settings.model!r} among "
+        steps.append(Probe("models", "PASS", f"{len(listed)} listed, {settings.model!r} among "
                                             "them"))
         try:
             reply = await client.chat([{"role": "user", "content": "Say hello to a customer."}],
                                       _info(1), max_tokens=max_tokens)
         except LLMCallFailed as exc:
-            steps.append(Step("stream", "FAIL", str(exc)[:300]))
+            steps.append(Probe("stream", "FAIL", str(exc)[:300]))
             return steps
         rec = reply.record
         if not rec.read_ns:
-            steps.append(Step("stream", "FAIL", "no content-bearing chunk arrived"))
+            steps.append(Probe("stream", "FAIL", "no content-bearing chunk arrived"))
             return steps
-        steps.append(Step("stream", "PASS", describe(rec)))
+        steps.append(Probe("stream", "PASS", describe(rec)))
         if rec.prompt_tokens is None or rec.completion_tokens is None:
-            steps.append(Step("usage", "WARN", "no usage in the stream: token counts will be "
+            steps.append(Probe("usage", "WARN", "no usage in the stream: token counts will be "
                                                "missing from llm_calls.jsonl"))
         else:
-            steps.append(Step("usage", "PASS", f"cached tokens reported: "
+            steps.append(Probe("usage", "PASS", f"cached tokens reported: "
                                                f"{rec.cached_tokens is not None}"))
         for name, choice in (("tools:auto", "auto"),
                              ("tools:named", {"type": "function",
@@ -107,7 +107,7 @@ async def run_checks(settings: ClientSettings, max_tokens: int = 64,
 
 
 async def _probe_tools(client: StreamingClient, name: str, choice, max_tokens: int,
-                       describe: Describe) -> Step:
+                       describe: Describe) -> Probe:
     from agents.llm import LLMCallFailed
 
     try:
@@ -115,26 +115,26 @@ async def _probe_tools(client: StreamingClient, name: str, choice, max_tokens: i
                                   tools=[PROBE_TOOL], tool_choice=choice,
                                   max_tokens=max(max_tokens, 128))
     except LLMCallFailed as exc:
-        return Step(name, "WARN", f"request failed: {str(exc)[:200]}")
+        return Probe(name, "WARN", f"request failed: {str(exc)[:200]}")
     calls = [t for t in reply.tool_calls if t.name == "get_account_balance"]
     if not calls:
-        return Step(name, "WARN", f"no tool call (text: {reply.content[:80]!r}); "
+        return Probe(name, "WARN", f"no tool call (text: {reply.content[:80]!r}); "
                                   f"{describe(reply.record)}")
     try:
         args_ok = isinstance(json.loads(calls[0].arguments), dict)
     except json.JSONDecodeError:
         args_ok = False
     verdict = "PASS" if args_ok else "WARN"
-    return Step(name, verdict, f"{calls[0].name}({calls[0].arguments[:80]}); "
+    return Probe(name, verdict, f"{calls[0].name}({calls[0].arguments[:80]}); "
                                f"{describe(reply.record)}")
 
 
-def can_run(steps: list[Step]) -> bool:
+def can_run(steps: list[Probe]) -> bool:
     passed = {s.name for s in steps if s.verdict == "PASS"}
     return {"models", "stream"} <= passed
 
 
-def report(steps: list[Step], out=sys.stdout) -> None:
+def report(steps: list[Probe], out=sys.stdout) -> None:
     for step in steps:
         print(f"[{step.verdict}] {step.name:<12} {step.detail}", file=out)
     native = any(s.name.startswith("tools:") and s.verdict == "PASS" for s in steps)
