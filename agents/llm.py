@@ -308,7 +308,8 @@ class StreamingClient:
             request_id=request_id, trial_name=info.trial_name, scenario_id=info.scenario_id,
             attempt=info.attempt, turn=info.turn, step=info.step, role=info.role,
             model=self.settings.model, session_id=info.session_id,
-            start_unix_ns=tried.stamp.start_unix_ns, send_ns=tried.stamp.send_ns,
+            start_unix_ns=tried.stamp.start_unix_ns,
+            send_ns=tried.stamp.send_ns if tried.stamp.sent else None,
             read_ns=reply.read_ns, end_ns=tried.end_ns,
             # A kind no read carried is an empty list (the record stays small).
             read_content_chars=_nonzero(reply.read_chars[0]),

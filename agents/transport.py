@@ -32,6 +32,7 @@ class SendStamp:
 
     send_ns: int
     start_unix_ns: int
+    sent: bool = False  # the hook fired: the request reached the transport
 
     @classmethod
     def now(cls) -> SendStamp:
@@ -58,6 +59,7 @@ async def stamp_send(request: httpx.Request) -> None:
     if stamp is not None:
         stamp.send_ns = time.perf_counter_ns()
         stamp.start_unix_ns = time.time_ns()
+        stamp.sent = True
 
 
 @functools.cache
