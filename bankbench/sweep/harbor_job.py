@@ -35,7 +35,7 @@ def harbor_executable() -> str:
     return str(beside) if beside.exists() else "harbor"
 
 
-def run_command(
+def harbor_run_argv(
     config: SweepConfig, *, tasks_dir: Path, sweep_dir: Path, job_name: str, level: int,
     base_url: str, model: str,
 ) -> list[str]:

@@ -249,7 +249,7 @@ def _run_level(
                   flush=True)
         cmd = harbor_job.resume_command(job_dir)
     else:
-        cmd = harbor_job.run_command(
+        cmd = harbor_job.harbor_run_argv(
             config, tasks_dir=tasks_dir, sweep_dir=sweep_dir, job_name=level_dir_name(level),
             level=level, base_url=base_url, model=model,
         )

@@ -133,9 +133,9 @@ def test_unfinished_results_are_moved_aside_not_deleted(tmp_path):
         "banking-000__a", "banking-003__d", "banking-004__e"]
 
 
-def test_run_command_carries_level_attempts_and_agent_options(tmp_path):
+def test_harbor_run_argv_carries_level_attempts_and_agent_options(tmp_path):
     cfg = _config(attempts=3, agent_kwargs={"self_eval": "true"})
-    cmd = harbor_job.run_command(
+    cmd = harbor_job.harbor_run_argv(
         cfg, tasks_dir=tmp_path / "t", sweep_dir=tmp_path, job_name="c2", level=2,
         base_url="http://h/v1", model="m",
     )
