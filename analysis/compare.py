@@ -1,4 +1,11 @@
-"""Configurations side by side: each other source against the first, level by level."""
+"""Configurations side by side: each other source against the first, level by level.
+
+Quality figures are compared *paired by scenario*: the difference is taken over the scenarios
+both runs have, and its 95% interval comes from a bootstrap that draws one set of scenarios
+for both runs at once (`paired_cluster_bootstrap_diff_ci`). A difference is called better or
+worse only when that interval excludes 0; otherwise "no clear difference". Figures without an
+interval (latency, throughput: one run's measurement each) show the delta and are not called.
+"""
 
 from __future__ import annotations
 
@@ -6,13 +13,19 @@ import numpy as np
 import pandas as pd
 
 from analysis.metrics import BY_KEY
+from analysis.metrics.base import paired_cluster_bootstrap_diff_ci
+from analysis.metrics.quality import PAIRED_KEYS, values_for
 
 COMPARE_KEYS = (
     "ttft_ms_p50", "ttft_ms_p99", "itl_ms_p50", "itl_ms_p99", "tpot_ms_p50", "e2e_ms_p50",
     "e2e_ms_p99", "output_tps_per_user_p50", "output_token_throughput", "request_throughput",
     "achieved_concurrency", "error_rate", "goodput_request_share", "tsq_mean",
-    "param_validity_mean", "pass_at_1", "extra_token_share", "cached_token_share",
+    "tsq_infra0_mean", "solved_mean", "solved_infra0_mean", "param_validity_mean",
+    "extra_token_share", "cached_token_share",
 )
+COLUMNS = ["level", "metric", "unit", "baseline", "source", "value", "delta", "delta_pct",
+           "delta_ci_low", "delta_ci_high", "n_paired", "verdict", "better"]
+BETTER, WORSE, UNCLEAR = "better", "worse", "no clear difference"
 
 
 def metric_of(column: str):
@@ -33,12 +46,25 @@ def _pairs(summary: pd.DataFrame, baseline: str, other: str) -> list[tuple[int, 
     return [(lv, lv, f"c{lv}") for lv in base_levels if lv in other_levels]
 
 
-def compare_table(summary: pd.DataFrame, keys: tuple[str, ...] = COMPARE_KEYS) -> pd.DataFrame:
-    """Long table: level, metric, baseline, source, value, delta, delta_pct, better."""
+def verdict(low: float, high: float, larger_is_better: bool | None) -> tuple[str, bool | None]:
+    """(verdict text, better?) from a paired interval of other − baseline."""
+    if larger_is_better is None or np.isnan(low) or np.isnan(high):
+        return ("" if larger_is_better is None else UNCLEAR), None
+    if low > 0 or high < 0:
+        better = (low > 0) == larger_is_better
+        return (BETTER if better else WORSE), better
+    return UNCLEAR, None
+
+
+def compare_table(summary: pd.DataFrame, trials: pd.DataFrame | None = None,
+                  keys: tuple[str, ...] = COMPARE_KEYS) -> pd.DataFrame:
+    """Long table, one row per (level pair, metric, other source); see `COLUMNS`.
+
+    With `trials` (the trials table behind `summary`), quality keys get a paired interval and
+    a verdict; without, or for other keys, the verdict stays empty."""
     sources = list(dict.fromkeys(summary["source"]))
     if len(sources) < 2:
-        return pd.DataFrame(columns=["level", "metric", "unit", "baseline", "source", "value",
-                                     "delta", "delta_pct", "better"])
+        return pd.DataFrame(columns=COLUMNS)
     baseline, rows = sources[0], []
     indexed = summary.set_index(["source", "level"])
     for other in sources[1:]:
@@ -48,15 +74,28 @@ def compare_table(summary: pd.DataFrame, keys: tuple[str, ...] = COMPARE_KEYS) -
                     continue
                 a = float(indexed.loc[(baseline, base_level), key])
                 b = float(indexed.loc[(other, other_level), key])
-                delta = b - a
-                pct = delta / abs(a) * 100 if a and not np.isnan(a) else np.nan
                 metric = metric_of(key)
-                better = None
-                if (metric is not None and metric.larger_is_better is not None
-                        and not np.isnan(delta) and delta != 0):
-                    better = (delta > 0) == metric.larger_is_better
-                rows.append({"level": label, "metric": key,
-                             "unit": metric.unit if metric else "", "baseline": a,
-                             "source": other, "value": b, "delta": delta, "delta_pct": pct,
-                             "better": better})
-    return pd.DataFrame(rows)
+                row = {"level": label, "metric": key, "unit": metric.unit if metric else "",
+                       "baseline": a, "source": other, "value": b, "delta": b - a,
+                       "delta_ci_low": np.nan, "delta_ci_high": np.nan, "n_paired": np.nan,
+                       "verdict": "", "better": None}
+                if trials is not None and key in PAIRED_KEYS:
+                    row |= _paired(trials, key, (baseline, base_level), (other, other_level),
+                                   metric.larger_is_better if metric else None)
+                delta = row["delta"]
+                row["delta_pct"] = delta / abs(a) * 100 if a and not np.isnan(a) else np.nan
+                rows.append(row)
+    return pd.DataFrame(rows, columns=COLUMNS)
+
+
+def _paired(trials: pd.DataFrame, key: str, base: tuple[str, int], other: tuple[str, int],
+            larger_is_better: bool | None) -> dict[str, object]:
+    def side(source: str, level: int) -> tuple[np.ndarray, np.ndarray]:
+        rows = trials[(trials["source"] == source) & (trials["level"] == level)]
+        return values_for(rows, key) or (np.zeros(0), np.zeros(0, dtype=object))
+
+    diff, low, high, n = paired_cluster_bootstrap_diff_ci(*side(*base), *side(*other))
+    text, better = verdict(low, high, larger_is_better)
+    # Over the scenarios both runs have; equals value − baseline when they ran the same ones.
+    return {"delta": diff, "delta_ci_low": low, "delta_ci_high": high, "n_paired": float(n),
+            "verdict": text if n else "", "better": better}

@@ -18,6 +18,8 @@ COLUMNS: tuple[tuple[str, str, str], ...] = (
     ("excluded", "n_excluded", "{:.0f}"),
     ("TSQ", "tsq_mean", "{:.3f}"),
     ("TSQ 95% CI", "", ""),
+    ("TSQ infra=0", "tsq_infra0_mean", "{:.3f}"),
+    ("solved", "solved_mean", "{:.3f}"),
     ("TTFT p50 ms", "ttft_ms_p50", "{:,.1f}"),
     ("TTFT p95 ms", "ttft_ms_p95", "{:,.1f}"),
     ("ITL p50 ms", "itl_ms_p50", "{:,.1f}"),
@@ -31,8 +33,10 @@ COLUMNS: tuple[tuple[str, str, str], ...] = (
 def _cell(row: pd.Series, column: str, fmt: str) -> str:
     if column == "":  # the CI column is built from two fields
         low, high = row.get("tsq_ci_low"), row.get("tsq_ci_high")
-        if _missing(low) or _missing(high):
+        if _missing(row.get("tsq_mean")):
             return "–"
+        if _missing(low) or _missing(high):
+            return "—"  # one scenario or one trial: no interval, not a zero-width one
         return f"[{low:.3f}, {high:.3f}]"
     value = row.get(column)
     return "–" if _missing(value) else fmt.format(value)

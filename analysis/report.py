@@ -19,6 +19,8 @@ from analysis.compare import compare_table
 from analysis.markdown import fmt, table
 from analysis.metrics import ALL
 from analysis.metrics.goodput import SLO
+from analysis.provenance import COLUMNS as PROVENANCE_COLUMNS
+from analysis.provenance import SAMPLE_FALLBACK, check_comparable
 from analysis.summary import summarize
 from analysis.tables import Tables, is_sweep_dir, load_many
 
@@ -31,11 +33,13 @@ def default_out_dir(path: Path) -> Path:
 
 
 def write_report(path: Path, out: Path | None = None, compare: Sequence[Path] = (),
-                 slo: SLO | None = None, *, draw: bool = True, pass_threshold: float = 1.0,
+                 slo: SLO | None = None, *, draw: bool = True, allow_mixed: bool = False,
                  log: Callable[[str], None] | None = None) -> Path:
     """Read `path` (and `compare`), write every report file into `out`; returns report.md.
 
-    `log`, when given, receives one line per stage (the CLI prints them as progress).
+    Runs made against different datasets, labels or instruction modes are refused
+    (`provenance.MixedRunsError`, nothing written) unless `allow_mixed`. `log`, when given,
+    receives one line per stage (the CLI prints them as progress).
     """
     say = log or (lambda _line: None)
     path = Path(path)
@@ -46,15 +50,16 @@ def write_report(path: Path, out: Path | None = None, compare: Sequence[Path] = 
     say(f"read {len(tables.jobs)} job(s): {len(tables.trials):,} trials "
         f"({', '.join(f'{n} {s}' for s, n in counts.items()) or 'none'}), "
         f"{len(tables.requests):,} LLM calls, {len(tables.issues)} input problem(s)")
-    summary = summarize(tables, slo, pass_threshold)
-    comparison = compare_table(summary)
+    summary = summarize(tables, slo)
+    mixed = check_comparable(summary, allow_mixed) if len(inputs) > 1 else []
+    comparison = compare_table(summary, tables.trials)
     out.mkdir(parents=True, exist_ok=True)
-    write_data_files(tables, summary, comparison, out, inputs, slo, pass_threshold)
+    write_data_files(tables, summary, comparison, out, inputs, slo, mixed)
     say(f"wrote summary ({len(summary)} rows) and data files to {out}")
     figures = draw_figures(tables, summary, out / "plots") if draw else []
     if draw:
         say(f"drew {len(figures)} figure(s) in {out / 'plots'}")
-    text = render_markdown(tables, summary, comparison, inputs, slo, figures, out)
+    text = render_markdown(tables, summary, comparison, inputs, slo, figures, out, mixed)
     report = out / "report.md"
     report.write_text(text, encoding="utf-8")
     return report
@@ -67,7 +72,7 @@ def _records(frame: pd.DataFrame) -> list[dict[str, Any]]:
 
 def write_data_files(tables: Tables, summary: pd.DataFrame, comparison: pd.DataFrame,
                      out: Path, inputs: list[Path], slo: SLO | None,
-                     pass_threshold: float) -> None:
+                     mixed: list[str]) -> None:
     summary.to_csv(out / "summary.csv", index=False)
     tables.trials.to_csv(out / "trials.csv", index=False)
     tables.requests.to_csv(out / "requests.csv", index=False)
@@ -76,7 +81,7 @@ def write_data_files(tables: Tables, summary: pd.DataFrame, comparison: pd.DataF
         "generated_at": datetime.now(UTC).isoformat(),
         "inputs": [str(p) for p in inputs],
         "slo": slo.model_dump() if slo else None,
-        "pass_threshold": pass_threshold,
+        "mixed_runs": mixed,
         "sweeps": {k: json.loads(v.model_dump_json()) for k, v in tables.sweeps.items()},
         "jobs": _records(tables.jobs),
         "metrics": [{"key": m.key, "header": m.header, "unit": m.unit,
@@ -138,8 +143,12 @@ def _group_labels(frame: pd.DataFrame) -> pd.Series | None:
     return None
 
 
-def _ci(row: pd.Series, key: str) -> str:
-    return f"{fmt(row[f'{key}_mean'])} [{fmt(row[f'{key}_ci_low'])}, {fmt(row[f'{key}_ci_high'])}]"
+def _ci(row: pd.Series, key: str, suffix: str = "_mean") -> str:
+    """`mean [low, high]`; `mean [—]` when there is no interval (one scenario or trial)."""
+    low, high = row.get(f"{key}_ci_low"), row.get(f"{key}_ci_high")
+    interval = "[—]" if pd.isna(low) or pd.isna(high) else f"[{fmt(low)}, {fmt(high)}]"
+    value = row.get(f"{key}{suffix}")
+    return "–" if pd.isna(value) else f"{fmt(value)} {interval}"
 
 
 def _section(summary: pd.DataFrame, columns: dict[str, str]) -> str:
@@ -150,11 +159,11 @@ def _section(summary: pd.DataFrame, columns: dict[str, str]) -> str:
 
 def render_markdown(tables: Tables, summary: pd.DataFrame, comparison: pd.DataFrame,
                     inputs: list[Path], slo: SLO | None, figures: list[tuple[str, Path]],
-                    out: Path) -> str:
+                    out: Path, mixed: Sequence[str] = ()) -> str:
     parts = [f"# bankbench report: {', '.join(p.name for p in inputs)}", "",
              f"Generated {datetime.now(UTC):%Y-%m-%d %H:%M} UTC. Definitions of every figure: "
-             "see *Metric definitions* at the end.", "", "## Provenance", "",
-             _provenance(tables), "", "## Trials", "",
+             "see *Metric definitions* at the end.", "", *_measured_against(summary, mixed),
+             "## Provenance", "", _provenance(tables), "", "## Trials", "",
              _section(summary, {"n_trials": "trials", "n_scored": "scored",
                                 "n_agent_failed": "agent failed", "n_infra_failed": "infra failed",
                                 "n_harness_failed": "harness failed",
@@ -178,15 +187,7 @@ def render_markdown(tables: Tables, summary: pd.DataFrame, comparison: pd.DataFr
         "request_throughput": "requests/s", "configured_concurrency": "configured",
         "achieved_concurrency": "requests in flight", "achieved_trial_concurrency":
         "trials running", "n_requests": "requests", "error_rate": "error rate"}), ""]
-    quality = summary[["source", "level", "n_counted"]].copy()
-    for key in ("tsq", "precision", "recall", "param_validity"):
-        quality[key] = [_ci(row, key) for _, row in summary.iterrows()]
-    for key in ("pass_at_1", "pass_at_k", "k", "pass_hat_k", "tsq_scenario_std"):
-        quality[key] = summary[key]
-    parts += ["## Tool selection quality (mean, 95% bootstrap CI)", "",
-              table(quality, ["source", "level", "counted", "TSQ", "precision", "recall",
-                              "param validity", "pass@1", "pass@k", "k", "pass^k",
-                              "TSQ spread"]), ""]
+    parts += _quality(summary)
     if slo is not None:
         parts += [f"## Goodput (SLO {slo})", "", _section(summary, {
             "goodput": "goodput (req/s)", "goodput_request_share": "requests within SLO",
@@ -208,11 +209,7 @@ def render_markdown(tables: Tables, summary: pd.DataFrame, comparison: pd.DataFr
             "completion_tokens_per_trial": "completion tokens",
             "cached_token_share": "cached prompt share"}), ""]
     if len(comparison):
-        shown = comparison.assign(better=comparison["better"].map(
-            {True: "better", False: "worse"}).fillna(""))
-        parts += [f"## Comparison against {inputs[0].name}", "",
-                  table(shown, ["level", "metric", "unit", inputs[0].name, "source", "value",
-                                "Δ", "Δ %", ""]), ""]
+        parts += _comparison(comparison, inputs[0].name, mixed)
     if figures:
         parts += ["## Figures", ""]
         for title, png in figures:
@@ -224,6 +221,88 @@ def render_markdown(tables: Tables, summary: pd.DataFrame, comparison: pd.DataFr
         "Files: `summary.csv`/`summary.json` (one row per source and level), `trials.csv`, "
         "`requests.csv`/`requests.jsonl` (one row per LLM call).", ""]
     return "\n".join(parts)
+
+
+def _measured_against(summary: pd.DataFrame, mixed: Sequence[str]) -> list[str]:
+    """The header block: which data, labels and mode every TSQ below is measured against."""
+    present = [c for c in PROVENANCE_COLUMNS if c in summary.columns]
+    if not present:
+        return []
+    frame = summary[["source", *present]].drop_duplicates()
+    lines = ["## What the quality figures are measured against", "",
+             table(frame, ["source", *(_PROVENANCE_HEADERS.get(c, c) for c in present)]), "",
+             "TSQ here is the set F1 of the tool names an agent called against the expected "
+             "tools its task's labels list (label method@version above); no judge model is "
+             "involved yet. Labels are themselves imperfect: with labels of held-out F1 *f*, "
+             "a perfect agent's expected TSQ is about *f* (the ceiling column); a ceiling "
+             "'–' means the labels' quality was not measured.", ""]
+    if (summary.get("dataset_source") == SAMPLE_FALLBACK).any():
+        lines += [f"**Warning: the dataset is the {SAMPLE_FALLBACK}** — `--source auto` could "
+                  "not reach the Hugging Face hub and ran the small bundled sample instead of "
+                  "Agent Leaderboard v2; these figures are not comparable with hub runs.", ""]
+    if mixed:
+        lines += ["**Warning: runs compared with `--allow-mixed` differ in "
+                  + "; ".join(mixed) + ".** Their quality deltas mix a change of measuring "
+                  "stick with a change of system.", ""]
+    return lines
+
+
+_PROVENANCE_HEADERS = {
+    "dataset_source": "dataset source", "dataset_revision": "revision",
+    "labels": "labels (method@version)", "label_quality": "label quality",
+    "label_heldout_f1": "label held-out F1", "mode": "instruction mode",
+    "judge": "judge model", "tsq_ceiling": "TSQ ceiling",
+}
+
+
+def _quality(summary: pd.DataFrame) -> list[str]:
+    rows = []
+    for _, row in summary.iterrows():
+        rows.append({
+            "source": row["source"], "level": row["level"], "counted": row["n_counted"],
+            "scenarios": row.get("n_scenarios"), "infra failed": row.get("n_infra_failed"),
+            "TSQ (infra excl.)": _ci(row, "tsq"), "TSQ (infra as 0)": _ci(row, "tsq_infra0"),
+            "solved (infra excl.)": _ci(row, "solved"),
+            "solved (infra as 0)": _ci(row, "solved_infra0"),
+            "precision": _ci(row, "precision"), "recall": _ci(row, "recall"),
+            "param validity": _ci(row, "param_validity"), "pass@1": row.get("pass_at_1"),
+            "k": row.get("k"), "pass@k": _ci(row, "pass_at_k", ""),
+            "pass^k": _ci(row, "pass_hat_k", ""), "TSQ spread": row.get("tsq_scenario_std"),
+        })
+    frame = pd.DataFrame(rows)
+    solved_from = ", ".join(sorted(set(summary.get("solved_from", pd.Series()).dropna())))
+    return [
+        "## Tool selection quality (mean, 95% scenario-cluster bootstrap CI)", "",
+        table(frame), "",
+        "Intervals resample scenarios with all their repeated trials (repeats of a scenario "
+        "are correlated; resampling single trials would give too narrow an interval); `[—]`: "
+        "no interval, because the level has one scenario or one trial. *infra excl.* leaves "
+        "`infra_failed` trials out (as the status table shows); *infra as 0* counts each as a "
+        "failed scenario run — a gap between the two means the server's failures hid "
+        "scenarios from quality. *Solved*: every expected tool called and no unexpected one "
+        f"(source of the per-trial flag here: {solved_from or 'none'}). pass@k and pass^k "
+        "are computed on *solved* from the n counted trials of each scenario (unbiased "
+        "estimators; k = fewest counted trials of any scenario). Harbor's own pass@k (in "
+        "its job result.json) reads only a reward with a single 0/1 key, so for these jobs, "
+        "whose reward.json holds several scores, Harbor reports none.", ""]
+
+
+def _comparison(comparison: pd.DataFrame, baseline: str, mixed: Sequence[str]) -> list[str]:
+    shown = comparison.assign(
+        ci=[("[—]" if pd.isna(lo) or pd.isna(hi) else f"[{fmt(lo)}, {fmt(hi)}]")
+            if m else "" for lo, hi, m in zip(comparison["delta_ci_low"],
+                                              comparison["delta_ci_high"],
+                                              comparison["verdict"] != "", strict=True)])
+    shown = shown[["level", "metric", "unit", "baseline", "source", "value", "delta",
+                   "delta_pct", "ci", "n_paired", "verdict"]]
+    return [f"## Comparison against {baseline}", "",
+            table(shown, ["level", "metric", "unit", baseline, "source", "value", "Δ", "Δ %",
+                          "Δ 95% CI (paired)", "paired scenarios", "verdict"]), "",
+            "Quality rows are paired by scenario (and level): Δ is over the scenarios both "
+            "runs have, its interval from a bootstrap drawing the same scenarios for both; "
+            "*better*/*worse* only when the interval excludes 0, else *no clear difference*. "
+            "Latency and throughput rows carry no interval and are not called either way."
+            + (" Runs differ in: " + "; ".join(mixed) + "." if mixed else ""), ""]
 
 
 def _provenance(tables: Tables) -> str:

@@ -1,4 +1,5 @@
-"""One summary row per (source, level): status counts plus every metric of `analysis.metrics`."""
+"""One summary row per (source, level): status counts, every metric of `analysis.metrics`, and
+the provenance of its quality figures (`analysis.provenance`)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from analysis.metrics.quality import quality_metrics
 from analysis.metrics.server import server_metrics
 from analysis.metrics.throughput import throughput_metrics, window_seconds
 from analysis.metrics.usage import usage_metrics
+from analysis.provenance import level_provenance
 from analysis.status import STATUSES
 from analysis.tables import Tables
 
@@ -30,8 +32,7 @@ def status_counts(trials: pd.DataFrame) -> dict[str, float]:
     return out
 
 
-def summarize(tables: Tables, slo: SLO | None = None, pass_threshold: float = 1.0
-              ) -> pd.DataFrame:
+def summarize(tables: Tables, slo: SLO | None = None) -> pd.DataFrame:
     """Summary table, one row per (source, level), columns named after the metric keys."""
     rows = []
     requests, trials = tables.requests, tables.trials
@@ -68,11 +69,14 @@ def summarize(tables: Tables, slo: SLO | None = None, pass_threshold: float = 1.
         job = jobs.loc[(source, level)] if (source, level) in jobs.index else None
         configured = job["configured_concurrency"] if job is not None else level
         row.update(throughput_metrics(req, trial_rows, float(configured)))
-        row.update(quality_metrics(trial_rows, pass_threshold))
+        row.update(quality_metrics(trial_rows))
         if slo is not None:
             row.update(goodput_metrics(req, trial_rows, slo, window_seconds(req)))
         row.update(usage_metrics(req, trial_rows))
         if job is not None and pd.notna(job["metrics_before"]) and pd.notna(job["metrics_after"]):
             row.update(server_metrics(Path(job["metrics_before"]), Path(job["metrics_after"])))
         rows.append(row)
-    return pd.DataFrame(rows) if rows else pd.DataFrame(columns=GROUP)
+    if not rows:
+        return pd.DataFrame(columns=GROUP)
+    provenance = level_provenance(trials, tables.jobs, tables.sweeps)
+    return pd.DataFrame(rows).merge(provenance, on=GROUP, how="left")

@@ -98,16 +98,19 @@ def write_trial(
     rewards: dict[str, float] | None = None, exception_type: str | None = None,
     agent_status: dict[str, Any] | None = None, tsq_details: dict[str, Any] | None = None,
     started_at: datetime = T0, phase_s: tuple[float, float, float, float] = (1, 0.5, 10, 2),
-    running: bool = False, truncated_tail: str | None = None,
+    running: bool = False, truncated_tail: str | None = None, tasks_dir: Path | None = None,
 ) -> Path:
     """One trial folder. `running=True` leaves result.json out, as Harbor does mid-trial.
+
+    The trial's task path is `<tasks_dir>/<scenario_id>` (default `/tasks`, which does not
+    exist: its provenance reads as unknown); see `write_task_stub`.
 
     `phase_s` = (environment setup, agent setup, agent run, verifier) durations in seconds.
     """
     trial_dir = job_dir / trial_name
     for sub in ("agent", "verifier", "artifacts"):
         (trial_dir / sub).mkdir(parents=True, exist_ok=True)
-    task_path = Path("/tasks") / scenario_id
+    task_path = Path(tasks_dir or "/tasks") / scenario_id
     config = TrialConfig(task=TaskConfig(path=task_path), trial_name=trial_name,
                          trials_dir=job_dir)
     (trial_dir / "config.json").write_text(config.model_dump_json(indent=4))
@@ -145,6 +148,27 @@ def write_trial(
     )
     (trial_dir / "result.json").write_text(result.model_dump_json(indent=4))
     return trial_dir
+
+
+def write_task_stub(tasks_dir: Path, scenario_id: str, *, labels: str = "match@1",
+                    mode: str = "goals", dataset_revision: str = "sample-1",
+                    dataset: str = "galileo-ai/agent-leaderboard-v2",
+                    label_quality: dict[str, Any] | None = None) -> Path:
+    """The provenance-bearing files of a task folder: task.toml `[metadata]` and
+    tests/expected.json (with `labels.quality` when given). No environment: not runnable."""
+    task = tasks_dir / scenario_id
+    (task / "tests").mkdir(parents=True, exist_ok=True)
+    method, _, version = labels.partition("@")
+    (task / "task.toml").write_text(
+        "[metadata]\n" + "".join(f"{k} = {json.dumps(v)}\n" for k, v in {
+            "scenario_id": scenario_id, "labels": labels, "dataset_revision": dataset_revision,
+            "mode": mode, "dataset": dataset}.items()))
+    info: dict[str, Any] = {"method": method, "version": version}
+    if label_quality is not None:
+        info["quality"] = label_quality
+    (task / "tests" / "expected.json").write_text(json.dumps(
+        {"scenario_id": scenario_id, "labels": info, "expected_tools": [], "goals": []}))
+    return task
 
 
 def write_sweep_manifest(sweep_dir: Path, levels: list[int], **overrides: Any) -> Path:

@@ -164,6 +164,10 @@ class SweepManifest(BaseModel):
     tasks_dir: str
     n_tasks: int
     dataset: str | None = Field(None, description="Dataset source and revision of the tasks.")
+    dataset_fallback: str | None = Field(
+        None, description="Why the bundled sample was used although --source auto asked for the "
+        "hub (the hub's error, one line); None when the dataset is the one asked for.",
+    )
     versions: dict[str, str | None] = Field(
         default_factory=dict,
         description="bankbench and harbor on this side; ai-dynamo (and llama-cpp-python on "

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from math import comb
 
 import numpy as np
+import pandas as pd
 
 PERCENTILES = (50, 90, 95, 99)
 DISTRIBUTION_STATS = ("mean", "p50", "p90", "p95", "p99", "std", "min", "max", "count")
@@ -43,25 +44,96 @@ def distribution(values: np.ndarray) -> dict[str, float]:
 def bootstrap_mean_ci(values: np.ndarray, level: float = 0.95,
                       resamples: int = BOOTSTRAP_RESAMPLES,
                       seed: int = BOOTSTRAP_SEED) -> tuple[float, float, float]:
-    """(mean, low, high): percentile bootstrap of the mean, seeded so reports are repeatable."""
+    """(mean, low, high): percentile bootstrap of the mean treating every value as independent.
+
+    Right for one value per scenario; for repeated trials of a scenario use
+    `cluster_bootstrap_mean_ci`. Fewer than two values: no interval (NaN, NaN)."""
     v = np.asarray(values, dtype=float)
-    v = v[~np.isnan(v)]
-    if v.size == 0:
-        return np.nan, np.nan, np.nan
-    mean = float(v.mean())
-    if v.size == 1:
-        return mean, mean, mean
-    rng = np.random.default_rng(seed)
-    means = np.empty(resamples)
-    # Resample in chunks so memory stays bounded for large groups.
-    chunk = max(1, min(resamples, 4_000_000 // v.size))
+    keep = ~np.isnan(v)
+    return cluster_bootstrap_mean_ci(v[keep], np.arange(int(keep.sum())), level, resamples,
+                                     seed)
+
+
+def _cluster_sums(values: np.ndarray, clusters: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per-cluster sum and count of the non-NaN values (clusters in first-seen order)."""
+    v = np.asarray(values, dtype=float)
+    keep = ~np.isnan(v)
+    codes, _ = pd.factorize(pd.Series(np.asarray(clusters)[keep]), sort=False)
+    n = int(codes.max()) + 1 if codes.size else 0
+    return (np.bincount(codes, weights=v[keep], minlength=n),
+            np.bincount(codes, minlength=n).astype(float))
+
+
+def _draws(n_clusters: int, resamples: int, rng: np.random.Generator):
+    """Cluster indices drawn with replacement, in chunks so memory stays bounded."""
+    chunk = max(1, min(resamples, 4_000_000 // max(1, n_clusters)))
     for start in range(0, resamples, chunk):
-        stop = min(resamples, start + chunk)
-        idx = rng.integers(0, v.size, size=(stop - start, v.size))
-        means[start:stop] = v[idx].mean(axis=1)
+        yield rng.integers(0, n_clusters, size=(min(resamples, start + chunk) - start,
+                                                 n_clusters))
+
+
+def cluster_bootstrap_mean_ci(values: np.ndarray, clusters: np.ndarray, level: float = 0.95,
+                              resamples: int = BOOTSTRAP_RESAMPLES,
+                              seed: int = BOOTSTRAP_SEED) -> tuple[float, float, float]:
+    """(mean, low, high): the mean over all values, with a percentile bootstrap that resamples
+    whole clusters (here: scenarios, all their repeated trials together).
+
+    Repeats of one scenario are correlated, so resampling trials as if independent gives an
+    interval too narrow by up to √k; resampling scenarios keeps that correlation. With one
+    value per cluster it is the plain bootstrap. Fewer than two clusters: (mean, NaN, NaN),
+    never a zero-width interval. Seeded, so a report is repeatable."""
+    sums, counts = _cluster_sums(values, clusters)
+    if counts.size == 0:
+        return np.nan, np.nan, np.nan
+    mean = float(sums.sum() / counts.sum())
+    if counts.size < 2:
+        return mean, np.nan, np.nan
+    rng = np.random.default_rng(seed)
+    means = np.concatenate([sums[idx].sum(axis=1) / counts[idx].sum(axis=1)
+                            for idx in _draws(counts.size, resamples, rng)])
+    return (mean, *_percentile_interval(means, level))
+
+
+def paired_cluster_bootstrap_diff_ci(
+        base: np.ndarray, base_clusters: np.ndarray, other: np.ndarray,
+        other_clusters: np.ndarray, level: float = 0.95, resamples: int = BOOTSTRAP_RESAMPLES,
+        seed: int = BOOTSTRAP_SEED) -> tuple[float, float, float, int]:
+    """(difference other − base, low, high, clusters paired) of the two means, over the
+    clusters (scenarios) both sides have. Each resample draws one set of scenarios and takes
+    both runs' trials of them, so what the scenarios share (their difficulty) cancels out.
+    Fewer than two paired clusters: no interval."""
+    b_sums, b_counts = _cluster_sums(base, base_clusters)
+    o_sums, o_counts = _cluster_sums(other, other_clusters)
+    b_ids = _cluster_ids(base, base_clusters)
+    o_ids = _cluster_ids(other, other_clusters)
+    common = [c for c in b_ids if c in o_ids]
+    if not common:
+        return np.nan, np.nan, np.nan, 0
+    bi = np.array([b_ids[c] for c in common])
+    oi = np.array([o_ids[c] for c in common])
+    b_sums, b_counts, o_sums, o_counts = b_sums[bi], b_counts[bi], o_sums[oi], o_counts[oi]
+    diff = float(o_sums.sum() / o_counts.sum() - b_sums.sum() / b_counts.sum())
+    if len(common) < 2:
+        return diff, np.nan, np.nan, len(common)
+    rng = np.random.default_rng(seed)
+    diffs = np.concatenate([
+        o_sums[idx].sum(axis=1) / o_counts[idx].sum(axis=1)
+        - b_sums[idx].sum(axis=1) / b_counts[idx].sum(axis=1)
+        for idx in _draws(len(common), resamples, rng)])
+    return (diff, *_percentile_interval(diffs, level), len(common))
+
+
+def _cluster_ids(values: np.ndarray, clusters: np.ndarray) -> dict[object, int]:
+    """Cluster label → its position in `_cluster_sums` order."""
+    keep = ~np.isnan(np.asarray(values, dtype=float))
+    _, labels = pd.factorize(pd.Series(np.asarray(clusters)[keep]), sort=False)
+    return {label: i for i, label in enumerate(labels)}
+
+
+def _percentile_interval(stats: np.ndarray, level: float) -> tuple[float, float]:
     alpha = (1 - level) / 2
-    low, high = np.quantile(means, [alpha, 1 - alpha])
-    return mean, float(low), float(high)
+    low, high = np.quantile(stats, [alpha, 1 - alpha])
+    return float(low), float(high)
 
 
 def pass_at_k(n: int, c: int, k: int) -> float:

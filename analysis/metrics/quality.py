@@ -1,6 +1,13 @@
-"""Tool-selection quality over trials that count (`in_quality`: scored and agent_failed).
+"""Tool-selection quality of one group of trials (a level of a job or sweep).
 
-Infra and harness failures are excluded here and counted in the status table instead.
+Two views of which trials count:
+- *infra excluded* (the `…_mean` figures): trials in `in_quality` (scored and agent_failed);
+  infra, harness and interrupted trials are left out and shown in the status table.
+- *infra as 0* (`…_infra0_mean`): the same plus every `infra_failed` trial scored 0, so a
+  server that fails under load cannot raise quality by dropping the hard cases.
+
+Repeated trials of a scenario (`harbor run -k`) are correlated, so every interval here
+resamples scenarios with all their trials (`cluster_bootstrap_mean_ci`), never single trials.
 """
 
 from __future__ import annotations
@@ -8,69 +15,150 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from analysis.metrics.base import Metric, bootstrap_mean_ci, pass_at_k, pass_hat_k
+from analysis.metrics.base import (
+    Metric,
+    bootstrap_mean_ci,
+    cluster_bootstrap_mean_ci,
+    pass_at_k,
+    pass_hat_k,
+)
 
+_CI = ("Mean over counted trials (infra failures excluded) with a seeded 95% "
+       "scenario-cluster bootstrap CI (`{key}_ci_low`, `{key}_ci_high`; blank with < 2 "
+       "scenarios).")
 _REWARDS = {
-    "tsq": ("TSQ", "Tool Selection Quality: set F1 of normalised tool names, accepted attempt."),
+    "tsq": ("TSQ", "Tool Selection Quality: set F1 of normalised tool names against the "
+            "task's labels, accepted attempt."),
     "precision": ("Precision", "Share of called tool names that were expected."),
     "recall": ("Recall", "Share of expected tool names that were called."),
     "param_validity": ("Param validity",
                        "Share of recorded calls whose arguments satisfy the tool schema."),
     "multiset_f1": ("Multiset F1", "F1 counting repeated calls of a tool."),
     "goal_coverage": ("Goal coverage", "Share of the customer's goals with a matching call."),
+    "solved": ("Solved", "Share of trials that solved the scenario: every expected tool "
+               "called and no unexpected one (reward.json `solved` when present, else "
+               "precision = recall = 1 of the scored attempt; `solved_from` says which)."),
 }
 REWARD_METRICS = tuple(
-    Metric(key, header, "score 0–1", True,
-           f"{text} Mean over counted trials with a seeded 95% percentile-bootstrap CI "
-           f"(`{key}_ci_low`, `{key}_ci_high`).")
+    Metric(key, header, "score 0–1" if key != "solved" else "share", True,
+           f"{text} {_CI.format(key=key)}")
     for key, (header, text) in _REWARDS.items()
 )
+TSQ_INFRA0 = Metric(
+    "tsq_infra0", "TSQ (infra failures as 0)", "score 0–1", True,
+    "TSQ mean over counted trials plus infra_failed trials scored 0; CI as for TSQ. Compare "
+    "with `tsq_mean` (infra failures excluded): a gap means the server's failures hid "
+    "scenarios from the quality figure.")
+SOLVED_INFRA0 = Metric(
+    "solved_infra0", "Solved (infra failures as 0)", "share", True,
+    "Solved share over counted trials plus infra_failed trials counted unsolved; CI as for "
+    "TSQ.")
 PASS_AT_1 = Metric("pass_at_1", "pass@1", "share", True,
-                   "Mean over scenarios of the share of its trials that pass (TSQ ≥ threshold).")
+                   "Mean over scenarios of the share of its counted trials that solved it.")
 PASS_AT_K = Metric("pass_at_k", "pass@k", "share", True,
-                   "Mean over scenarios of P(at least one of k trials passes), unbiased "
-                   "estimator 1 − C(n−c,k)/C(n,k); k = fewest repeats of any scenario (≥ 2).")
+                   "Mean over scenarios of P(at least one of k trials solves it), unbiased "
+                   "estimator 1 − C(n−c,k)/C(n,k) from its n counted trials (c solved); "
+                   "k = fewest counted trials of any scenario (needs ≥ 2). CI: bootstrap "
+                   "over scenarios.")
 PASS_HAT_K = Metric("pass_hat_k", "pass^k", "share", True,
-                    "Mean over scenarios of P(all k trials pass) = C(c,k)/C(n,k): consistency.")
+                    "Mean over scenarios of P(all k trials solve it) = C(c,k)/C(n,k), as in "
+                    "tau-bench: consistency under repeats. CI: bootstrap over scenarios.")
 TSQ_SPREAD = Metric("tsq_scenario_std", "TSQ spread", "score 0–1", False,
                     "Mean over scenarios with ≥ 2 trials of the standard deviation of their TSQ.")
 
-METRICS = (*REWARD_METRICS, PASS_AT_1, PASS_AT_K, PASS_HAT_K, TSQ_SPREAD)
+METRICS = (*REWARD_METRICS, TSQ_INFRA0, SOLVED_INFRA0, PASS_AT_1, PASS_AT_K, PASS_HAT_K,
+           TSQ_SPREAD)
+
+SOLVED_FROM_REWARD = "reward.json solved"
+SOLVED_DERIVED = "derived: precision = recall = 1"
+_ONE = 1 - 1e-9
+
+# Summary column → (trial value column, view) for figures compared with a paired interval.
+PAIRED_KEYS: dict[str, tuple[str, str]] = {
+    "tsq_mean": ("tsq", "counted"), "tsq_infra0_mean": ("tsq", "infra0"),
+    "solved_mean": ("solved", "counted"), "solved_infra0_mean": ("solved", "infra0"),
+    "precision_mean": ("precision", "counted"), "recall_mean": ("recall", "counted"),
+    "param_validity_mean": ("param_validity", "counted"),
+}
 
 
-def quality_metrics(trials: pd.DataFrame, pass_threshold: float = 1.0) -> dict[str, float]:
-    counted = trials[trials["in_quality"].astype(bool)]
-    out: dict[str, float] = {}
+def with_solved(trials: pd.DataFrame) -> tuple[pd.DataFrame, str]:
+    """`trials` with a 0/1 `solved` column, and where it came from.
+
+    The verifier's own `solved` wins where a trial has it; elsewhere a trial is solved when
+    precision and recall of its scored attempt are both 1."""
+    derived = ((trials["precision"] >= _ONE) & (trials["recall"] >= _ONE)).astype(float)
+    derived = derived.where(trials["precision"].notna() & trials["recall"].notna())
+    given = trials["solved"] if "solved" in trials.columns else pd.Series(np.nan, trials.index)
+    solved = given.astype(float).where(given.notna(), derived)
+    counted = trials["in_quality"].astype(bool)
+    from_reward = bool(given[counted].notna().any())
+    from_derived = bool((given[counted].isna() & derived[counted].notna()).any())
+    source = ("mixed: " + SOLVED_FROM_REWARD + " / " + SOLVED_DERIVED
+              if from_reward and from_derived
+              else SOLVED_FROM_REWARD if from_reward else SOLVED_DERIVED)
+    return trials.assign(solved=solved), source
+
+
+def view(trials: pd.DataFrame, which: str) -> pd.DataFrame:
+    """The trials a view counts: `counted` (infra excluded) or `infra0` (infra as 0)."""
+    counted = trials["in_quality"].astype(bool)
+    if which == "counted":
+        return trials[counted]
+    infra = trials["status"] == "infra_failed"
+    zeroed = trials[infra].assign(**{k: 0.0 for k in ("tsq", "solved") if k in trials})
+    return pd.concat([trials[counted], zeroed])
+
+
+def values_for(trials: pd.DataFrame, key: str) -> tuple[np.ndarray, np.ndarray] | None:
+    """(per-trial values, scenario ids) behind a summary column of `PAIRED_KEYS`."""
+    if key not in PAIRED_KEYS:
+        return None
+    column, which = PAIRED_KEYS[key]
+    rows = view(with_solved(trials)[0], which)
+    return rows[column].to_numpy(dtype=float), rows["scenario_id"].to_numpy()
+
+
+def quality_metrics(trials: pd.DataFrame) -> dict[str, float | str]:
+    trials, solved_from = with_solved(trials)
+    counted = view(trials, "counted")
+    out: dict[str, float | str] = {"solved_from": solved_from,
+                                   "n_scenarios": float(counted["scenario_id"].nunique())}
     for metric in REWARD_METRICS:
-        mean, low, high = bootstrap_mean_ci(counted[metric.key].to_numpy(dtype=float))
-        out[f"{metric.key}_mean"] = mean
-        out[f"{metric.key}_ci_low"] = low
-        out[f"{metric.key}_ci_high"] = high
-    out.update(repeat_spread(counted, pass_threshold))
+        _put_ci(out, metric.key, counted, metric.key)
+    infra0 = view(trials, "infra0")
+    _put_ci(out, TSQ_INFRA0.key, infra0, "tsq")
+    _put_ci(out, SOLVED_INFRA0.key, infra0, "solved")
+    out.update(repeat_spread(counted))
     return out
 
 
-def repeat_spread(counted: pd.DataFrame, pass_threshold: float = 1.0) -> dict[str, float]:
-    """pass@1, pass@k, pass^k and TSQ spread across repeated trials of each scenario."""
-    scored = counted.dropna(subset=["tsq"])
+def _put_ci(out: dict[str, float | str], key: str, rows: pd.DataFrame, column: str) -> None:
+    mean, low, high = cluster_bootstrap_mean_ci(rows[column].to_numpy(dtype=float),
+                                                rows["scenario_id"].to_numpy())
+    out[f"{key}_mean"], out[f"{key}_ci_low"], out[f"{key}_ci_high"] = mean, low, high
+
+
+def repeat_spread(counted: pd.DataFrame) -> dict[str, float]:
+    """pass@1, pass@k, pass^k (on `solved`) and TSQ spread across repeats of each scenario."""
+    keys = (PASS_AT_1.key, PASS_AT_K.key, PASS_HAT_K.key)
+    empty = {k: np.nan for k in keys} | {f"{k}_ci_{e}": np.nan for k in keys[1:]
+                                         for e in ("low", "high")}
+    if "solved" not in counted.columns:
+        counted = with_solved(counted)[0]
+    scored = counted.dropna(subset=["solved"])
     if scored.empty:
-        return {PASS_AT_1.key: np.nan, PASS_AT_K.key: np.nan, PASS_HAT_K.key: np.nan,
-                "k": np.nan, TSQ_SPREAD.key: np.nan}
-    passed = scored["tsq"] >= pass_threshold - 1e-9
-    per = pd.DataFrame({"n": scored.groupby("scenario_id").size(),
-                        "c": passed.groupby(scored["scenario_id"]).sum(),
-                        "std": scored.groupby("scenario_id")["tsq"].std(ddof=0)})
+        return empty | {"k": np.nan, TSQ_SPREAD.key: np.nan}
+    by = scored.groupby("scenario_id")
+    per = pd.DataFrame({"n": by.size(), "c": by["solved"].sum(), "std": by["tsq"].std(ddof=0)})
     k = int(per["n"].min())
-    at_k = hat_k = np.nan
+    out = empty | {PASS_AT_1.key: float((per["c"] / per["n"]).mean()), "k": float(k)}
     if k >= 2:
-        pairs = list(zip(per["n"].astype(int), per["c"].astype(int), strict=True))
-        at_k = float(np.mean([pass_at_k(n, c, k) for n, c in pairs]))
-        hat_k = float(np.mean([pass_hat_k(n, c, k) for n, c in pairs]))
+        pairs = list(zip(per["n"].astype(int), per["c"].round().astype(int), strict=True))
+        for metric, estimator in ((PASS_AT_K, pass_at_k), (PASS_HAT_K, pass_hat_k)):
+            # Scenarios are independent: a plain bootstrap of the per-scenario estimates.
+            mean, low, high = bootstrap_mean_ci(np.array([estimator(n, c, k) for n, c in pairs]))
+            out |= {metric.key: mean, f"{metric.key}_ci_low": low, f"{metric.key}_ci_high": high}
     repeated = per[per["n"] >= 2]
-    return {
-        PASS_AT_1.key: float((per["c"] / per["n"]).mean()),
-        PASS_AT_K.key: at_k,
-        PASS_HAT_K.key: hat_k,
-        "k": float(k),
-        TSQ_SPREAD.key: float(repeated["std"].mean()) if len(repeated) else np.nan,
-    }
+    out[TSQ_SPREAD.key] = float(repeated["std"].mean()) if len(repeated) else np.nan
+    return out

@@ -15,21 +15,27 @@ def register(sub: argparse._SubParsersAction) -> None:
             "Read a Harbor job directory or a sweep directory (sweep.json + one c<level>/ job "
             "per concurrency level) and write report.md, plots/*.png, summary.csv, "
             "summary.json, trials.csv, requests.csv and requests.jsonl. Running or failed "
-            "trials are counted and shown; infra failures are excluded from quality averages."
+            "trials are counted and shown; quality is given with infra failures excluded and "
+            "with them counted as 0. Quality intervals resample scenarios (all repeats "
+            "together); --compare pairs runs by scenario and level."
         ),
     )
     p.add_argument("path", type=Path, metavar="JOB_OR_SWEEP",
                    help="Harbor job directory (jobs/<job>) or sweep directory (jobs/<sweep>).")
     p.add_argument("--compare", type=Path, nargs="+", default=[], metavar="OTHER",
-                   help="Other jobs/sweeps to put side by side, with deltas against JOB_OR_SWEEP.")
+                   help="Other jobs/sweeps to put side by side, with deltas against JOB_OR_SWEEP "
+                        "(quality deltas paired by scenario with a 95%% interval; called "
+                        "better/worse only when it excludes 0). Refused when the runs used "
+                        "different datasets, labels or instruction modes.")
+    p.add_argument("--allow-mixed", action="store_true",
+                   help="Compare runs even when their dataset, labels or instruction mode "
+                        "differ (the report states the difference).")
     p.add_argument("--out", type=Path, default=None, metavar="DIR",
                    help="Output folder (default: the sweep directory itself, or <job>-report/ "
                         "beside a job).")
     p.add_argument("--slo", default=None, metavar="BOUNDS",
                    help="Goodput bounds, e.g. ttft_ms=500,itl_ms=50,e2e_s=30 (any subset). "
                         "itl_ms is compared to each request's time per output token.")
-    p.add_argument("--pass-threshold", type=float, default=1.0, metavar="TSQ",
-                   help="TSQ at or above which a trial passes, for pass@k (default: 1.0).")
     p.add_argument("--no-plots", action="store_true", help="Skip the figures (faster).")
     p.set_defaults(func=_run)
 
@@ -44,7 +50,7 @@ def _run(args: argparse.Namespace) -> int:
         print(f"bankbench report: reading {args.path}"
               + (f" and {len(args.compare)} to compare" if args.compare else ""), file=sys.stderr)
         report = write_report(args.path, args.out, args.compare, slo, draw=not args.no_plots,
-                              pass_threshold=args.pass_threshold,
+                              allow_mixed=args.allow_mixed,
                               log=lambda line: print(f"  {line}", file=sys.stderr))
     except (AnalysisInputError, ValueError) as exc:
         print(f"bankbench report: {exc}", file=sys.stderr)

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from bankbench.sweep import harbor_job, preflight, progress
 from bankbench.sweep.provenance import git_sha, versions
-from bankbench.sweep.tasks import prepare_tasks
+from bankbench.sweep.tasks import fallback_warning, prepare_tasks
 from contracts.sweep import (
     METRICS_AFTER,
     METRICS_BEFORE,
@@ -138,7 +138,10 @@ def run_sweep(config: SweepConfig, sweep_dir: Path, *, resume: bool = False) -> 
         _preflight(config, str(config.base_url), str(config.model))
     sweep_dir.mkdir(parents=True, exist_ok=True)
 
-    tasks_dir, n_tasks, dataset = prepare_tasks(config, sweep_dir, reuse=resume)
+    prepared = prepare_tasks(config, sweep_dir, reuse=resume)
+    tasks_dir, n_tasks = prepared.tasks_dir, prepared.n_tasks
+    if manifest is not None and manifest.dataset_fallback:  # a resumed sweep says it again
+        print(fallback_warning(manifest.dataset_fallback), flush=True)
     too_big = [n for n in config.levels if n > n_tasks * config.attempts]
     if too_big:
         print(
@@ -176,7 +179,8 @@ def run_sweep(config: SweepConfig, sweep_dir: Path, *, resume: bool = False) -> 
                 fingerprint=config.fingerprint(), levels=config.levels,
                 attempts=config.attempts, server_profile=config.profile, base_url=base_url,
                 model=model, router=server.router if server else None,
-                tasks_dir=str(tasks_dir), n_tasks=n_tasks, dataset=dataset,
+                tasks_dir=str(tasks_dir), n_tasks=n_tasks, dataset=prepared.dataset,
+                dataset_fallback=prepared.fallback,
                 versions=versions(server.versions if server else None), git_sha=git_sha(),
                 host={"cpus": os.cpu_count(), "platform": platform.platform()},
                 started_at=_now(),
@@ -212,6 +216,8 @@ def run_sweep(config: SweepConfig, sweep_dir: Path, *, resume: bool = False) -> 
     report = write_report(sweep_dir)
     manifest.report = str(report)
     save_manifest(sweep_dir, manifest)
+    if manifest.dataset_fallback:  # said at the start; said again where the user looks last
+        print(fallback_warning(manifest.dataset_fallback), flush=True)
     return report
 
 

@@ -2,9 +2,32 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 from contracts.sweep import SweepConfig
+
+FALLBACK_BANNER = "!" * 78
+
+
+@dataclass(frozen=True)
+class PreparedTasks:
+    tasks_dir: Path
+    n_tasks: int
+    dataset: str | None  # "<source>@<revision>"; None when a resumed sweep reuses its tasks
+    fallback: str | None = None  # why the bundled sample stands in for the hub (auto only)
+
+
+def fallback_warning(reason: str) -> str:
+    """The warning a sweep prints at start and end when the sample replaced the hub."""
+    return "\n".join([
+        FALLBACK_BANNER,
+        "WARNING: --source auto could not reach the Hugging Face hub; this sweep runs the",
+        "BUNDLED SAMPLE dataset (a small original set, not Agent Leaderboard v2). Its TSQ is not",
+        "comparable with runs on the hub data. Use --source hf to fail instead.",
+        f"hub error: {reason}",
+        FALLBACK_BANNER,
+    ])
 
 
 def count_tasks(tasks_dir: Path) -> int:
@@ -13,8 +36,9 @@ def count_tasks(tasks_dir: Path) -> int:
 
 def prepare_tasks(
     config: SweepConfig, sweep_dir: Path, *, reuse: bool = False
-) -> tuple[Path, int, str | None]:
-    """Returns (task dir, number of tasks the sweep will run, dataset description).
+) -> PreparedTasks:
+    """The task dir, the number of tasks the sweep will run, the dataset description, and
+    the reason when `--source auto` fell back to the bundled sample.
 
     With `reuse` (a resumed sweep) tasks already built in the sweep are kept as they are, so a
     hub that became reachable meanwhile cannot change what the remaining levels run."""
@@ -25,29 +49,27 @@ def prepare_tasks(
         n = count_tasks(tasks_dir)
         if n == 0:
             raise ValueError(f"--tasks {tasks_dir}: holds no task (no */task.toml)")
-        return tasks_dir, min(n, config.limit or n), f"dir:{tasks_dir}"
+        return PreparedTasks(tasks_dir, min(n, config.limit or n), f"dir:{tasks_dir}")
 
     from tasks.banking.build import build_tasks
 
     tasks_dir = sweep_dir / "tasks"
     if reuse and tasks_dir.is_dir() and count_tasks(tasks_dir):
-        return tasks_dir, count_tasks(tasks_dir), None
-    source = config.source
+        return PreparedTasks(tasks_dir, count_tasks(tasks_dir), None)
+    source, fallback = config.source, None
     if source == "auto":
         try:
             summary = _build(build_tasks, "hf", tasks_dir, config)
         except Exception as exc:  # hub unreachable or not downloadable: the bundled sample
-            print(
-                f"dataset: the Hugging Face hub could not be used ({_short(exc)}); "
-                "using the bundled sample dataset",
-                flush=True,
-            )
+            fallback = _short(exc)
+            print(fallback_warning(fallback), flush=True)
             summary = _build(build_tasks, "sample", tasks_dir, config)
     else:
         summary = _build(build_tasks, source, tasks_dir, config)
     n = count_tasks(tasks_dir)
     revision = getattr(summary, "dataset_revision", None)
-    return tasks_dir, n, f"{getattr(summary, 'source', source)}@{revision}"
+    return PreparedTasks(tasks_dir, n, f"{getattr(summary, 'source', source)}@{revision}",
+                         fallback)
 
 
 def _build(build_tasks, source: str, tasks_dir: Path, config: SweepConfig):

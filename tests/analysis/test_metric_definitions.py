@@ -138,7 +138,8 @@ def test_repeat_spread_across_scenarios():
     import pandas as pd
 
     trials = pd.DataFrame({"scenario_id": ["x"] * 4 + ["y"] * 2,
-                           "tsq": [1.0, 1.0, 0.0, 0.0, 1.0, 0.0]})
+                           "tsq": [1.0, 1.0, 0.0, 0.0, 1.0, 0.0],
+                           "solved": [1.0, 1.0, 0.0, 0.0, 1.0, 0.0]})
     spread = repeat_spread(trials)
     assert spread["k"] == 2
     assert spread["pass_at_1"] == approx(0.5)

@@ -1,0 +1,202 @@
+"""What made a TSQ figure: dataset, labels, instruction mode, judge, and the ceiling they allow.
+
+Read per (source, level) from the tasks the trials ran: each trial's `config.json` names its
+task path (Harbor's `TrialConfig.task.path`); the task's `task.toml [metadata]` carries
+`dataset`, `dataset_revision`, `labels` (method@version) and `mode`, and its
+`tests/expected.json` may carry `labels.quality` (the labels' measured held-out quality).
+A sweep's `sweep.json` adds where the dataset came from (hub, bundled sample, and whether the
+sample stood in for an unreachable hub). Everything is read leniently: a task folder that is
+gone leaves "unknown", never an error.
+"""
+
+from __future__ import annotations
+
+import json
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from pydantic import BaseModel, ConfigDict
+
+from contracts.sweep import SweepManifest
+
+UNKNOWN = "unknown"
+NOT_MEASURED = "not measured"
+NO_JUDGE = "none (no judge pass)"
+SAMPLE_FALLBACK = "bundled sample (hub unreachable)"
+# The fields two runs must share for their TSQ to be compared (`--allow-mixed` overrides).
+COMPARABLE = ("dataset", "dataset_revision", "labels", "mode")
+COLUMNS = ("dataset", "dataset_source", "dataset_revision", "labels", "label_quality",
+           "label_heldout_f1", "mode", "judge", "tsq_ceiling")
+
+
+class _TaskMetadata(BaseModel):
+    """The part of task.toml `[metadata]` analysis reads (other keys are ignored)."""
+
+    model_config = ConfigDict(extra="ignore")
+    dataset: str | None = None
+    dataset_revision: str | None = None
+    labels: str | None = None
+    mode: str | None = None
+
+
+@dataclass(frozen=True)
+class TaskProvenance:
+    dataset: str = UNKNOWN
+    dataset_revision: str = UNKNOWN
+    labels: str = UNKNOWN
+    mode: str = UNKNOWN
+    heldout_f1: float | None = None
+    label_quality: str = NOT_MEASURED
+
+
+def read_task(task_dir: Path) -> TaskProvenance | None:
+    """A task folder's provenance, or None when it has no readable task.toml."""
+    try:
+        raw = tomllib.loads((task_dir / "task.toml").read_text(encoding="utf-8"))
+        meta = _TaskMetadata.model_validate(raw.get("metadata") or {})
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError, ValueError):
+        return None
+    f1, quality = _label_quality(task_dir / "tests" / "expected.json")
+    return TaskProvenance(
+        dataset=meta.dataset or UNKNOWN, dataset_revision=meta.dataset_revision or UNKNOWN,
+        labels=meta.labels or UNKNOWN, mode=meta.mode or UNKNOWN, heldout_f1=f1,
+        label_quality=quality)
+
+
+def _number(value: Any) -> float | None:
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
+def _label_quality(path: Path) -> tuple[float | None, str]:
+    """(held-out micro F1, one-line description) from `labels.quality`; absent → not measured."""
+    try:
+        labels = json.loads(path.read_text(encoding="utf-8")).get("labels")
+    except (OSError, UnicodeDecodeError, ValueError, AttributeError):
+        return None, NOT_MEASURED
+    quality = labels.get("quality") if isinstance(labels, dict) else None
+    if not isinstance(quality, dict):
+        return None, NOT_MEASURED
+    f1, exact = _number(quality.get("heldout_micro_f1")), _number(quality.get("heldout_goal_exact"))
+    if f1 is None:
+        return None, NOT_MEASURED
+    text = f"held-out micro F1 {f1:.3f}"
+    if exact is not None:
+        text += f", goals exact {exact:.3f}"
+    if isinstance(quality.get("measured_with"), str) and quality["measured_with"]:
+        text += f" ({quality['measured_with']})"
+    return f1, text
+
+
+def _task_path(trial_dir: Path, job_dir: Path, scenario: str, tasks_dir: str | None
+               ) -> Path | None:
+    """Where the trial's task folder is now: its config's path (absolute, or relative to
+    where Harbor ran), else the sweep's task folder."""
+    try:
+        config = json.loads((trial_dir / "config.json").read_text(encoding="utf-8"))
+        given = Path(config["task"]["path"])
+    except (OSError, ValueError, KeyError, TypeError):
+        given = None
+    candidates = []
+    if given is not None:
+        candidates += [given] if given.is_absolute() else [
+            Path.cwd() / given, job_dir.parent / given, job_dir.parent.parent / given,
+            job_dir.parent.parent.parent / given]
+    if tasks_dir:
+        candidates.append(Path(tasks_dir) / scenario)
+    return next((p for p in candidates if (p / "task.toml").is_file()), None)
+
+
+def dataset_source(revision: str, manifest: SweepManifest | None) -> str:
+    """hub / bundled sample / local dir, and whether the sample stood in for the hub."""
+    if manifest is not None and getattr(manifest, "dataset_fallback", None):
+        return SAMPLE_FALLBACK
+    if revision.startswith("sample-"):
+        return "bundled sample"
+    if revision.startswith("dir:"):
+        return "local directory"
+    return UNKNOWN if revision == UNKNOWN else "Hugging Face hub"
+
+
+def _one(values: list[str]) -> str:
+    distinct = sorted(set(values))
+    return distinct[0] if len(distinct) == 1 else "mixed: " + ", ".join(distinct)
+
+
+def level_provenance(trials: pd.DataFrame, jobs: pd.DataFrame,
+                     sweeps: dict[str, SweepManifest]) -> pd.DataFrame:
+    """One row per (source, level) with the `COLUMNS` above."""
+    cache: dict[Path, TaskProvenance | None] = {}
+    rows = []
+    for (source, level), group in jobs.groupby(["source", "level"], sort=False):
+        manifest = sweeps.get(source)
+        found: list[TaskProvenance] = []
+        for job in group.itertuples(index=False):
+            job_dir = Path(job.path)
+            mine = trials[(trials["source"] == source) & (trials["job"] == job.job)]
+            # One trial per scenario is enough: repeats run the same task folder.
+            for row in mine.drop_duplicates("scenario_id").itertuples(index=False):
+                path = _task_path(job_dir / row.trial, job_dir, row.scenario_id,
+                                  manifest.tasks_dir if manifest else None)
+                if path is None:
+                    continue
+                if path not in cache:
+                    cache[path] = read_task(path)
+                if cache[path] is not None:
+                    found.append(cache[path])
+        rows.append({"source": source, "level": level, **_summarise(found, manifest)})
+    return pd.DataFrame(rows, columns=["source", "level", *COLUMNS])
+
+
+def _summarise(found: list[TaskProvenance], manifest: SweepManifest | None) -> dict[str, Any]:
+    if not found:
+        revision = UNKNOWN
+        if manifest is not None and manifest.dataset and "@" in manifest.dataset:
+            revision = manifest.dataset.rsplit("@", 1)[1]
+        return {"dataset": UNKNOWN, "dataset_source": dataset_source(revision, manifest),
+                "dataset_revision": revision, "labels": UNKNOWN, "label_quality": NOT_MEASURED,
+                "label_heldout_f1": np.nan, "mode": UNKNOWN, "judge": NO_JUDGE,
+                "tsq_ceiling": np.nan}
+    revision = _one([p.dataset_revision for p in found])
+    f1s = {p.heldout_f1 for p in found}
+    f1 = next(iter(f1s)) if len(f1s) == 1 else None
+    return {
+        "dataset": _one([p.dataset for p in found]),
+        "dataset_source": dataset_source(revision, manifest),
+        "dataset_revision": revision, "labels": _one([p.labels for p in found]),
+        "label_quality": _one([p.label_quality for p in found]),
+        "label_heldout_f1": np.nan if f1 is None else f1, "mode": _one([p.mode for p in found]),
+        "judge": NO_JUDGE,
+        # A perfect agent scored against labels of held-out F1 f expects TSQ ≈ f.
+        "tsq_ceiling": np.nan if f1 is None else f1,
+    }
+
+
+class MixedRunsError(ValueError):
+    """Runs compared side by side were made against different labels, data or modes."""
+
+
+def mixed_fields(provenance: pd.DataFrame) -> list[str]:
+    """One phrase per comparable field on which the sources differ (unknowns are skipped:
+    a run whose tasks are gone cannot be checked, and the report says so)."""
+    out = []
+    for field in COMPARABLE:
+        per_source = (provenance[provenance[field] != UNKNOWN]
+                      .groupby("source", sort=False)[field].agg(lambda s: _one(list(s))))
+        if per_source.nunique() > 1:
+            out.append(f"{field} ({'; '.join(f'{s}: {v}' for s, v in per_source.items())})")
+    return out
+
+
+def check_comparable(provenance: pd.DataFrame, allow_mixed: bool) -> list[str]:
+    """Raises MixedRunsError when sources differ and mixing was not allowed; else returns
+    the differences (empty when none) for the report to state."""
+    differences = mixed_fields(provenance)
+    if differences and not allow_mixed:
+        raise MixedRunsError(
+            "--compare: the runs differ in " + "; ".join(differences)
+            + " — their TSQ is not comparable; add --allow-mixed to compare anyway")
+    return differences
