@@ -1,0 +1,162 @@
+"""`--compare` paired by scenario and level, runs of different labels refused, and the
+provenance of TSQ (dataset, labels and their quality, mode, sample fallback) in the report."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from analysis.provenance import NOT_MEASURED, SAMPLE_FALLBACK, MixedRunsError
+from analysis.report import write_report
+from analysis.summary import summarize
+from analysis.tables import load
+from bankbench.cli import main
+from tests.analysis import quality_jobs
+
+SCENARIOS = [f"banking-{i:03d}" for i in range(20)]
+DIFFICULTY = np.linspace(0.1, 0.9, len(SCENARIOS))  # scenarios differ far more than runs
+
+
+def scores(shift, noise: float = 0.03, seed: int = 0) -> dict[str, list[float]]:
+    """Two repeats per scenario: its difficulty + shift (per scenario) + a little noise."""
+    rng = np.random.default_rng(seed)
+    shifts = shift if isinstance(shift, list) else [shift] * len(SCENARIOS)
+    return {s: [float(np.clip(d + sh + rng.normal(0, noise), 0, 1)) for _ in range(2)]
+            for s, d, sh in zip(SCENARIOS, DIFFICULTY, shifts, strict=True)}
+
+
+def verdicts(report) -> dict[tuple[str, str, str], str]:
+    payload = json.loads((report.parent / "summary.json").read_text())
+    return {(c["level"], c["source"], c["metric"]): c["verdict"] for c in payload["comparison"]}
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    root = tmp_path_factory.mktemp("runs")
+    base = quality_jobs.sweep(root / "base", {1: scores(0.0, seed=1), 4: scores(0.0, seed=2)})
+    # Level 1 as good as the baseline; level 4 better by 0.08 on every scenario.
+    better = quality_jobs.sweep(root / "better", {1: scores(0.0, seed=3),
+                                                  4: scores(0.08, seed=4)})
+    # Same average, but ±0.15 scenario by scenario: noise, not a difference.
+    noisy = quality_jobs.sweep(root / "noisy", {1: scores([0.15, -0.15] * 10, seed=5),
+                                                4: scores([-0.15, 0.15] * 10, seed=6)})
+    worse = quality_jobs.sweep(root / "worse", {1: scores(-0.08, seed=7),
+                                                4: scores(-0.08, seed=8)})
+    return base, better, noisy, worse
+
+
+def test_paired_compare_calls_a_real_difference_and_not_noise(runs, tmp_path):
+    base, better, noisy, worse = runs
+    report = write_report(base, out=tmp_path / "r", compare=[better, noisy, worse], draw=False)
+    called = verdicts(report)
+    assert called[("c4", "better", "tsq_mean")] == "better"
+    assert called[("c1", "better", "tsq_mean")] == "no clear difference"
+    assert called[("c1", "noisy", "tsq_mean")] == "no clear difference"
+    assert called[("c4", "noisy", "tsq_mean")] == "no clear difference"
+    assert called[("c1", "worse", "tsq_mean")] == "worse"
+    assert called[("c4", "worse", "tsq_infra0_mean")] == "worse"
+    assert called[("c4", "better", "ttft_ms_p50")] == ""  # no interval, never called
+    # Pairing is what makes 0.08 visible: the unpaired per-run intervals overlap.
+    summary = pd.read_csv(report.parent / "summary.csv").set_index(["source", "level"])
+    assert summary.loc[("better", 4), "tsq_ci_low"] < summary.loc[("base", 4), "tsq_ci_high"]
+    rows = pd.DataFrame(json.loads((report.parent / "summary.json").read_text())["comparison"])
+    row = rows[(rows["source"] == "better") & (rows["level"] == "c4")
+               & (rows["metric"] == "tsq_mean")].iloc[0]
+    assert row["n_paired"] == 20 and row["delta"] == pytest.approx(row["value"] - row["baseline"])
+    assert 0 < row["delta_ci_low"] < 0.08 < row["delta_ci_high"] < 0.12
+    text = report.read_text()
+    assert "| c4 | tsq_mean | score 0–1 |" in text and "no clear difference" in text
+
+
+def test_compare_pairs_only_the_scenarios_both_runs_have(tmp_path):
+    a = quality_jobs.job(tmp_path / "a", {"banking-000": [0.2], "banking-001": [0.4],
+                                          "banking-002": [0.6]})
+    b = quality_jobs.job(tmp_path / "b", {"banking-000": [0.3], "banking-001": [0.5],
+                                          "banking-009": [1.0]})
+    report = write_report(a, out=tmp_path / "r", compare=[b], draw=False)
+    rows = json.loads((report.parent / "summary.json").read_text())["comparison"]
+    tsq = next(r for r in rows if r["metric"] == "tsq_mean")
+    assert tsq["n_paired"] == 2 and tsq["delta"] == pytest.approx(0.1)
+
+
+def labelled_job(root, name: str, **stub):
+    tasks = quality_jobs.tasks(root / f"{name}-tasks", SCENARIOS[:3], **stub)
+    return quality_jobs.job(root / name, {s: [0.5, 1.0] for s in SCENARIOS[:3]}, tasks_dir=tasks)
+
+
+def test_mixed_labels_refused_unless_allowed(tmp_path, capsys):
+    match = labelled_job(tmp_path, "match", labels="match@2")
+    keyword = labelled_job(tmp_path, "keyword", labels="keyword@1")
+    with pytest.raises(MixedRunsError, match=r"labels \(match: match@2; keyword: keyword@1\)"):
+        write_report(match, out=tmp_path / "r0", compare=[keyword], draw=False)
+    assert not (tmp_path / "r0").exists()  # nothing written
+    args = ["report", str(match), "--compare", str(keyword), "--no-plots", "--out"]
+    assert main([*args, str(tmp_path / "r1")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1].startswith("bankbench report: --compare: the runs differ in labels")
+    assert "--allow-mixed" in err[-1]
+    assert main([*args, str(tmp_path / "r2"), "--allow-mixed"]) == 0
+    text = (tmp_path / "r2" / "report.md").read_text()
+    assert "Warning: runs compared with `--allow-mixed` differ in labels" in text
+    # Same labels but another instruction mode is refused too.
+    first = labelled_job(tmp_path, "first", labels="match@2", mode="first-message")
+    with pytest.raises(MixedRunsError, match="mode"):
+        write_report(match, out=tmp_path / "r3", compare=[first], draw=False)
+    same = labelled_job(tmp_path, "same", labels="match@2")
+    write_report(match, out=tmp_path / "r4", compare=[same], draw=False)
+
+
+def test_provenance_in_summary_rows_and_report_header(tmp_path):
+    quality = {"heldout_micro_f1": 0.82, "heldout_goal_exact": 0.7, "measured_with": "gold v1"}
+    measured = labelled_job(tmp_path, "measured", labels="match@2", label_quality=quality,
+                            dataset_revision="abc123")
+    row = summarize(load(measured)).iloc[0]
+    assert (row["labels"], row["mode"], row["dataset_revision"]) == ("match@2", "goals", "abc123")
+    assert row["dataset"] == "galileo-ai/agent-leaderboard-v2"
+    assert row["dataset_source"] == "Hugging Face hub"
+    assert row["label_heldout_f1"] == 0.82 and row["tsq_ceiling"] == 0.82
+    assert row["judge"].startswith("none")
+    text = write_report(measured, out=tmp_path / "r", draw=False).read_text()
+    header = text.split("## Provenance")[0]
+    assert "held-out micro F1 0.820, goals exact 0.700 (gold v1)" in header
+    assert "| match@2 |" in header and "a perfect agent's expected TSQ is about *f*" in header
+    plain = labelled_job(tmp_path, "plain", dataset_revision="sample-1")
+    row = summarize(load(plain)).iloc[0]
+    assert row["label_quality"] == NOT_MEASURED and np.isnan(row["tsq_ceiling"])
+    assert row["dataset_source"] == "bundled sample"
+
+
+def test_sample_fallback_is_stated_in_the_report(tmp_path):
+    sweep = quality_jobs.sweep(
+        tmp_path / "sweep", {1: {"banking-000": [1.0], "banking-001": [0.0]}},
+        dataset="sample@sample-1",
+        dataset_fallback="DatasetError: the hub cannot be reached")
+    row = summarize(load(sweep)).iloc[0]
+    assert row["dataset_source"] == SAMPLE_FALLBACK and row["dataset_revision"] == "sample-1"
+    text = write_report(sweep, draw=False).read_text()
+    assert f"**Warning: the dataset is the {SAMPLE_FALLBACK}**" in text
+
+
+def test_source_auto_falls_back_loudly(tmp_path):
+    """The real task build with the hub out of reach (offline, empty cache): the sample is
+    built, the warning printed, the reason returned for sweep.json."""
+    code = (
+        "from pathlib import Path\n"
+        "from bankbench.sweep.config import SweepConfig\n"
+        "from bankbench.sweep.tasks import prepare_tasks\n"
+        "c = SweepConfig(levels=[1], profile='cpu-mocker', limit=2)\n"
+        f"p = prepare_tasks(c, Path({str(tmp_path / 'sweep')!r}))\n"
+        "print('RESULT', p.n_tasks, p.dataset, '|', p.fallback)\n")
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "BANKBENCH_CACHE": str(tmp_path / "cache")}
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "WARNING: --source auto could not reach the Hugging Face hub" in done.stdout
+    result = next(line for line in done.stdout.splitlines() if line.startswith("RESULT"))
+    assert result.startswith("RESULT 2 sample@sample-1 | DatasetError")

@@ -1,0 +1,76 @@
+"""pass@k, pass^k, provenance and paired compare on jobs the real `harbor run -k 2` wrote:
+Harbor's `oracle` (solves every banking task) and `nop` (calls nothing) agents on tasks
+built from the bundled sample, through LocalEnvironment."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from analysis.metrics.quality import SOLVED_DERIVED, SOLVED_FROM_REWARD
+from analysis.report import write_report
+from analysis.summary import summarize
+from analysis.tables import load
+
+pytestmark = [pytest.mark.harbor, pytest.mark.timeout(900)]
+
+BIN = Path(sys.executable).parent
+N_TASKS = 3
+
+
+def run(*args: str, cwd: Path) -> None:
+    env = {**os.environ, "HARBOR_TELEMETRY": "0", "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
+    done = subprocess.run([*args], cwd=cwd, env=env, capture_output=True, text=True,
+                          timeout=600)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+
+
+@pytest.fixture(scope="module")
+def jobs(tmp_path_factory) -> tuple[Path, Path]:
+    root = tmp_path_factory.mktemp("repeats")
+    tasks = root / "tasks"
+    run(str(BIN / "bankbench"), "tasks", "build", "--source", "sample", "--limit", str(N_TASKS),
+        "--out", str(tasks), cwd=root)
+    for agent in ("oracle", "nop"):
+        run(str(BIN / "harbor"), "run", "--path", str(tasks), "--agent", agent,
+            "--env", "environments.local:LocalEnvironment", "--jobs-dir", str(root / "jobs"),
+            "--job-name", agent, "-k", "2", "-n", "2", "-q", cwd=root)
+    return root / "jobs" / "oracle", root / "jobs" / "nop"
+
+
+def test_pass_at_k_on_two_repeats(jobs):
+    oracle, nop = (summarize(load(job)).iloc[0] for job in jobs)
+    for row in (oracle, nop):
+        assert row["n_trials"] == 2 * N_TASKS and row["n_counted"] == 2 * N_TASKS
+        assert row["k"] == 2 and row["n_scenarios"] == N_TASKS
+        assert row["solved_from"] in (SOLVED_DERIVED, SOLVED_FROM_REWARD)
+    assert (oracle["pass_at_1"], oracle["pass_at_k"], oracle["pass_hat_k"]) == (1.0, 1.0, 1.0)
+    assert (nop["pass_at_1"], nop["pass_at_k"], nop["pass_hat_k"]) == (0.0, 0.0, 0.0)
+    assert oracle["tsq_mean"] == 1.0 and nop["tsq_mean"] == 0.0
+    # Provenance read from the tasks the trials ran.
+    assert oracle["labels"].startswith("match@") and oracle["mode"] == "goals"
+    assert oracle["dataset_source"] == "bundled sample"
+    assert oracle["dataset_revision"].startswith("sample-")
+
+
+def test_harbors_own_pass_at_k_is_absent_for_these_rewards(jobs):
+    """What the report says: Harbor computes pass@k only for a single 0/1 reward key."""
+    result = json.loads((jobs[0] / "result.json").read_text())
+    evals = result["stats"].get("evals") or {}
+    assert evals and all(not e.get("pass_at_k") for e in evals.values())
+
+
+def test_report_compares_oracle_and_nop_paired(jobs, tmp_path):
+    oracle, nop = jobs
+    report = write_report(oracle, out=tmp_path / "r", compare=[nop], draw=False)
+    rows = json.loads((report.parent / "summary.json").read_text())["comparison"]
+    tsq = next(r for r in rows if r["metric"] == "tsq_mean")
+    assert tsq["verdict"] == "worse" and tsq["n_paired"] == N_TASKS
+    assert tsq["delta"] == -1.0
+    text = report.read_text()
+    assert "Harbor's own pass@k" in text and "bundled sample" in text
