@@ -114,6 +114,8 @@ def dataset_source(revision: str, manifest: SweepManifest | None) -> str:
     """hub / bundled sample / local dir, and whether the sample stood in for the hub."""
     if manifest is not None and getattr(manifest, "dataset_fallback", None):
         return SAMPLE_FALLBACK
+    if revision.startswith("mixed: "):
+        return "mixed"
     if revision.startswith("sample-"):
         return "bundled sample"
     if revision.startswith("dir:"):

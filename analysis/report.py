@@ -172,8 +172,9 @@ def render_markdown(tables: Tables, summary: pd.DataFrame, comparison: pd.DataFr
              "", "Quality averages count `scored` and `agent_failed` trials (an agent failure "
              "without a reward counts as 0); `infra_failed`, `harness_failed` and "
              "`interrupted` trials (Harbor was stopped before they finished; a resumed sweep "
-             "runs them again) are excluded and listed here; `running` trials have no result "
-             "yet.", ""]
+             "runs them again) are excluded and listed here — the quality section also "
+             "shows TSQ and solved with `infra_failed` trials counted as 0; `running` trials "
+             "have no result yet.", ""]
     parts += _failures(tables.trials) + _issues(tables.issues)
     parts += ["## Latency (successful requests)", ""]
     for key, name in (("ttft_ms", "TTFT (ms)"), ("itl_ms", "ITL (ms)"), ("tpot_ms", "TPOT (ms)"),

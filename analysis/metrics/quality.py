@@ -66,8 +66,17 @@ PASS_HAT_K = Metric("pass_hat_k", "pass^k", "share", True,
 TSQ_SPREAD = Metric("tsq_scenario_std", "TSQ spread", "score 0–1", False,
                     "Mean over scenarios with ≥ 2 trials of the standard deviation of their TSQ.")
 
+N_SCENARIOS = Metric("n_scenarios", "Scenarios", "scenarios", None,
+                     "Distinct scenarios among the counted trials: the unit every quality "
+                     "interval resamples.")
+# Filled by analysis/provenance.py; defined here so the report's table of figures has it.
+TSQ_CEILING = Metric(
+    "tsq_ceiling", "TSQ ceiling", "score 0–1", None,
+    "The TSQ a perfect agent is expected to reach against these labels: their measured "
+    "held-out micro F1 (labels.quality in the task's expected.json); blank when not measured.")
+
 METRICS = (*REWARD_METRICS, TSQ_INFRA0, SOLVED_INFRA0, PASS_AT_1, PASS_AT_K, PASS_HAT_K,
-           TSQ_SPREAD)
+           TSQ_SPREAD, N_SCENARIOS, TSQ_CEILING)
 
 SOLVED_FROM_REWARD = "reward.json solved"
 SOLVED_DERIVED = "derived: precision = recall = 1"
