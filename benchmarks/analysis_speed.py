@@ -39,7 +39,7 @@ def measure(sweep: Path, out: Path) -> dict[str, float]:
     summary = summarize(tables)
     t_summary = time.perf_counter()
     out.mkdir(parents=True, exist_ok=True)
-    write_data_files(tables, summary, compare_table(summary), out, [sweep], None, 1.0)
+    write_data_files(tables, summary, compare_table(summary), out, [sweep], None, [])
     t_files = time.perf_counter()
     draw_figures(tables, summary, out / "plots")
     t_plots = time.perf_counter()
