@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pandas as pd
 
+from analysis.provenance import SAMPLE_FALLBACK
+
 # (header, summary column, format): the figures a serving engineer looks at first.
 COLUMNS: tuple[tuple[str, str, str], ...] = (
     ("level", "level", "{:.0f}"),
@@ -58,6 +60,9 @@ def summary_table(summary: pd.DataFrame) -> str:
               for i, h in enumerate(headers)]
     lines = ["  ".join(h.rjust(w) for h, w in zip(headers, widths, strict=True))]
     lines += ["  ".join(c.rjust(w) for c, w in zip(r, widths, strict=True)) for r in rows]
+    if "dataset_source" in summary and (summary["dataset_source"] == SAMPLE_FALLBACK).any():
+        lines.append(f"WARNING: dataset = {SAMPLE_FALLBACK}: the small bundled sample ran "
+                     "instead of Agent Leaderboard v2; this TSQ is not comparable with hub runs.")
     return "\n".join(lines)
 
 

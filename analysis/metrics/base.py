@@ -54,14 +54,16 @@ def bootstrap_mean_ci(values: np.ndarray, level: float = 0.95,
                                      seed)
 
 
-def _cluster_sums(values: np.ndarray, clusters: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Per-cluster sum and count of the non-NaN values (clusters in first-seen order)."""
+def _clusters(values: np.ndarray, clusters: np.ndarray
+              ) -> tuple[np.ndarray, np.ndarray, dict[object, int]]:
+    """Per-cluster sum and count of the non-NaN values, and each cluster label's position."""
     v = np.asarray(values, dtype=float)
     keep = ~np.isnan(v)
-    codes, _ = pd.factorize(pd.Series(np.asarray(clusters)[keep]), sort=False)
-    n = int(codes.max()) + 1 if codes.size else 0
+    codes, labels = pd.factorize(pd.Series(np.asarray(clusters)[keep]), sort=False)
+    n = len(labels)
     return (np.bincount(codes, weights=v[keep], minlength=n),
-            np.bincount(codes, minlength=n).astype(float))
+            np.bincount(codes, minlength=n).astype(float),
+            {label: i for i, label in enumerate(labels)})
 
 
 def _draws(n_clusters: int, resamples: int, rng: np.random.Generator):
@@ -82,7 +84,7 @@ def cluster_bootstrap_mean_ci(values: np.ndarray, clusters: np.ndarray, level: f
     interval too narrow by up to √k; resampling scenarios keeps that correlation. With one
     value per cluster it is the plain bootstrap. Fewer than two clusters: (mean, NaN, NaN),
     never a zero-width interval. Seeded, so a report is repeatable."""
-    sums, counts = _cluster_sums(values, clusters)
+    sums, counts, _ = _clusters(values, clusters)
     if counts.size == 0:
         return np.nan, np.nan, np.nan
     mean = float(sums.sum() / counts.sum())
@@ -102,10 +104,8 @@ def paired_cluster_bootstrap_diff_ci(
     clusters (scenarios) both sides have. Each resample draws one set of scenarios and takes
     both runs' trials of them, so what the scenarios share (their difficulty) cancels out.
     Fewer than two paired clusters: no interval."""
-    b_sums, b_counts = _cluster_sums(base, base_clusters)
-    o_sums, o_counts = _cluster_sums(other, other_clusters)
-    b_ids = _cluster_ids(base, base_clusters)
-    o_ids = _cluster_ids(other, other_clusters)
+    b_sums, b_counts, b_ids = _clusters(base, base_clusters)
+    o_sums, o_counts, o_ids = _clusters(other, other_clusters)
     common = [c for c in b_ids if c in o_ids]
     if not common:
         return np.nan, np.nan, np.nan, 0
@@ -121,13 +121,6 @@ def paired_cluster_bootstrap_diff_ci(
         - b_sums[idx].sum(axis=1) / b_counts[idx].sum(axis=1)
         for idx in _draws(len(common), resamples, rng)])
     return (diff, *_percentile_interval(diffs, level), len(common))
-
-
-def _cluster_ids(values: np.ndarray, clusters: np.ndarray) -> dict[object, int]:
-    """Cluster label → its position in `_cluster_sums` order."""
-    keep = ~np.isnan(np.asarray(values, dtype=float))
-    _, labels = pd.factorize(pd.Series(np.asarray(clusters)[keep]), sort=False)
-    return {label: i for i, label in enumerate(labels)}
 
 
 def _percentile_interval(stats: np.ndarray, level: float) -> tuple[float, float]:

@@ -12,6 +12,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from analysis.console import summary_table_from
 from analysis.provenance import NOT_MEASURED, SAMPLE_FALLBACK, MixedRunsError
 from analysis.report import write_report
 from analysis.summary import summarize
@@ -139,8 +140,11 @@ def test_sample_fallback_is_stated_in_the_report(tmp_path):
         dataset_fallback="DatasetError: the hub cannot be reached")
     row = summarize(load(sweep)).iloc[0]
     assert row["dataset_source"] == SAMPLE_FALLBACK and row["dataset_revision"] == "sample-1"
-    text = write_report(sweep, draw=False).read_text()
-    assert f"**Warning: the dataset is the {SAMPLE_FALLBACK}**" in text
+    report = write_report(sweep, draw=False)
+    assert f"**Warning: the dataset is the {SAMPLE_FALLBACK}**" in report.read_text()
+    # The terminal table a sweep ends with says it too, on its last line.
+    last = summary_table_from(report.parent).splitlines()[-1]
+    assert last.startswith(f"WARNING: dataset = {SAMPLE_FALLBACK}")
 
 
 def test_source_auto_falls_back_loudly(tmp_path):
