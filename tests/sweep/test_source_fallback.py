@@ -1,0 +1,63 @@
+"""`--source auto` with the hub out of reach: the bundled sample runs, and nobody can miss it.
+
+The hub is made unreachable the way a user meets it offline (`HF_HUB_OFFLINE=1`, nothing
+cached); the task build, the sweep, Dynamo's frontend (mocker engine) and Harbor are real.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+HARBOR_ENV = {"HARBOR_TELEMETRY": "0", "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
+WARNING = "WARNING: --source auto could not reach the Hugging Face hub"
+
+
+def _offline(tmp_path: Path) -> dict[str, str]:
+    return {**os.environ, **HARBOR_ENV, "HF_HUB_OFFLINE": "1",
+            "HF_HOME": str(tmp_path / "hf-home")}
+
+
+def test_prepare_tasks_falls_back_loudly(tmp_path):
+    code = (
+        "from pathlib import Path\n"
+        "from bankbench.sweep.config import SweepConfig\n"
+        "from bankbench.sweep.tasks import prepare_tasks\n"
+        "c = SweepConfig(levels=[1], profile='cpu-mocker', limit=2)\n"
+        f"p = prepare_tasks(c, Path({str(tmp_path / 'sweep')!r}))\n"
+        "print('RESULT', p.n_tasks, p.dataset, '|', p.fallback)\n")
+    env = {**_offline(tmp_path), "BANKBENCH_CACHE": str(tmp_path / "cache")}
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert WARNING in done.stdout
+    result = next(line for line in done.stdout.splitlines() if line.startswith("RESULT"))
+    assert result.startswith("RESULT 2 sample@sample-1 | DatasetError")
+
+
+@pytest.mark.dynamo
+@pytest.mark.harbor
+@pytest.mark.timeout(600)
+def test_sweep_warns_at_start_and_end_and_records_the_fallback(tmp_path):
+    cmd = [sys.executable, "-m", "bankbench", "sweep", "--profile", "cpu-mocker",
+           "--set", "speedup_ratio=10", "--levels", "1", "--limit", "2", "--source", "auto",
+           "--out", str(tmp_path), "--name", "s"]
+    done = subprocess.run(cmd, env=_offline(tmp_path), capture_output=True, text=True,
+                          timeout=540)
+    out = done.stdout + done.stderr
+    assert done.returncode == 0, out[-3000:]
+    first, last = out.index(WARNING), out.rindex(WARNING)
+    assert first < out.index("starting server profile") < out.index("stopping the server") < last
+    table_end = done.stdout.rstrip().splitlines()[-3:]
+    assert any(line.startswith("WARNING: dataset = bundled sample (hub unreachable)")
+               for line in table_end)
+    manifest = json.loads((tmp_path / "s" / "sweep.json").read_text())
+    assert manifest["dataset"] == "sample@sample-1"
+    assert manifest["dataset_fallback"].startswith("DatasetError")
+    header = (tmp_path / "s" / "report.md").read_text().split("## Provenance")[0]
+    assert "| bundled sample (hub unreachable) | sample-1 |" in header
