@@ -19,6 +19,7 @@ from analysis.compare import compare_table
 from analysis.markdown import fmt, table
 from analysis.metrics import ALL
 from analysis.metrics.goodput import SLO
+from analysis.metrics.quality import with_solved
 from analysis.provenance import COLUMNS as PROVENANCE_COLUMNS
 from analysis.provenance import SAMPLE_FALLBACK, check_comparable
 from analysis.summary import summarize
@@ -74,7 +75,7 @@ def write_data_files(tables: Tables, summary: pd.DataFrame, comparison: pd.DataF
                      out: Path, inputs: list[Path], slo: SLO | None,
                      mixed: list[str]) -> None:
     summary.to_csv(out / "summary.csv", index=False)
-    tables.trials.to_csv(out / "trials.csv", index=False)
+    with_solved(tables.trials)[0].to_csv(out / "trials.csv", index=False)
     tables.requests.to_csv(out / "requests.csv", index=False)
     tables.requests.to_json(out / "requests.jsonl", orient="records", lines=True)
     payload = {

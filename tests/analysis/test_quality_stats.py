@@ -100,6 +100,9 @@ def test_pass_at_k_and_pass_hat_k_with_two_repeats(tmp_path):
     assert row["solved_from"] == SOLVED_DERIVED
     # A trial (not a scenario) is not the unit: its interval spans whole scenarios.
     assert row["solved_ci_low"] == pytest.approx(0.0) and row["solved_ci_high"] == 1.0
+    trials = pd.read_csv(write_report(job, out=tmp_path / "r", draw=False).parent
+                         / "trials.csv").sort_values("trial")
+    assert list(trials["solved"]) == [1, 1, 1, 0, 0, 0]  # the flag each trial counted with
 
 
 def test_solved_prefers_the_verifiers_own_flag():
