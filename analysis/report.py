@@ -19,7 +19,7 @@ from analysis.compare import compare_table
 from analysis.markdown import fmt, table
 from analysis.metrics import ALL
 from analysis.metrics.goodput import SLO
-from analysis.metrics.quality import with_solved
+from analysis.metrics.quality import per_scenario, with_solved
 from analysis.provenance import COLUMNS as PROVENANCE_COLUMNS
 from analysis.provenance import SAMPLE_FALLBACK, check_comparable
 from analysis.summary import summarize
@@ -76,6 +76,7 @@ def write_data_files(tables: Tables, summary: pd.DataFrame, comparison: pd.DataF
                      mixed: list[str]) -> None:
     summary.to_csv(out / "summary.csv", index=False)
     with_solved(tables.trials)[0].to_csv(out / "trials.csv", index=False)
+    per_scenario(tables.trials).to_csv(out / "scenarios.csv", index=False)
     tables.requests.to_csv(out / "requests.csv", index=False)
     tables.requests.to_json(out / "requests.jsonl", orient="records", lines=True)
     payload = {
@@ -221,6 +222,7 @@ def render_markdown(tables: Tables, summary: pd.DataFrame, comparison: pd.DataFr
             m.larger_is_better], m.description, m.aliases) for m in ALL]),
         ["key", "name", "unit", "better", "definition", "also known as"]), "",
         "Files: `summary.csv`/`summary.json` (one row per source and level), `trials.csv`, "
+        "`scenarios.csv` (per scenario: counted trials, solved, infra failures, mean TSQ), "
         "`requests.csv`/`requests.jsonl` (one row per LLM call).", ""]
     return "\n".join(parts)
 

@@ -171,3 +171,17 @@ def repeat_spread(counted: pd.DataFrame) -> dict[str, float]:
     repeated = per[per["n"] >= 2]
     out[TSQ_SPREAD.key] = float(repeated["std"].mean()) if len(repeated) else np.nan
     return out
+
+
+def per_scenario(trials: pd.DataFrame) -> pd.DataFrame:
+    """One row per (source, level, scenario): the counts every quality figure is built from
+    (`n` counted trials, `c` solved, infra failures, mean TSQ), for checking by hand."""
+    trials = with_solved(trials)[0]
+    keys = ["source", "level", "scenario_id"]
+    counted = view(trials, "counted").groupby(keys)
+    out = pd.DataFrame({"n": counted.size(), "c": counted["solved"].sum(),
+                        "tsq_mean": counted["tsq"].mean()})
+    infra = trials[trials["status"] == "infra_failed"].groupby(keys).size()
+    out = out.join(infra.rename("n_infra_failed"), how="outer").fillna(
+        {"n": 0, "c": 0, "n_infra_failed": 0})
+    return out.reset_index()

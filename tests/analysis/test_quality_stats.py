@@ -83,6 +83,9 @@ def test_infra_failures_excluded_and_counted_as_zero(tmp_path):
     assert row["solved_mean"] == pytest.approx(3 / 4)
     assert row["solved_infra0_mean"] == pytest.approx(3 / 5)
     assert row["tsq_infra0_ci_low"] < row["tsq_infra0_mean"] < row["tsq_infra0_ci_high"]
+    out = write_report(job, out=tmp_path / "r", draw=False).parent
+    scenarios = pd.read_csv(out / "scenarios.csv").set_index("scenario_id")
+    assert scenarios.loc["banking-004", ["n", "n_infra_failed"]].tolist() == [0, 1]
 
 
 def test_pass_at_k_and_pass_hat_k_with_two_repeats(tmp_path):
@@ -100,9 +103,11 @@ def test_pass_at_k_and_pass_hat_k_with_two_repeats(tmp_path):
     assert row["solved_from"] == SOLVED_DERIVED
     # A trial (not a scenario) is not the unit: its interval spans whole scenarios.
     assert row["solved_ci_low"] == pytest.approx(0.0) and row["solved_ci_high"] == 1.0
-    trials = pd.read_csv(write_report(job, out=tmp_path / "r", draw=False).parent
-                         / "trials.csv").sort_values("trial")
+    out = write_report(job, out=tmp_path / "r", draw=False).parent
+    trials = pd.read_csv(out / "trials.csv").sort_values("trial")
     assert list(trials["solved"]) == [1, 1, 1, 0, 0, 0]  # the flag each trial counted with
+    scenarios = pd.read_csv(out / "scenarios.csv").set_index("scenario_id")
+    assert list(scenarios["n"]) == [2, 2, 2] and list(scenarios["c"]) == [2, 1, 0]
 
 
 def test_solved_prefers_the_verifiers_own_flag():

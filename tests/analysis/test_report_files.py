@@ -35,8 +35,8 @@ def sweep_report(sweeps):
 def test_sweep_report_writes_every_file(sweep_report, sweeps):
     out = sweep_report.parent
     assert out == sweeps[0]  # a sweep's report lives in the sweep directory
-    for name in ("report.md", "summary.csv", "summary.json", "trials.csv", "requests.csv",
-                 "requests.jsonl"):
+    for name in ("report.md", "summary.csv", "summary.json", "trials.csv", "scenarios.csv",
+                 "requests.csv", "requests.jsonl"):
         assert (out / name).stat().st_size > 0, name
     for name in ("latency_vs_concurrency", "throughput_vs_concurrency", "tsq_vs_concurrency",
                  "pareto", "ttft_hist", "itl_hist", "tsq_vs_ttft", "concurrency_achieved"):
