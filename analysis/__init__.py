@@ -7,6 +7,8 @@ tables, metrics, plots and reports.
 - `status`: trial status classes (scored / agent_failed / infra_failed / harness_failed /
   interrupted / running).
 - `metrics/`: one definition per metric with its unit and direction; `summary` applies them.
+- `provenance`: what each level's TSQ was measured against (dataset, labels, mode, ceiling).
+- `compare`: runs side by side, quality paired by scenario with an interval and a verdict.
 - `plots`: seaborn figures from DataFrames only.  `report`: report.md, CSV and JSON files.
 - `progress`: a cheap running summary for a job that is still being written.
 
