@@ -1,10 +1,13 @@
 """Configurations side by side: each other source against the first, level by level.
 
-Quality figures are compared *paired by scenario*: the difference is taken over the scenarios
-both runs have, and its 95% interval comes from a bootstrap that draws one set of scenarios
-for both runs at once (`paired_cluster_bootstrap_diff_ci`). A difference is called better or
-worse only when that interval excludes 0; otherwise "no clear difference". Figures without an
-interval (latency, throughput: one run's measurement each) show the delta and are not called.
+Figures are compared *paired by scenario*: the difference is taken over the scenarios both
+runs have, and its 95% interval comes from a bootstrap that draws one set of scenarios for
+both runs at once — quality means over their trials (`paired_cluster_bootstrap_diff_ci`),
+per-request latency percentiles and the error rate over their requests
+(`paired_cluster_bootstrap_quantile_diff_ci`). A difference is called better or worse only
+when that interval excludes 0; otherwise "no clear difference". Figures with no such
+interval (pooled ITL gaps, throughput and concurrency over a run's window, token shares) show
+the delta and are not called.
 """
 
 from __future__ import annotations
@@ -13,7 +16,10 @@ import numpy as np
 import pandas as pd
 
 from analysis.metrics import BY_KEY
-from analysis.metrics.base import paired_cluster_bootstrap_diff_ci
+from analysis.metrics.base import (
+    paired_cluster_bootstrap_diff_ci,
+    paired_cluster_bootstrap_quantile_diff_ci,
+)
 from analysis.metrics.quality import PAIRED_KEYS, values_for
 
 COMPARE_KEYS = (
@@ -26,6 +32,16 @@ COMPARE_KEYS = (
 COLUMNS = ["level", "metric", "unit", "baseline", "source", "value", "delta", "delta_pct",
            "delta_ci_low", "delta_ci_high", "n_paired", "verdict", "better"]
 BETTER, WORSE, UNCLEAR = "better", "worse", "no clear difference"
+# Summary column → (request column over successful requests, percentile) compared by a paired
+# scenario bootstrap of that percentile; error_rate is the mean of `failed` over all requests.
+REQUEST_KEYS: dict[str, tuple[str, float | None]] = {
+    "ttft_ms_p50": ("ttft_ms", 50), "ttft_ms_p99": ("ttft_ms", 99),
+    "e2e_ms_p50": ("e2e_ms", 50), "e2e_ms_p99": ("e2e_ms", 99), "tpot_ms_p50": ("tpot_ms", 50),
+    "output_tps_per_user_p50": ("output_tps_per_user", 50), "error_rate": ("failed", None),
+}
+# A percentile resample costs a pass over every request of both runs: fewer resamples than
+# for means keeps a 100k-request comparison to seconds; the interval ends move by < 1 %.
+QUANTILE_RESAMPLES = 1000
 
 
 def metric_of(column: str):
@@ -57,11 +73,12 @@ def verdict(low: float, high: float, larger_is_better: bool | None) -> tuple[str
 
 
 def compare_table(summary: pd.DataFrame, trials: pd.DataFrame | None = None,
+                  requests: pd.DataFrame | None = None,
                   keys: tuple[str, ...] = COMPARE_KEYS) -> pd.DataFrame:
     """Long table, one row per (level pair, metric, other source); see `COLUMNS`.
 
-    With `trials` (the trials table behind `summary`), quality keys get a paired interval and
-    a verdict; without, or for other keys, the verdict stays empty."""
+    With `trials` and `requests` (the tables behind `summary`), quality and request keys get a
+    paired interval and a verdict; without, or for other keys, the verdict stays empty."""
     sources = list(dict.fromkeys(summary["source"]))
     if len(sources) < 2:
         return pd.DataFrame(columns=COLUMNS)
@@ -69,6 +86,9 @@ def compare_table(summary: pd.DataFrame, trials: pd.DataFrame | None = None,
     indexed = summary.set_index(["source", "level"])
     for other in sources[1:]:
         for base_level, other_level, label in _pairs(summary, baseline, other):
+            sides = ((baseline, base_level), (other, other_level))
+            per_request = (_paired_requests(requests, keys, *sides) if requests is not None
+                           else {})
             for key in keys:
                 if key not in indexed.columns:
                     continue
@@ -79,22 +99,56 @@ def compare_table(summary: pd.DataFrame, trials: pd.DataFrame | None = None,
                        "baseline": a, "source": other, "value": b, "delta": b - a,
                        "delta_ci_low": np.nan, "delta_ci_high": np.nan, "n_paired": np.nan,
                        "verdict": "", "better": None}
+                direction = metric.larger_is_better if metric else None
                 if trials is not None and key in PAIRED_KEYS:
-                    row |= _paired(trials, key, (baseline, base_level), (other, other_level),
-                                   metric.larger_is_better if metric else None)
+                    row |= _row(*_paired(trials, key, *sides), direction)
+                elif key in per_request:
+                    row |= _row(*per_request[key], direction)
                 delta = row["delta"]
                 row["delta_pct"] = delta / abs(a) * 100 if a and not np.isnan(a) else np.nan
                 rows.append(row)
     return pd.DataFrame(rows, columns=COLUMNS)
 
 
-def _paired(trials: pd.DataFrame, key: str, base: tuple[str, int], other: tuple[str, int],
-            larger_is_better: bool | None) -> dict[str, object]:
+def _paired(trials: pd.DataFrame, key: str, base: tuple[str, int], other: tuple[str, int]
+            ) -> tuple[float, float, float, int]:
     def side(source: str, level: int) -> tuple[np.ndarray, np.ndarray]:
         rows = trials[(trials["source"] == source) & (trials["level"] == level)]
         return values_for(rows, key) or (np.zeros(0), np.zeros(0, dtype=object))
 
-    diff, low, high, n = paired_cluster_bootstrap_diff_ci(*side(*base), *side(*other))
+    return paired_cluster_bootstrap_diff_ci(*side(*base), *side(*other))
+
+
+def _paired_requests(requests: pd.DataFrame, keys: tuple[str, ...], base: tuple[str, int],
+                     other: tuple[str, int]) -> dict[str, tuple[float, float, float, int]]:
+    """Paired differences of every `REQUEST_KEYS` key asked for; the percentiles of one
+    column share one bootstrap pass."""
+    def side(source: str, level: int, column: str) -> tuple[np.ndarray, np.ndarray]:
+        rows = requests[(requests["source"] == source) & (requests["level"] == level)]
+        if column == "failed":  # error rate: every request, 1 when it failed
+            return (~rows["ok"].astype(bool)).to_numpy(float), rows["scenario_id"].to_numpy()
+        rows = rows[rows["ok"].astype(bool)]
+        return rows[column].to_numpy(dtype=float), rows["scenario_id"].to_numpy()
+
+    by_column: dict[str, list[str]] = {}
+    for key in keys:
+        if key in REQUEST_KEYS:
+            by_column.setdefault(REQUEST_KEYS[key][0], []).append(key)
+    out: dict[str, tuple[float, float, float, int]] = {}
+    for column, wanted in by_column.items():
+        data = (*side(*base, column), *side(*other, column))
+        if column == "failed":
+            out[wanted[0]] = paired_cluster_bootstrap_diff_ci(*data)
+            continue
+        qs = tuple(float(REQUEST_KEYS[k][1] or 0) for k in wanted)
+        found = paired_cluster_bootstrap_quantile_diff_ci(*data, qs,
+                                                          resamples=QUANTILE_RESAMPLES)
+        out.update(zip(wanted, found, strict=True))
+    return out
+
+
+def _row(diff: float, low: float, high: float, n: int,
+         larger_is_better: bool | None) -> dict[str, object]:
     text, better = verdict(low, high, larger_is_better)
     # Over the scenarios both runs have; equals value − baseline when they ran the same ones.
     return {"delta": diff, "delta_ci_low": low, "delta_ci_high": high, "n_paired": float(n),

@@ -53,7 +53,7 @@ def write_report(path: Path, out: Path | None = None, compare: Sequence[Path] = 
         f"{len(tables.requests):,} LLM calls, {len(tables.issues)} input problem(s)")
     summary = summarize(tables, slo)
     mixed = check_comparable(summary, allow_mixed) if len(inputs) > 1 else []
-    comparison = compare_table(summary, tables.trials)
+    comparison = compare_table(summary, tables.trials, tables.requests)
     out.mkdir(parents=True, exist_ok=True)
     write_data_files(tables, summary, comparison, out, inputs, slo, mixed)
     say(f"wrote summary ({len(summary)} rows) and data files to {out}")
@@ -302,10 +302,13 @@ def _comparison(comparison: pd.DataFrame, baseline: str, mixed: Sequence[str]) -
     return [f"## Comparison against {baseline}", "",
             table(shown, ["level", "metric", "unit", baseline, "source", "value", "Δ", "Δ %",
                           "Δ 95% CI (paired)", "paired scenarios", "verdict"]), "",
-            "Quality rows are paired by scenario (and level): Δ is over the scenarios both "
+            "Rows are paired by scenario (and level): Δ is over the scenarios both "
             "runs have, its interval from a bootstrap drawing the same scenarios for both; "
             "*better*/*worse* only when the interval excludes 0, else *no clear difference*. "
-            "Latency and throughput rows carry no interval and are not called either way."
+            "TTFT, E2E, TPOT and per-request tokens/s percentiles and the error rate are "
+            "paired the same way over the requests of the drawn scenarios; pooled ITL, "
+            "throughput, concurrency and token-share rows carry no interval and are not "
+            "called either way."
             + (" Runs differ in: " + "; ".join(mixed) + "." if mixed else ""), ""]
 
 

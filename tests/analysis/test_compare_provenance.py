@@ -142,3 +142,39 @@ def test_sample_fallback_is_stated_in_the_report(tmp_path):
     # The terminal table a sweep ends with says it too, on its last line.
     last = summary_table_from(report.parent).splitlines()[-1]
     assert last.startswith(f"WARNING: dataset = {SAMPLE_FALLBACK}")
+
+
+def latency_job(job_dir, shift_ms, seed: int):
+    """12 scenarios × 2 trials × 3 calls; a scenario's calls take 20–240 ms (long prompts
+    are slow) plus `shift_ms` (a number, or a list per scenario) plus ±1 ms noise."""
+    from analysis.synthetic import record, write_job, write_trial
+
+    rng = np.random.default_rng(seed)
+    shifts = shift_ms if isinstance(shift_ms, list) else [shift_ms] * 12
+    write_job(job_dir, 2, n_total_trials=24)
+    for i, shift in enumerate(shifts):
+        scenario = f"banking-{i:03d}"
+        for repeat in range(2):
+            calls = [record(request_id=f"{i}-{repeat}-{n}", scenario_id=scenario,
+                            ttft_ms=20.0 * (i + 1) + shift + rng.uniform(-1, 1),
+                            e2e_ms=400.0 + shift, completion_tokens=3) for n in range(3)]
+            write_trial(job_dir, f"{scenario}__{repeat}", scenario_id=scenario, records=calls,
+                        rewards=quality_jobs.rewards(1.0), agent_status=quality_jobs.OK)
+    return job_dir
+
+
+def test_paired_compare_of_latency_percentiles(tmp_path):
+    base = latency_job(tmp_path / "base", 0.0, seed=1)
+    slower = latency_job(tmp_path / "slower", 5.0, seed=2)  # +5 ms on every call
+    noisy = latency_job(tmp_path / "noisy", [30.0, -30.0] * 6, seed=3)
+    report = write_report(base, out=tmp_path / "r", compare=[slower, noisy], draw=False)
+    called = verdicts(report)
+    assert called[("c2", "slower", "ttft_ms_p50")] == "worse"
+    assert called[("c2", "slower", "e2e_ms_p99")] == "worse"
+    assert called[("c2", "noisy", "ttft_ms_p50")] == "no clear difference"
+    assert called[("c2", "slower", "error_rate")] == "no clear difference"  # none failed
+    assert called[("c2", "slower", "request_throughput")] == ""  # a window figure: no interval
+    rows = pd.DataFrame(json.loads((report.parent / "summary.json").read_text())["comparison"])
+    row = rows[(rows["source"] == "slower") & (rows["metric"] == "ttft_ms_p50")].iloc[0]
+    assert row["delta"] == pytest.approx(row["value"] - row["baseline"])
+    assert row["delta_ci_low"] > 0 and row["n_paired"] == 12

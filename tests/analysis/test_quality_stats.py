@@ -10,7 +10,12 @@ import pandas as pd
 import pytest
 
 from analysis.console import summary_table
-from analysis.metrics.base import bootstrap_mean_ci, cluster_bootstrap_mean_ci
+from analysis.metrics.base import (
+    _sorted_by_value,
+    _weighted_percentiles,
+    bootstrap_mean_ci,
+    cluster_bootstrap_mean_ci,
+)
 from analysis.metrics.quality import SOLVED_DERIVED, SOLVED_FROM_REWARD, with_solved
 from analysis.report import write_report
 from analysis.summary import summarize
@@ -119,3 +124,18 @@ def test_solved_prefers_the_verifiers_own_flag():
     assert SOLVED_FROM_REWARD in source and SOLVED_DERIVED in source and "mixed" in source
     _, source = with_solved(trials.assign(solved=[0.0, 1.0, 1.0]))
     assert source == SOLVED_FROM_REWARD
+
+
+def test_resampled_percentile_equals_numpy_on_the_replicated_sample():
+    """The latency bootstrap weights each request by how often its scenario was drawn; that
+    must be numpy's percentile of the sample with each request repeated that many times."""
+    rng = np.random.default_rng(2)
+    values, clusters = rng.exponential(50, size=60), rng.integers(0, 8, size=60)
+    position = pd.Series(np.arange(8), index=pd.Index(list(range(8)), dtype=object))
+    ordered, codes = _sorted_by_value(values, clusters, position)
+    drawn = rng.integers(0, 3, size=(20, 8)).astype(np.int32)
+    drawn[drawn.sum(axis=1) == 0, 0] = 1
+    got = _weighted_percentiles(ordered, codes, drawn, (50, 99))
+    expected = [[np.percentile(np.repeat(ordered, row[codes]), q) for q in (50, 99)]
+                for row in drawn]
+    assert got == pytest.approx(np.array(expected))
