@@ -24,8 +24,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="Harbor job directory (jobs/<job>) or sweep directory (jobs/<sweep>).")
     p.add_argument("--compare", type=Path, nargs="+", default=[], metavar="OTHER",
                    help="Other jobs/sweeps to put side by side, with deltas against JOB_OR_SWEEP "
-                        "(quality and latency deltas paired by scenario with a 95%% interval; called "
-                        "better/worse only when it excludes 0). Refused when the runs used "
+                        "(quality and latency deltas paired by scenario with a 95%% interval; "
+                        "called better/worse only when it excludes 0). Refused when the runs used "
                         "different datasets, labels or instruction modes.")
     p.add_argument("--allow-mixed", action="store_true",
                    help="Compare runs even when their dataset, labels or instruction mode "

@@ -8,6 +8,7 @@ import json
 import os
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -31,7 +32,7 @@ def run(*args: str, cwd: Path) -> None:
 
 
 @pytest.fixture(scope="module")
-def jobs(tmp_path_factory) -> tuple[Path, Path]:
+def jobs(tmp_path_factory) -> tuple[Path, Path, Path]:
     root = tmp_path_factory.mktemp("repeats")
     tasks = root / "tasks"
     run(str(BIN / "bankbench"), "tasks", "build", "--source", "sample", "--limit", str(N_TASKS),
@@ -40,11 +41,11 @@ def jobs(tmp_path_factory) -> tuple[Path, Path]:
         run(str(BIN / "harbor"), "run", "--path", str(tasks), "--agent", agent,
             "--env", "environments.local:LocalEnvironment", "--jobs-dir", str(root / "jobs"),
             "--job-name", agent, "-k", "2", "-n", "2", "-q", cwd=root)
-    return root / "jobs" / "oracle", root / "jobs" / "nop"
+    return root / "jobs" / "oracle", root / "jobs" / "nop", tasks
 
 
 def test_pass_at_k_on_two_repeats(jobs):
-    oracle, nop = (summarize(load(job)).iloc[0] for job in jobs)
+    oracle, nop = (summarize(load(job)).iloc[0] for job in jobs[:2])
     for row in (oracle, nop):
         assert row["n_trials"] == 2 * N_TASKS and row["n_counted"] == 2 * N_TASKS
         assert row["k"] == 2 and row["n_scenarios"] == N_TASKS
@@ -52,10 +53,17 @@ def test_pass_at_k_on_two_repeats(jobs):
     assert (oracle["pass_at_1"], oracle["pass_at_k"], oracle["pass_hat_k"]) == (1.0, 1.0, 1.0)
     assert (nop["pass_at_1"], nop["pass_at_k"], nop["pass_hat_k"]) == (0.0, 0.0, 0.0)
     assert oracle["tsq_mean"] == 1.0 and nop["tsq_mean"] == 0.0
-    # Provenance read from the tasks the trials ran.
-    assert oracle["labels"].startswith("match@") and oracle["mode"] == "goals"
+    # Provenance: what the builder wrote into the tasks the trials ran.
+    task = tomllib.loads(next(jobs[2].glob("*/task.toml")).read_text())["metadata"]
+    labels = json.loads(next(jobs[2].glob("*/tests/expected.json")).read_text())["labels"]
+    assert (oracle["labels"], oracle["mode"]) == (task["labels"], task["mode"])
     assert oracle["dataset_source"] == "bundled sample"
-    assert oracle["dataset_revision"].startswith("sample-")
+    assert oracle["dataset_revision"] == task["dataset_revision"]
+    f1 = (labels.get("quality") or {}).get("heldout_micro_f1")
+    if f1 is None:
+        assert oracle["label_quality"] == "not measured"
+    else:  # a perfect agent against these labels is expected to reach about their F1
+        assert oracle["label_heldout_f1"] == oracle["tsq_ceiling"] == f1
 
 
 def test_harbors_own_pass_at_k_is_absent_for_these_rewards(jobs):
@@ -66,7 +74,7 @@ def test_harbors_own_pass_at_k_is_absent_for_these_rewards(jobs):
 
 
 def test_report_compares_oracle_and_nop_paired(jobs, tmp_path):
-    oracle, nop = jobs
+    oracle, nop, _ = jobs
     report = write_report(oracle, out=tmp_path / "r", compare=[nop], draw=False)
     rows = json.loads((report.parent / "summary.json").read_text())["comparison"]
     tsq = next(r for r in rows if r["metric"] == "tsq_mean")

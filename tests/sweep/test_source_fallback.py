@@ -26,7 +26,7 @@ def _offline(tmp_path: Path) -> dict[str, str]:
 def test_prepare_tasks_falls_back_loudly(tmp_path):
     code = (
         "from pathlib import Path\n"
-        "from bankbench.sweep.config import SweepConfig\n"
+        "from contracts.sweep import SweepConfig\n"
         "from bankbench.sweep.tasks import prepare_tasks\n"
         "c = SweepConfig(levels=[1], profile='cpu-mocker', limit=2)\n"
         f"p = prepare_tasks(c, Path({str(tmp_path / 'sweep')!r}))\n"
