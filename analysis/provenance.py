@@ -21,6 +21,7 @@ import numpy as np
 import pandas as pd
 from pydantic import BaseModel, ConfigDict
 
+from contracts.expected import LabelsQuality
 from contracts.sweep import SweepManifest
 
 UNKNOWN = "unknown"
@@ -67,28 +68,19 @@ def read_task(task_dir: Path) -> TaskProvenance | None:
         label_quality=quality)
 
 
-def _number(value: Any) -> float | None:
-    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
-
-
 def _label_quality(path: Path) -> tuple[float | None, str]:
-    """(held-out micro F1, one-line description) from `labels.quality`; absent → not measured."""
+    """(held-out micro F1, one-line description) from `labels.quality` (read through
+    `contracts.expected.LabelsQuality`); absent or unreadable → not measured."""
     try:
         labels = json.loads(path.read_text(encoding="utf-8")).get("labels")
-    except (OSError, UnicodeDecodeError, ValueError, AttributeError):
-        return None, NOT_MEASURED
-    quality = labels.get("quality") if isinstance(labels, dict) else None
-    if not isinstance(quality, dict):
-        return None, NOT_MEASURED
-    f1, exact = _number(quality.get("heldout_micro_f1")), _number(quality.get("heldout_goal_exact"))
-    if f1 is None:
-        return None, NOT_MEASURED
-    text = f"held-out micro F1 {f1:.3f}"
-    if exact is not None:
-        text += f", goals exact {exact:.3f}"
-    if isinstance(quality.get("measured_with"), str) and quality["measured_with"]:
-        text += f" ({quality['measured_with']})"
-    return f1, text
+        quality = LabelsQuality.model_validate(labels["quality"])
+    except (OSError, UnicodeDecodeError, ValueError, AttributeError, KeyError, TypeError):
+        return None, NOT_MEASURED  # ValidationError is a ValueError
+    text = (f"held-out micro F1 {quality.heldout_micro_f1:.3f}, goals exact "
+            f"{quality.heldout_goal_exact:.3f}")
+    if quality.measured_with:
+        text += f" ({quality.measured_with})"
+    return quality.heldout_micro_f1, text
 
 
 def _task_path(trial_dir: Path, job_dir: Path, scenario: str, tasks_dir: str | None
