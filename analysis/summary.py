@@ -36,7 +36,14 @@ def summarize(tables: Tables, slo: SLO | None = None) -> pd.DataFrame:
     """Summary table, one row per (source, level), columns named after the metric keys."""
     rows = []
     requests, trials = tables.requests, tables.trials
-    req_groups = requests.groupby(GROUP, sort=False).indices if len(requests) else {}
+    # Serving figures describe the agent's own calls (agent and evaluator); calls of other
+    # roles (a simulated customer on its own endpoint) stay out of every per-level figure.
+    measured = (requests["measured"].to_numpy(dtype=bool) if "measured" in requests
+                else np.ones(len(requests), dtype=bool))
+    positions = np.flatnonzero(measured)
+    req_groups = ({key: positions[rows] for key, rows in
+                   requests.iloc[positions].groupby(GROUP, sort=False).indices.items()}
+                  if len(positions) else {})
     itl_level_rows = tables.itl["request_row"].to_numpy()
     ok = requests["ok"].to_numpy(dtype=bool)
     itl_values = tables.itl["itl_ms"].to_numpy()

@@ -97,6 +97,10 @@ def test_roles_beyond_agent_and_evaluator_are_kept_apart(tmp_path):
     trial = tables.trials.iloc[0]
     assert trial["n_requests"] == 1 and trial["n_other_role_requests"] == 1
     assert trial["prompt_tokens"] == 100  # the simulated customer's tokens are not the agent's
+    from analysis.summary import summarize
+
+    level = summarize(tables).iloc[0]
+    assert level["n_requests"] == 1  # the level's serving figures count the agent's call only
 
 
 def test_tokens_without_usage_are_unknown_not_zero(tmp_path):
