@@ -13,11 +13,12 @@ SOURCE_HELP = (
 )
 LABELS_HELP = (
     "how expected tools are derived, per goal: 'intent' (default: goal words vs tool schema "
-    "words; near-ties as alternatives; 'no tool' below a threshold), 'match' (the previous "
-    "default), 'keyword' (the reference integration's keyword heuristic, noisy, for "
-    "comparability), 'model' (ask a model: see --labels-endpoint; writes a labels file to "
-    "review) or 'file:PATH' (curated JSON, per goal or the reference's per scenario "
-    "{\"banking-007\": [\"tool\", ...]}; see docs/labels.md)"
+    "words; near-ties as alternatives; 'no tool' below a threshold), 'semantic' (intent with "
+    "each tool's name words widened by general-English word vectors; needs the 'labels' "
+    "extra), 'match' (the previous default), 'keyword' (the reference integration's keyword "
+    "heuristic, noisy, for comparability), 'model' (ask a model: see --labels-endpoint; "
+    "writes a labels file to review) or 'file:PATH' (curated JSON, per goal or the "
+    "reference's per scenario {\"banking-007\": [\"tool\", ...]}; see docs/labels.md)"
 )
 
 

@@ -94,7 +94,7 @@ def make_matcher(dataset: Dataset) -> Matcher:
 
 
 def choose(matcher: Matcher, goal: str, min_score: float = MIN_SCORE,
-           alt_ratio: float = ALT_RATIO) -> GoalChoice:
+           alt_ratio: float = ALT_RATIO, basis: str = "schema words shared with") -> GoalChoice:
     if EXPLANATION.search(goal):
         return GoalChoice(no_tool=True, reason="asks for an explanation, which no tool performs")
     ranked = matcher.rank(goal)
@@ -104,7 +104,7 @@ def choose(matcher: Matcher, goal: str, min_score: float = MIN_SCORE,
                           f"{best_score:.1f} < {min_score:g})")
     alternatives = [name for score, name in ranked[1:] if score >= alt_ratio * best_score]
     return GoalChoice(tools=[best, *alternatives],
-                      reason=f"schema words shared with {best} (score {best_score:.1f})")
+                      reason=f"{basis} {best} (score {best_score:.1f})")
 
 
 def label(scenario: Scenario, dataset: Dataset, matcher: Matcher | None = None,
