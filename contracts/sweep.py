@@ -88,8 +88,8 @@ class SweepConfig(BaseModel):
         "goals", description="Instruction content of built tasks."
     )
     labels: str = Field(
-        "intent", description="Expected-tool labels of built tasks: intent | match | keyword | "
-        "file:PATH (see `bankbench tasks build`)."
+        "intent", description="Expected-tool labels of built tasks: intent | semantic | match | "
+        "keyword | file:PATH (see `bankbench tasks build`)."
     )
     env: str = Field(
         "local", description="Harbor environment: local (no Docker) | docker | module:Class."

@@ -50,7 +50,8 @@ class ScenarioLabels(BaseModel):
 
 
 class LabelSet(BaseModel):
-    method: str = Field(description="'keyword', 'match', 'intent', 'semantic', 'model' or 'file'.")
+    method: str = Field(
+        description="'keyword', 'match', 'intent', 'semantic', 'model' or 'file'.")
     version: str
     source: str | None = Field(None, description="Labels file for 'file'.")
     produced_by: str | None = Field(None, description="What made a labels file, if it says.")
