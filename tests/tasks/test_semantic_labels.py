@@ -70,3 +70,16 @@ def test_missing_vectors_give_one_clear_line(dataset, monkeypatch):
         assert label_scenarios("intent", dataset, dataset.scenarios).tag == "intent@1"
     finally:
         vectors.load.cache_clear()
+
+
+def test_built_tasks_record_the_method_and_its_heldout_quality(tmp_path):
+    from contracts.expected import Expected
+    from tasks.banking.build import build_tasks
+
+    build_tasks("sample", tmp_path, labels="semantic", limit=1)
+    expected = Expected.model_validate_json(
+        (tmp_path / "banking-000" / "tests" / "expected.json").read_text())
+    assert expected.labels.method == "semantic" and expected.labels.version == "1"
+    assert expected.labels.quality is not None
+    assert 0 < expected.labels.quality.heldout_micro_f1 < 1
+    assert 'labels = "semantic@1"' in (tmp_path / "banking-000" / "task.toml").read_text()
