@@ -1,25 +1,40 @@
 """A Docker-free Harbor environment: `harbor run ... --env environments.local:LocalEnvironment`.
 
 Each trial gets a private root directory on the host. The task paths (/app, /logs/agent,
-/logs/verifier, /logs/artifacts, /tests, /solution, /tmp, /root) are plain directories
-in it; the host's system directories (/usr, /etc, /bin, /lib*) appear read-only; the task's
-environment/ folder is copied to /app (its Dockerfile is not built). Commands run with bash
-in a private mount namespace chrooted into the root (see environments/sandbox.py).
+/logs/verifier, /logs/artifacts, /tests, /solution, /root) are plain directories in it; /tmp,
+/var/tmp and /dev/shm share one size-bounded tmpfs; the host's system directories (/usr,
+/etc, /bin, /lib*) appear read-only; the task's environment/ folder is copied to /app (its
+Dockerfile is not built, but an exec-form ENTRYPOINT is run once at start, as root, as Docker
+would run it). Commands run with bash in the trial's own mount, PID and IPC namespaces (its
+own /proc), chrooted into the root (see environments/namespace.py).
 
-Not a security sandbox: commands share the host's network, processes and kernel, as root.
+Who runs what: Harbor's own steps that ask for root run as root; every other command of the
+agent phase runs as an unprivileged user of its own (a fresh uid per trial), with bounded
+processes and file sizes. Verification begins when Harbor removes the old reward files or
+uploads the tests: every process left in the trial is ended first, and the verifier runs as
+root. Where only an unprivileged user namespace is available, everything runs as root of that
+namespace and the trial's log says so. The threat model and what is not isolated (kernel,
+network): docs/local-environment.md.
+
 Options (`--ek key=value`): keep=true keeps the root after the trial (so does --no-delete);
-state_dir=PATH puts roots there; ro_paths=/opt,/data shows more host paths read-only.
+state_dir=PATH puts roots there; ro_paths=/opt,/data shows more host paths read-only;
+scratch_mb, max_processes, max_file_mb bound the agent (see LocalEnvironmentOptions).
 """
 
 from __future__ import annotations
 
 import asyncio
+import io
+import json
 import os
+import random
 import re
+import shlex
 import shutil
 import stat
+import subprocess
+import tarfile
 import tempfile
-import time
 from pathlib import Path
 
 from harbor.environments.base import BaseEnvironment, ExecResult
@@ -27,22 +42,27 @@ from harbor.environments.capabilities import EnvironmentCapabilities
 from harbor.models.trial.paths import EnvironmentPaths
 from pydantic import BaseModel, Field, ValidationError, field_validator
 
+from environments.namespace import NamespaceHolder, resolve_inside, setup_script
 from environments.sandbox import (
+    DEFAULT_PATH,
     BindMount,
     HostTools,
-    NamespaceHolder,
     RootLayout,
     build_root,
     cached_host_tools,
     inside,
-    kill_processes_rooted_at,
     mounts_under,
     plan_layout,
     run_command,
-    setup_script,
 )
 
 APP_DIR = "/app"  # where environment/ lands, as the tasks' Dockerfiles `COPY . /app`
+# Each trial's agent user: a uid no account on the host has, fresh per trial, so its process
+# limit is its own and no two trials' agents can touch each other's files.
+AGENT_UIDS = range(2_900_000_000, 2_900_000_000 + 2**24)
+ROOT_USERS = ("root", "0")
+# What Harbor's verifier runs first (harbor/verifier/verifier.py): `rm -f` of these, as root.
+VERIFIER_FIRST_STEP = "/logs/verifier/reward."
 
 
 class LocalEnvironmentOptions(BaseModel):
@@ -54,6 +74,15 @@ class LocalEnvironmentOptions(BaseModel):
     )
     ro_paths: list[Path] = Field(
         default_factory=list, description="More host paths shown read-only at the same path."
+    )
+    scratch_mb: int = Field(
+        1024, ge=16, description="Room in /tmp, /var/tmp and /dev/shm together (a tmpfs: memory)."
+    )
+    max_processes: int = Field(
+        1024, ge=16, description="Processes the agent's user may have at once (RLIMIT_NPROC)."
+    )
+    max_file_mb: int = Field(
+        1024, ge=1, description="Largest file an agent's command may write (RLIMIT_FSIZE)."
     )
 
     @field_validator("ro_paths", mode="before")
@@ -98,11 +127,15 @@ class LocalEnvironment(BaseEnvironment):
         keep: bool | str = False,
         state_dir: str | None = None,
         ro_paths: list[str] | str | None = None,
+        scratch_mb: int | str = 1024,
+        max_processes: int | str = 1024,
+        max_file_mb: int | str = 1024,
         **kwargs,
     ):
         try:
             self._options = LocalEnvironmentOptions(
-                keep=keep, state_dir=state_dir, ro_paths=ro_paths or []
+                keep=keep, state_dir=state_dir, ro_paths=ro_paths or [], scratch_mb=scratch_mb,
+                max_processes=max_processes, max_file_mb=max_file_mb,
             )
         except ValidationError as exc:
             error = exc.errors()[0]
@@ -112,6 +145,9 @@ class LocalEnvironment(BaseEnvironment):
         self._layout: RootLayout | None = None
         self._state: Path | None = None
         self._holder: NamespaceHolder | None = None
+        self._agent_uid = random.SystemRandom().choice(AGENT_UIDS)
+        self._verifying = False
+        self._warned_root = False
         super().__init__(*args, **kwargs)
         self._workdir = (
             self.task_env_config.workdir or _dockerfile_workdir(self.environment_dir) or APP_DIR
@@ -138,6 +174,23 @@ class LocalEnvironment(BaseEnvironment):
             raise RuntimeError("LocalEnvironment used before start()")
         return self._layout.root
 
+    @property
+    def view(self) -> Path:
+        """The root as the trial's processes see it (its tmpfs and mounts included), from
+        the host: where to look for what a command wrote to /tmp."""
+        if self._holder is None:
+            raise RuntimeError("LocalEnvironment used before start() or after stop()")
+        return Path(self._holder.view(self.root))
+
+    @property
+    def agent_uid(self) -> int:
+        """The unprivileged uid the agent phase's commands run as (when the host has root)."""
+        return self._agent_uid
+
+    def processes(self) -> list[int]:
+        """Host process ids of every process running in the trial (its init aside)."""
+        return self._holder.members() if self._holder is not None else []
+
     async def start(self, force_build: bool) -> None:
         self._tools = await asyncio.to_thread(cached_host_tools)
         base = self._options.state_dir or Path(tempfile.gettempdir()) / "bankbench-local-env"
@@ -148,16 +201,31 @@ class LocalEnvironment(BaseEnvironment):
         self._holder = NamespaceHolder(self._tools, self._state / "setup.sh")
         await asyncio.to_thread(self._holder.start)
         self.logger.debug(f"LocalEnvironment root: {self.root}")
+        if self._tools.userns:
+            self.logger.warning(
+                "LocalEnvironment: no root on this host, so the trial runs in a user namespace "
+                "and the agent's commands run as its root, not as an unprivileged user: they can "
+                "write the bank's record and leave the chroot. Run harbor as root to isolate "
+                "the agent's user."
+            )
+        await self._run_entrypoint()
+
+    def _log_dirs(self) -> dict[str, int]:
+        """Harbor's log folders and their modes during the agent phase: the agent's logs and
+        artifacts sticky and open to all (as Harbor makes them in containers, but nobody
+        removes another's file), the verifier's root's until verification begins."""
+        paths = EnvironmentPaths.for_os(self.os)
+        return {str(paths.agent_dir): 0o1777, str(paths.artifacts_dir): 0o1777,
+                str(paths.verifier_dir): 0o755}
 
     def _private_dirs(self) -> dict[str, int]:
         paths = EnvironmentPaths.for_os(self.os)
         dirs = {str(paths.logs_dir): 0o755, str(paths.tests_dir): 0o755,
                 str(paths.solution_dir): 0o755, APP_DIR: 0o755, self._workdir: 0o755,
-                "/tmp": 0o1777, "/var/tmp": 0o1777, "/root": 0o700, "/home": 0o755,
+                # /root only traversable: the harness's python may be mounted below it.
+                "/tmp": 0o1777, "/var/tmp": 0o1777, "/root": 0o711, "/home": 0o755,
                 "/run": 0o755}
-        # Writable by any user, as Harbor makes its output dirs in containers.
-        for log_dir in (paths.agent_dir, paths.verifier_dir, paths.artifacts_dir):
-            dirs[str(log_dir)] = 0o777
+        dirs.update(self._log_dirs())
         return dirs
 
     def _build_root(self) -> None:
@@ -180,15 +248,30 @@ class LocalEnvironment(BaseEnvironment):
             self.environment_dir, inside(self.root, APP_DIR), symlinks=True,
             dirs_exist_ok=True, ignore=_skip_special_files,
         )
-        (self._state / "setup.sh").write_text(setup_script(self._layout, self._tools))
+        script = self._state / "setup.sh"
+        script.write_text(setup_script(
+            self._layout, self._tools, self._options.scratch_mb, self._log_dirs(), script))
         (self._state / "exec").mkdir()
+
+    async def _run_entrypoint(self) -> None:
+        """Run the Dockerfile's exec-form ENTRYPOINT once, as root, with `true` for the
+        command Docker would pass: services it starts in the background keep running."""
+        entrypoint = _dockerfile_entrypoint(self.environment_dir)
+        if not entrypoint:
+            return
+        command = " ".join(shlex.quote(word) for word in [*entrypoint, "true"])
+        result = await self.exec(command, user="root", timeout_sec=60)
+        if result.return_code != 0:
+            raise RuntimeError(
+                f"LocalEnvironment: the task's ENTRYPOINT {entrypoint} failed "
+                f"(exit {result.return_code}): {(result.stderr or result.stdout or '').strip()}"
+            )
 
     async def stop(self, delete: bool) -> None:
         if self._state is None:
             return
-        if self._layout is not None:
-            await asyncio.to_thread(self._kill_leftovers)
         if self._holder is not None:
+            await asyncio.to_thread(self._holder.end_members)
             await asyncio.to_thread(self._holder.stop)
             self._holder = None
         if not delete or self._options.keep:
@@ -201,22 +284,37 @@ class LocalEnvironment(BaseEnvironment):
         await asyncio.to_thread(shutil.rmtree, self._state, ignore_errors=True)
         self._state = None
 
-    def _kill_leftovers(self) -> None:
-        """Background jobs outlive their command; end them before the root goes."""
-        deadline = time.monotonic() + 5
-        while kill_processes_rooted_at(self.root) and time.monotonic() < deadline:
-            time.sleep(0.05)
+    async def _begin_verification(self) -> None:
+        """End every process the agent left, then open the verifier's folder (emptied: the
+        agent could not write there, but nothing in it predates the verifier)."""
+        if self._verifying or self._holder is None:
+            return
+        self._verifying = True
+        ended = await asyncio.to_thread(self._holder.end_members)
+        verifier_dir = str(EnvironmentPaths.for_os(self.os).verifier_dir)
+        folder = Path(resolve_inside(self._holder.view(self.root), verifier_dir)[0])
+        await asyncio.to_thread(_empty_folder, folder)
+        folder.chmod(0o777)
+        self.logger.debug(f"LocalEnvironment: verification begins; ended {ended} processes")
 
-    def _userspec(self, user: str | int | None) -> str:
-        if user is None or str(user) in ("root", "0"):
-            return ""
+    def _run_as(self, user: str | int | None) -> int | None:
+        """The uid a command runs as (None: root). Harbor's steps that ask for root get root;
+        the agent phase's other commands get the trial's own unprivileged uid (named users
+        too: the image's accounts do not exist here); the verifier gets root."""
         assert self._tools is not None
+        if user is None and self._verifying:
+            return None
+        if user is not None and str(user) in ROOT_USERS:
+            return None
         if self._tools.userns:
-            raise RuntimeError(
-                f"LocalEnvironment cannot run as user {user!r}: without root it runs commands "
-                "as root inside a user namespace. Run harbor as root, or drop the task's user"
-            )
-        return f"{user}:{user}" if str(user).isdigit() else str(user)
+            if user is not None and not self._warned_root:
+                self._warned_root = True
+                self.logger.warning(
+                    f"LocalEnvironment runs user {user!r}'s commands as root of a user namespace "
+                    "(no root on this host to switch users with)"
+                )
+            return None
+        return self._agent_uid
 
     async def exec(
         self,
@@ -228,17 +326,27 @@ class LocalEnvironment(BaseEnvironment):
     ) -> ExecResult:
         if self._holder is None or self._tools is None or self._layout is None:
             raise RuntimeError("LocalEnvironment.exec called before start() or after stop()")
-        userspec = self._userspec(self._resolve_user(user))
+        user = self._resolve_user(user)
+        if user is not None and str(user) in ROOT_USERS and VERIFIER_FIRST_STEP in command:
+            await self._begin_verification()
+        uid = self._run_as(user)
         # A clean environment like a container's: nothing of the host's (API keys included).
         process_env = {
             "PATH": self._layout.path,
-            "HOME": "/tmp" if userspec else "/root",
+            "HOME": "/root" if uid is None else "/tmp",
             "LANG": "C.UTF-8",
             **(self._merge_env(env) or {}),
         }
-        user_flag = [f"--userspec={userspec}"] if userspec else []
-        argv = [*self._holder.enter_argv(), self._tools.chroot, *user_flag, str(self.root),
-                "/usr/bin/env", f"--chdir={cwd or self._workdir}", "/bin/bash", "-c", command]
+        argv = [*self._holder.enter_argv()]
+        if uid is not None:
+            limits = self._options
+            file_bytes = limits.max_file_mb * 1024 * 1024
+            argv += [self._tools.prlimit, f"--nproc={limits.max_processes}",
+                     f"--fsize={file_bytes}", "--", self._tools.chroot, f"--userspec={uid}:{uid}"]
+        else:
+            argv.append(self._tools.chroot)
+        argv += [str(self.root), "/usr/bin/env", f"--chdir={cwd or self._workdir}",
+                 "/bin/bash", "-c", command]
         code, stdout, stderr, timed_out = await run_command(
             argv, process_env, timeout_sec or None, self._state / "exec"
         )
@@ -247,30 +355,75 @@ class LocalEnvironment(BaseEnvironment):
         return ExecResult(stdout=stdout or None, stderr=stderr or None, return_code=code)
 
     def _host_path(self, container_path: str, write: bool) -> Path:
-        """Where a container path lives on the host: in the root, or in a bind's source."""
-        root = self.root.resolve()
-        resolved = Path(os.path.realpath(inside(root, container_path)))
-        if resolved != root and root not in resolved.parents:
-            raise ValueError(f"{container_path} leads out of the environment through a symlink")
-        as_seen_inside = "/" + resolved.relative_to(root).as_posix()
-        binds = [b for b in self._layout.binds if  # type: ignore[union-attr]
-                 as_seen_inside == b.target or as_seen_inside.startswith(b.target + "/")]
-        if not binds:
-            return resolved
-        bind = max(binds, key=lambda b: len(b.target))
-        if write and bind.read_only:
-            raise PermissionError(f"{container_path} is read-only in LocalEnvironment")
-        return bind.source / as_seen_inside[len(bind.target):].lstrip("/")
+        """Where a container path is, seen from the host through the trial's own mounts, with
+        its symlinks resolved inside the root."""
+        assert self._holder is not None and self._layout is not None
+        host, resolved = resolve_inside(self._holder.view(self.root), container_path)
+        if write:
+            for bind in self._layout.binds:
+                under = resolved == bind.target or resolved.startswith(bind.target + "/")
+                if bind.read_only and under:
+                    raise PermissionError(f"{container_path} is read-only in LocalEnvironment")
+        return Path(host)
+
+    def _writable_by_others(self, host: Path) -> bool:
+        """True when the agent's user could have placed something at or above `host` (a
+        folder it can write, or a link), so a copy there must be made from inside."""
+        view = Path(self._holder.view(self.root))  # type: ignore[union-attr]
+        for path in [host, *host.parents]:
+            try:
+                info = os.lstat(path)
+            except FileNotFoundError:
+                continue
+            if stat.S_ISLNK(info.st_mode) or info.st_uid != 0 or info.st_mode & 0o022:
+                return True
+            if path == view:
+                return False
+        return False
+
+    async def _copy_in(self, source: Path, target_path: str, is_dir: bool) -> None:
+        """Copy into the root from inside it (tar through the namespaces, as root), so a link
+        the agent planted resolves in the root, never on the host."""
+        target = os.path.normpath("/" + target_path)
+        if is_dir:
+            folder, name = target, "."
+        elif target_path.endswith("/") or self._host_path(target, write=True).is_dir():
+            folder, name = target, source.name
+        else:
+            folder, name = os.path.dirname(target), os.path.basename(target)
+        archive = await asyncio.to_thread(_tar, source, name)
+        unpack = f"mkdir -p {shlex.quote(folder)} && tar -xf - -C {shlex.quote(folder)}"
+        argv = [*self._holder.enter_argv(), self._tools.chroot,  # type: ignore[union-attr]
+                str(self.root), "/bin/sh", "-c", unpack]
+        done = await asyncio.to_thread(
+            subprocess.run, argv, input=archive, capture_output=True, env={"PATH": DEFAULT_PATH})
+        if done.returncode != 0:
+            raise OSError(f"LocalEnvironment could not copy {source} to {target_path}: "
+                          f"{done.stderr.decode(errors='replace').strip()}")
+
+    async def _before_upload(self, target_path: str) -> None:
+        tests_dir = str(EnvironmentPaths.for_os(self.os).tests_dir)
+        normal = os.path.normpath("/" + target_path)
+        if normal == tests_dir or normal.startswith(tests_dir + "/"):
+            await self._begin_verification()  # the tests arrive only for verification
 
     async def upload_file(self, source_path: Path | str, target_path: str) -> None:
+        await self._before_upload(target_path)
         target = self._host_path(target_path, write=True)
+        if self._writable_by_others(target):
+            await self._copy_in(Path(source_path), target_path, is_dir=False)
+            return
         if target_path.endswith("/") or target.is_dir():
             target = target / Path(source_path).name
         target.parent.mkdir(parents=True, exist_ok=True)
         await asyncio.to_thread(shutil.copy2, source_path, target)
 
     async def upload_dir(self, source_dir: Path | str, target_dir: str) -> None:
+        await self._before_upload(target_dir)
         target = self._host_path(target_dir, write=True)
+        if self._writable_by_others(target):
+            await self._copy_in(Path(source_dir), target_dir, is_dir=True)
+            return
         await asyncio.to_thread(
             shutil.copytree, source_dir, target, symlinks=True, dirs_exist_ok=True,
             ignore=_skip_special_files,
@@ -287,12 +440,51 @@ class LocalEnvironment(BaseEnvironment):
         source = self._host_path(source_dir, write=False)
         if not source.is_dir():
             raise FileNotFoundError(f"{source_dir} is not a directory in the environment")
-        if source.resolve() == Path(target_dir).resolve():
+        assert self._layout is not None
+        wanted = Path(target_dir).resolve()
+        if any(b.source == wanted and os.path.normpath("/" + source_dir) == b.target
+               for b in self._layout.binds):
             return  # bind-mounted from the very folder asked for
         await asyncio.to_thread(
             shutil.copytree, source, target_dir, symlinks=True, dirs_exist_ok=True,
             ignore=_skip_special_files,
         )
+
+
+def _dockerfile_entrypoint(environment_dir: Path) -> list[str] | None:
+    """The last exec-form (JSON) ENTRYPOINT of environment/Dockerfile, if any."""
+    dockerfile = environment_dir / "Dockerfile"
+    if not dockerfile.is_file():
+        return None
+    found = re.findall(r"^\s*ENTRYPOINT\s+(\[.*\])\s*$", dockerfile.read_text(errors="replace"),
+                       re.M)
+    if not found:
+        return None
+    try:
+        words = json.loads(found[-1])
+    except ValueError:
+        return None
+    return words if isinstance(words, list) and all(isinstance(w, str) for w in words) else None
+
+
+def _tar(source: Path, name: str) -> bytes:
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w") as archive:
+        archive.add(source, arcname=name, filter=_regular_entries)
+    return buffer.getvalue()
+
+
+def _regular_entries(info: tarfile.TarInfo) -> tarfile.TarInfo | None:
+    """What copytree's ignore hook keeps: files, folders, links (no devices or FIFOs)."""
+    return info if info.isfile() or info.isdir() or info.issym() or info.islnk() else None
+
+
+def _empty_folder(folder: Path) -> None:
+    for entry in os.scandir(folder):
+        if entry.is_dir(follow_symlinks=False):
+            shutil.rmtree(entry.path, ignore_errors=True)
+        else:
+            os.unlink(entry.path)
 
 
 __all__ = ["LocalEnvironment", "LocalEnvironmentOptions"]

@@ -1,11 +1,9 @@
-"""The machinery behind LocalEnvironment: a private root per trial, entered per command.
+"""The machinery behind LocalEnvironment: the host's tools, and a private root per trial.
 
-Each trial owns a host directory (its "root") holding the task paths as plain directories.
-At start, `unshare` opens a private mount namespace for the trial, where a generated
-`setup.sh` bind-mounts the host's system directories read-only into the root; a holder
-process keeps that namespace open. Every command then `nsenter`s it and chroots into the
-root. Mounts live only inside that namespace, so nothing is ever mounted on the host and
-deleting the root is a plain recursive delete.
+Each trial owns a host directory (its "root") holding the task paths as plain directories;
+environments/namespace.py mounts the rest inside the trial's own namespaces. Mounts live only
+there, so nothing is ever mounted on the host and deleting the root is a plain recursive
+delete.
 """
 
 from __future__ import annotations
@@ -14,7 +12,6 @@ import asyncio
 import functools
 import os
 import posixpath
-import shlex
 import shutil
 import signal
 import subprocess
@@ -41,12 +38,13 @@ class NamespaceUnavailableError(RuntimeError):
 class HostTools:
     """Absolute host paths of the programs a root is entered with, and how."""
 
-    unshare: list[str]  # argv prefix that opens a private mount namespace
+    unshare: list[str]  # argv prefix that opens private mount, PID and IPC namespaces
     userns: bool  # True when the namespace is a user namespace mapping us to root
     mount: str
     chroot: str
     sh: str
     nsenter: str
+    prlimit: str
 
 
 def _which(name: str) -> str | None:
@@ -55,7 +53,7 @@ def _which(name: str) -> str | None:
 
 
 def _namespace_attempts(unshare: str, as_root: bool) -> list[tuple[list[str], bool]]:
-    private = ["--mount", "--propagation", "private"]
+    private = ["--mount", "--pid", "--fork", "--ipc", "--propagation", "private"]
     plain = ([unshare, *private], False)
     userns = ([unshare, "--user", "--map-root-user", *private], True)
     return [plain, userns] if as_root else [userns]
@@ -67,7 +65,7 @@ def probe_host_tools(as_root: bool | None = None) -> HostTools:
     `as_root` (default: whether we are root) False tries only the unprivileged recipe.
     """
     as_root = os.geteuid() == 0 if as_root is None else as_root
-    names = ("unshare", "nsenter", "mount", "chroot", "sh", "bash")
+    names = ("unshare", "nsenter", "mount", "chroot", "sh", "bash", "prlimit")
     found = {name: _which(name) for name in names}
     missing = [name for name, path in found.items() if path is None]
     if missing:
@@ -83,7 +81,7 @@ def probe_host_tools(as_root: bool | None = None) -> HostTools:
             if done.returncode == 0:
                 return HostTools(
                     prefix, userns, found["mount"], found["chroot"], found["sh"],  # type: ignore[arg-type]
-                    found["nsenter"],  # type: ignore[arg-type]
+                    found["nsenter"], found["prlimit"],  # type: ignore[arg-type]
                 )
             reason = (done.stderr or done.stdout).strip() or f"exit {done.returncode}"
             failures.append(f"`{' '.join(prefix[1:])}`: {reason}")
@@ -94,7 +92,7 @@ def probe_host_tools(as_root: bool | None = None) -> HostTools:
         "or use --env docker"
     )
     raise NamespaceUnavailableError(
-        f"LocalEnvironment cannot create a private mount namespace as "
+        f"LocalEnvironment cannot create private mount and PID namespaces as "
         f"{'root' if as_root else 'an unprivileged user'} "
         f"({'; '.join(failures)}): {hint}"
     )
@@ -177,8 +175,8 @@ def build_root(layout: RootLayout) -> None:
         host = Path("/") / name
         if host.is_symlink():  # merged-/usr hosts: /bin -> usr/bin
             (root / name).symlink_to(os.readlink(host))
-    for directory in ("dev", "proc"):
-        (root / directory).mkdir()
+    for directory in ("dev", "proc", ".localenv/scratch"):
+        (root / directory).mkdir(parents=True)
     for target, mode in layout.private_dirs.items():
         path = inside(root, target)
         path.mkdir(parents=True, exist_ok=True)
@@ -195,101 +193,11 @@ def build_root(layout: RootLayout) -> None:
             target.touch(exist_ok=True)
 
 
-def setup_script(layout: RootLayout, tools: HostTools) -> str:
-    """Shell script run in a fresh namespace: make the mounts, then either run the given
-    command chrooted (manual use: `unshare --mount sh setup.sh /bin/bash -l`) or print
-    `ready` and hold the namespace open until its stdin closes."""
-    mount = shlex.quote(tools.mount)
-    lines = ["#!/bin/sh", "# Sets up one LocalEnvironment root's mounts (see environments/).",
-             "set -e", f"R={shlex.quote(str(layout.root))}"]
-    for source, target in (("/dev", "/dev"), ("/proc", "/proc")):
-        lines.append(f'{mount} --rbind {source} "$R"{target}')
-    for bind in layout.binds:
-        target = shlex.quote(str(inside(Path("/"), bind.target)))
-        lines.append(f'{mount} --rbind {shlex.quote(str(bind.source))} "$R"{target}')
-        if bind.read_only:
-            lines.append(f'{mount} -o remount,bind,ro "$R"{target}')
-    lines += [
-        f'if [ $# -gt 0 ]; then exec {shlex.quote(tools.chroot)} "$R" "$@"; fi',
-        "echo ready",
-        "cat >/dev/null 2>&1 || true  # not exec'd: `ps` keeps showing this script",
-    ]
-    return "\n".join(lines) + "\n"
-
-
-class NamespaceHolder:
-    """Keeps one root's mount namespace alive, mounts made once; commands `nsenter` it.
-
-    The holder waits on a pipe from this process, so it ends when the harness ends,
-    even if the harness is killed before it can stop the environment.
-    """
-
-    def __init__(self, tools: HostTools, script: Path) -> None:
-        self._tools = tools
-        self._script = script
-        self._process: subprocess.Popen[bytes] | None = None
-
-    def start(self) -> None:
-        process = subprocess.Popen(
-            [*self._tools.unshare, self._tools.sh, str(self._script)],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-            start_new_session=True,
-        )
-        self._process = process
-        assert process.stdout is not None and process.stderr is not None
-        if process.stdout.readline().strip() != b"ready":
-            process.wait(timeout=30)
-            reason = process.stderr.read().decode(errors="replace").strip()
-            raise NamespaceUnavailableError(
-                f"LocalEnvironment could not mount its root ({self._script}): {reason}"
-            )
-        process.stdout.close()
-        process.stderr.close()
-
-    def enter_argv(self) -> list[str]:
-        """argv prefix that runs a host program inside the namespace."""
-        if self._process is None or self._process.poll() is not None:
-            raise RuntimeError("LocalEnvironment's namespace is gone (stopped, or its holder died)")
-        user = ["--user"] if self._tools.userns else []
-        return [self._tools.nsenter, f"--target={self._process.pid}", *user, "--mount", "--"]
-
-    def stop(self) -> None:
-        if self._process is None:
-            return
-        if self._process.stdin is not None:
-            self._process.stdin.close()
-        try:
-            self._process.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            self._process.kill()
-            self._process.wait()
-
-
 def kill_group(pgid: int) -> None:
     try:
         os.killpg(pgid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
         pass
-
-
-def kill_processes_rooted_at(root: Path) -> int:
-    """SIGKILL every process whose filesystem root is `root`; returns how many were hit.
-
-    Catches what the process-group kill misses: background jobs left by finished commands
-    and processes that started their own session.
-    """
-    wanted = str(root)
-    killed = 0
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            if os.readlink(entry / "root") == wanted:
-                os.kill(int(entry.name), signal.SIGKILL)
-                killed += 1
-        except OSError:
-            continue
-    return killed
 
 
 def mounts_under(path: Path) -> list[str]:

@@ -36,10 +36,17 @@ TEMPLATE_DIR = Path(__file__).resolve().parent / "template"
 TEMPLATE_FILES = {
     "environment/Dockerfile": 0o644,
     "environment/bank": 0o755,
+    "environment/entrypoint.sh": 0o755,
+    "environment/bankd.py": 0o644,
     "environment/mockbank.py": 0o644,
+    "environment/mockreplies.py": 0o644,
+    "environment/intentlog.py": 0o644,
+    "environment/toolschema.py": 0o644,
     "tests/test.sh": 0o755,
     "tests/verify.py": 0o644,
 }
+# One source, shipped twice: the bank validates calls with it, the verifier re-validates them.
+SHIPPED_TWICE = {"environment/toolschema.py": "tests/toolschema.py"}
 
 
 class BuildSummary(BaseModel):
@@ -113,7 +120,10 @@ def template_files(template_dir: Path) -> dict[str, tuple[bytes, int]]:
         raise DatasetError(
             f"task template incomplete: missing {', '.join(str(template_dir / m) for m in missing)}"
         )
-    return {rel: ((template_dir / rel).read_bytes(), mode) for rel, mode in TEMPLATE_FILES.items()}
+    files = {rel: ((template_dir / rel).read_bytes(), mode) for rel, mode in TEMPLATE_FILES.items()}
+    for source, copy in SHIPPED_TWICE.items():
+        files[copy] = files[source]
+    return files
 
 
 def tools_named_in(text: str, names: list[str]) -> list[str]:
@@ -225,8 +235,10 @@ def build_tasks(
     chosen = select(dataset, scenarios, limit)
     labelset = label_scenarios(labels, dataset, chosen, model_options)
     template = template_files(template_dir)
+    tools_json = render.tools_json(dataset.tools).encode()
     shared = {
-        "environment/tools.json": render.tools_json(dataset.tools).encode(),
+        "environment/tools.json": tools_json,
+        "tests/tools.json": tools_json,  # what the verifier checks arguments against
         "environment/responses.json": render.responses_json(dataset.tools).encode(),
     }
     # Render everything first: a problem in any task stops the build before a file is written.

@@ -3,16 +3,26 @@
 from __future__ import annotations
 
 import glob
+import importlib
 import json
 import os
 import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from types import ModuleType
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 BANK_SCRIPT = REPO_ROOT / "tasks/banking/template/environment/bank"
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
+ENVIRONMENT_DIR = BANK_SCRIPT.parent
+
+
+def import_task_modules(*names: str) -> dict[str, ModuleType]:
+    """The bank's modules, imported as the task imports them (by name, from environment/)."""
+    if str(ENVIRONMENT_DIR) not in sys.path:
+        sys.path.insert(0, str(ENVIRONMENT_DIR))
+    return {name: importlib.import_module(name) for name in names}
 
 
 def find_python38() -> str | None:

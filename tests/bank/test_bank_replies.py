@@ -2,29 +2,21 @@
 
 from __future__ import annotations
 
-import importlib.machinery
-import importlib.util
 import json
 import random
 import re
-import sys
-from types import ModuleType
+from types import SimpleNamespace
 
 import pytest
-from bank_harness import BANK_SCRIPT, FIXTURES
+from bank_harness import FIXTURES, import_task_modules
 
 
 @pytest.fixture(scope="module")
-def bank_module() -> ModuleType:
-    # The bank's code lives in the module beside its command script.
-    module_path = BANK_SCRIPT.with_name("mockbank.py")
-    loader = importlib.machinery.SourceFileLoader("bankbench_task_bank", str(module_path))
-    spec = importlib.util.spec_from_loader(loader.name, loader)
-    assert spec is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[loader.name] = module
-    loader.exec_module(module)
-    return module
+def bank_module() -> SimpleNamespace:
+    """The reply generator and the schema validator, imported from the task's environment/."""
+    modules = import_task_modules("mockreplies", "toolschema")
+    return SimpleNamespace(mock_value=modules["mockreplies"].mock_value,
+                           validate=modules["toolschema"].validate)
 
 
 RESPONSES = json.loads((FIXTURES / "responses.json").read_text())

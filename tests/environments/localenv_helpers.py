@@ -35,6 +35,30 @@ def process_gone(pid: int, within_sec: float = 5.0) -> bool:
     return False
 
 
+def running_with_argv(cmdline: bytes) -> list[int]:
+    """Host pids of live processes whose command line is exactly `cmdline` (NUL-separated)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if (entry / "cmdline").read_bytes() == cmdline and not process_gone(
+                        int(entry.name), within_sec=0):
+                    found.append(int(entry.name))
+            except OSError:
+                continue
+    return found
+
+
+def gone_within(processes, within_sec: float = 5.0) -> bool:
+    """True once `processes()` (a trial's process list) holds no live process."""
+    deadline = time.monotonic() + within_sec
+    while time.monotonic() < deadline:
+        if all(process_gone(pid, within_sec=0) for pid in processes()):
+            return True
+        time.sleep(0.05)
+    return False
+
+
 def read_pid(root: Path, path: str, within_sec: float = 10.0) -> int:
     """Wait for a command inside the root to write its pid file, then read it."""
     host_file = root / path.lstrip("/")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 import signal
 import subprocess
@@ -10,7 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from localenv_helpers import IS_ROOT, holder_pids, process_gone, read_pid
+from localenv_helpers import IS_ROOT, gone_within, holder_pids, process_gone, read_pid
 
 import environments.local as local
 import environments.sandbox as sandbox
@@ -36,9 +37,16 @@ async def test_host_system_dirs_are_read_only_and_the_root_is_private(make_env):
     assert not Path("/usr/localenv-probe").exists() and not Path("/etc/localenv-probe").exists()
     listing = await env.exec("ls /logs /tmp /tests /solution")
     assert listing.return_code == 0 and "agent\nartifacts\nverifier" in listing.stdout
-    made = await env.exec("mkdir /scratch && echo kept > /scratch/f && cat /scratch/f")
+    # The agent's user writes only its scratch and log folders; Harbor's root steps anywhere.
+    refused = await env.exec("mkdir /scratch || touch /app/x || touch /logs/verifier/x")
+    assert refused.return_code != 0 and "Permission denied" in (refused.stderr or "")
+    made = await env.exec("mkdir /scratch && echo kept > /scratch/f && cat /scratch/f",
+                          user="root")
     assert made.stdout == "kept\n"
     assert (env.root / "scratch" / "f").read_text() == "kept\n"
+    scratch = await env.exec("echo t > /tmp/t && echo s > /dev/shm/s && cat /tmp/t /dev/shm/s")
+    assert scratch.stdout == "t\ns\n"
+    assert (env.view / "tmp" / "t").read_text() == "t\n" and not (env.root / "tmp" / "t").exists()
 
 
 async def test_exec_honours_cwd_env_and_keeps_host_variables_out(make_env, monkeypatch):
@@ -68,7 +76,8 @@ async def test_upload_and_download_map_to_the_private_root(make_env, tmp_path):
     seen = await env.exec("cat /tests/nested/expected.json /solution/solve.sh /tmp/test.sh")
     assert seen.stdout == '{"x": 1}echo tests\necho tests\n'
 
-    await env.exec("echo '{\"tsq\": 1.0}' > /logs/verifier/reward.json && mkfifo /logs/verifier/p")
+    await env.exec("echo '{\"tsq\": 1.0}' > /logs/verifier/reward.json && mkfifo /logs/verifier/p",
+                   user="root")
     out = tmp_path / "downloaded"
     await env.download_dir("/logs/verifier", out)
     assert (out / "reward.json").read_text() == '{"tsq": 1.0}\n'
@@ -82,9 +91,14 @@ async def test_upload_and_download_map_to_the_private_root(make_env, tmp_path):
 async def test_paths_cannot_leave_the_root_and_system_dirs_refuse_uploads(make_env, tmp_path):
     env = make_env()
     await env.start(force_build=False)
-    await env.exec("ln -s /etc/hostname /logs/agent/escape")
-    with pytest.raises(ValueError, match="leads out of the environment"):
+    secret = tmp_path / "secret.txt"
+    secret.write_text("host only")
+    # A link resolves inside the root, as it would for the agent: the host file is not there.
+    await env.exec(f"ln -s {secret} /logs/agent/escape && ln -s ../../../../.. /logs/agent/up")
+    with pytest.raises(FileNotFoundError):
         await env.download_file("/logs/agent/escape", tmp_path / "escape")
+    with pytest.raises(FileNotFoundError):
+        await env.download_file(f"/logs/agent/up{secret}", tmp_path / "up")
     host_file = tmp_path / "f.txt"
     host_file.write_text("x")
     with pytest.raises(PermissionError, match="read-only"):
@@ -103,18 +117,19 @@ async def test_timeout_kills_the_whole_process_group(make_env):
     assert result.return_code == sandbox.TIMEOUT_EXIT_CODE
     assert "timed out after 2 s" in (result.stderr or "")
     assert result.stdout == "started\n"  # output before the timeout is kept
-    assert process_gone(read_pid(env.root, "/tmp/child.pid"))
+    read_pid(env.view, "/tmp/child.pid")
+    assert gone_within(env.processes)
 
 
 async def test_cancellation_kills_the_running_command(make_env):
     env = make_env()
     await env.start(force_build=False)
     running = asyncio.create_task(env.exec("sleep 300 & echo $! > /tmp/child.pid; wait"))
-    child = await asyncio.to_thread(read_pid, env.root, "/tmp/child.pid")
+    await asyncio.to_thread(read_pid, env.view, "/tmp/child.pid")
     running.cancel()
     with pytest.raises(asyncio.CancelledError):
         await running
-    assert process_gone(child)
+    assert gone_within(env.processes)
 
 
 async def test_background_jobs_outlive_their_command_until_stop(make_env):
@@ -122,7 +137,7 @@ async def test_background_jobs_outlive_their_command_until_stop(make_env):
     await env.start(force_build=False)
     started = await env.exec("sleep 300 >/dev/null 2>&1 & echo $!")
     assert started.return_code == 0
-    pid = int(started.stdout)
+    [pid] = env.processes()  # its host pid (the one printed is the trial's own)
     assert not process_gone(pid, within_sec=0.3)  # like a container, it keeps running
     root = env.root
     await env.stop(delete=True)
@@ -144,7 +159,7 @@ async def test_stop_keeps_the_root_when_asked(make_env):
 async def test_concurrent_environments_do_not_share_files(make_env):
     first, second = make_env("first"), make_env("second")
     await asyncio.gather(first.start(force_build=False), second.start(force_build=False))
-    write = "echo {0} > /app/owner && echo {0} > /logs/agent/{0}.txt && sleep 0.5 && cat /app/owner"
+    write = "echo {0} > /tmp/owner && echo {0} > /logs/agent/{0}.txt && sleep 0.5 && cat /tmp/owner"
     one, two = await asyncio.gather(
         first.exec(write.format("one")), second.exec(write.format("two"))
     )
@@ -181,12 +196,15 @@ def test_bad_options_are_named(make_env):
 async def test_user_argument_switches_user_when_root(make_env):
     env = make_env()
     await env.start(force_build=False)
-    assert (await env.exec("id -un", user="nobody")).stdout == "nobody\n"
+    # Any user but root is the trial's own unprivileged uid (the image's accounts are not here).
+    for user in ("nobody", None, 1000):
+        result = await env.exec("id -u; id -G", user=user)
+        assert result.stdout == f"{env.agent_uid}\n{env.agent_uid}\n", user
     assert (await env.exec("id -u", user="root")).stdout == "0\n"
     assert (await env.exec("echo $HOME", user=0)).stdout == "/root\n"
 
 
-async def test_unprivileged_user_namespace_recipe_works(make_env, monkeypatch):
+async def test_unprivileged_user_namespace_recipe_works(make_env, monkeypatch, caplog):
     """The recipe used without root: a user namespace mapping us to root."""
     tools = probe_host_tools(as_root=False)  # fails clearly where userns is disabled
     assert tools.userns
@@ -195,8 +213,10 @@ async def test_unprivileged_user_namespace_recipe_works(make_env, monkeypatch):
     await env.start(force_build=False)
     result = await env.exec("id -u && ./hello && touch /usr/x")
     assert result.stdout == "0\nhello []\n" and "Read-only" in (result.stderr or "")
-    with pytest.raises(RuntimeError, match="cannot run as user 'nobody'"):
-        await env.exec("true", user="nobody")
+    # No root to switch users with: it runs as the namespace's root and says so.
+    with caplog.at_level(logging.WARNING):
+        assert (await env.exec("id -u", user="nobody")).stdout == "0\n"
+    assert "runs user 'nobody'" in caplog.text
 
 
 async def test_start_says_what_is_missing_when_namespaces_are_unavailable(

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 from harbor.models.trial.result import TrialResult
-from localenv_helpers import process_gone
+from localenv_helpers import running_with_argv
 
 pytestmark = [pytest.mark.harbor, pytest.mark.timeout(600)]
 
@@ -109,7 +109,8 @@ def test_agent_timeout_ends_the_solution_and_its_background_processes(tmp_path):
     assert trial.exception_info.exception_type == "AgentTimeoutError"
     assert reward(trial, "tsq") == 0.0  # the verifier still ran after the timeout
     trial_dir = next(job.glob("tiny-hang__*"))
-    assert process_gone(int((trial_dir / "agent" / "sleep.pid").read_text()))
+    assert (trial_dir / "agent" / "sleep.pid").exists()  # its pid inside the trial's namespace
+    assert not running_with_argv(b"sleep\x00271\x00")
     root = re.search(r"LocalEnvironment root: (\S+)", (trial_dir / "trial.log").read_text())
     assert root is not None and not Path(root.group(1)).exists()  # state dir deleted
 

@@ -10,7 +10,9 @@ import pytest
 from verifier_harness import (
     EXPECTED_FIXTURE,
     INTERPRETERS,
+    SCHEMA_MODULE,
     TEST_SH,
+    TOOLS_FIXTURE,
     VERIFY_SCRIPT,
     Trial,
     load_verify_module,
@@ -38,4 +40,7 @@ def trial(tmp_path: Path, python: str) -> Trial:
     shutil.copy(VERIFY_SCRIPT, trial.tests_dir / "verify.py")
     shutil.copy(TEST_SH, trial.tests_dir / "test.sh")
     shutil.copy(EXPECTED_FIXTURE, trial.tests_dir / "expected.json")
+    # As the task builder ships them: the shared schema validator and the tool schemas.
+    shutil.copy(SCHEMA_MODULE, trial.tests_dir / "toolschema.py")
+    shutil.copy(TOOLS_FIXTURE, trial.tests_dir / "tools.json")
     return trial

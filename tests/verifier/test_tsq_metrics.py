@@ -127,6 +127,7 @@ def test_score_calls_combines_every_number(verify: ModuleType) -> None:
             "param_validity": 2 / 3,
             "multiset_f1": 2 / 3,  # 2 shared of 3 and 3
             "goal_coverage": 0.5,
+            "solved": 0.0,  # transfer_funds never called, check_loans called
         }
     )
 
@@ -183,6 +184,6 @@ def test_call_line_keeps_what_scoring_needs(verify: ModuleType) -> None:
         "attempt": 1,
         "tool": "a",
         "arguments": None,
-        "valid": False,
-        "errors": [],
+        "bank_valid": False,  # only `true` counts, and only to report disagreements
+        "truncated": False,
     }

@@ -25,6 +25,7 @@ def test_reward_file_holds_exactly_the_flat_numbers(trial: Trial) -> None:
         "param_validity": 1.0,
         "multiset_f1": 1.0,
         "goal_coverage": 1.0,
+        "solved": 1.0,
     }
     assert all(type(v) is float for v in outcome.reward.values())
     assert outcome.details["reason"] is None
@@ -140,7 +141,7 @@ def test_nothing_expected_and_nothing_called_is_perfect(trial: Trial) -> None:
     )
     reward = trial.verify().reward
     assert reward == dict(
-        ZERO, tsq=1.0, precision=1.0, recall=1.0, multiset_f1=1.0, goal_coverage=1.0
+        ZERO, tsq=1.0, precision=1.0, recall=1.0, multiset_f1=1.0, goal_coverage=1.0, solved=1.0
     )  # no calls: param_validity stays 0
 
 
@@ -233,6 +234,7 @@ def test_bank_calls_score_end_to_end(trial: Trial) -> None:
             "param_validity": 1 / 3,  # amount missing; the dotted name is unknown to the bank
             "multiset_f1": 2 / 3,  # {balance, transfer x2} vs {balance x2, transfer}: 2 shared
             "goal_coverage": 1.0,
+            "solved": 1.0,
         }
     )
 

@@ -18,7 +18,16 @@ TEST_SH = TEMPLATE / "tests/test.sh"
 BANK_SCRIPT = TEMPLATE / "environment/bank"
 EXPECTED_FIXTURE = Path(__file__).resolve().parent / "fixtures/expected.json"
 BANK_FIXTURES = REPO_ROOT / "tests/bank/fixtures"
-REWARD_KEYS = {"tsq", "precision", "recall", "param_validity", "multiset_f1", "goal_coverage"}
+REWARD_KEYS = {"tsq", "precision", "recall", "param_validity", "multiset_f1", "goal_coverage",
+               "solved"}
+SCHEMA_MODULE = TEMPLATE / "environment/toolschema.py"
+TOOLS_FIXTURE = BANK_FIXTURES / "tools.json"
+# Arguments that satisfy each fixture tool's schema (the verifier checks every call again).
+VALID_ARGUMENTS = {
+    "get_account_balance": {"account_number": "12", "account_type": "savings"},
+    "transfer_funds": {"from_account": "12", "to_account": "34", "amount": 200},
+    "list_recent_transactions": {"account_number": "12"},
+}
 
 
 def load_module(name: str, path: Path) -> ModuleType:
@@ -41,12 +50,13 @@ INTERPRETERS: dict[str, str | None] = load_module(
 
 
 def call_line(seq: int, tool: str, attempt: int = 1, valid: bool = True) -> dict:
-    """An intents line as the bank writes it for one call."""
+    """An intents line as the bank writes it for one call: with arguments its schema accepts
+    (or `{}`, which every fixture tool refuses, when not `valid`)."""
     return {
         "seq": seq,
         "attempt": attempt,
         "tool": tool,
-        "arguments": {},
+        "arguments": VALID_ARGUMENTS.get(tool, {}) if valid else {},
         "valid": valid,
         "errors": [] if valid else ["invalid"],
         "ts": 1.0,

@@ -1,39 +1,47 @@
 #!/usr/bin/env python3
 """Score one trial's tool selection from the calls the mock bank recorded.
 
-Reads the expected calls (tests/expected.json) and the intents log the bank wrote
-(/logs/agent/intents.jsonl), picks the attempt to score (the last `accept` line, else the
-highest attempt seen), and writes:
+Reads the expected calls (tests/expected.json), the tool schemas (tools.json beside this
+script, else /app/tools.json) and the intents log the bank wrote (/logs/agent/intents.jsonl),
+picks the attempt to score (the last `accept` line, else the highest attempt seen), and writes:
 
 - <out-dir>/reward.json: flat numbers only (tsq, precision, recall, param_validity,
-  multiset_f1, goal_coverage), one Harbor metric each;
+  multiset_f1, goal_coverage, solved), one Harbor metric each;
 - <out-dir>/tsq.json: how those numbers came about (names actual vs expected, per-goal
   matches, every attempt's calls and scores, which attempt was scored and why, any reason
   for a zero).
 
-It never crashes: unreadable inputs score 0.0 with the reason in tsq.json. Standard library
-only; runs on Python 3.8+.
+Every call's arguments are checked against its tool's schema again here (toolschema.py, the
+same validator the bank uses): the log's `valid` flag is not trusted. It never crashes:
+unreadable inputs score 0.0 with the reason in tsq.json. Standard library only; runs on
+Python 3.8+.
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import sys
+import tempfile
+import traceback
 from collections import Counter
 
-# The verifier runs once per trial, as a fresh process: argparse (for anything but the plain
-# command line test.sh passes), traceback (on errors) and typing (type checkers only) are
-# imported where needed, and tempfile not at all, as start-up is most of its cost.
+HERE = os.path.dirname(os.path.abspath(__file__))
+# toolschema.py is shipped beside this file; in the template it lives in ../environment.
+sys.path[:0] = [HERE, os.path.join(os.path.dirname(HERE), "environment")]
+from toolschema import check_call, normalise_name, tool_index  # noqa: E402
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    import argparse
     from typing import Any, Iterable
 
 VERIFIER_VERSION = "1"
-REWARD_KEYS = ("tsq", "precision", "recall", "param_validity", "multiset_f1", "goal_coverage")
+REWARD_KEYS = ("tsq", "precision", "recall", "param_validity", "multiset_f1", "goal_coverage",
+               "solved")
 DEFAULT_INTENTS = "/logs/agent/intents.jsonl"
 DEFAULT_OUT_DIR = "/logs/verifier"
+DEFAULT_TOOLS = ("tools.json beside verify.py", "/app/tools.json")
 MAX_CORRUPT_EXAMPLES = 10
 
 
@@ -44,17 +52,9 @@ class InputError(Exception):
 # ---------------------------------------------------------------- the metrics
 
 
-def normalise_tool_name(name: str) -> str:
-    """`bank__Get-Balance` -> `getbalance`; `tools.get_balance` -> `getbalance`.
-
-    A `prefix__tool` name keeps what follows the first `__`; a dotted `module.tool` keeps the
-    last part; then lower-case and drop `_` and `-`.
-    """
-    name = name.strip()
-    if "__" in name:
-        name = name.split("__", 1)[1]
-    name = name.rsplit(".", 1)[-1]
-    return name.lower().replace("_", "").replace("-", "")
+# The bank's own normaliser (one definition, in toolschema.py): the names it suggests and the
+# names scored here match alike.
+normalise_tool_name = normalise_name
 
 
 def tool_selection_quality(
@@ -99,10 +99,18 @@ def f1_from_counts(hits: int, n_actual: int, n_expected: int) -> tuple[float, fl
 
 
 def param_validity(calls: list[dict[str, Any]]) -> float:
-    """Share of the attempt's calls the bank accepted as valid; no calls -> 0.0."""
+    """Share of the attempt's calls whose arguments satisfy their tool's schema (as checked
+    again here); no calls -> 0.0."""
     if not calls:
         return 0.0
     return sum(1 for call in calls if call["valid"]) / len(calls)
+
+
+def solved(actual: Iterable[str], expected: Iterable[str]) -> float:
+    """1.0 when the attempt called every expected tool and nothing else (by normalised name),
+    else 0.0: the binary outcome pass@k and pass^k are computed on."""
+    return float({normalise_tool_name(n) for n in actual}
+                 == {normalise_tool_name(n) for n in expected})
 
 
 def goal_matches(goals: list[dict[str, Any]], actual: Iterable[str]) -> list[dict[str, Any]]:
@@ -147,6 +155,7 @@ def score_calls(calls: list[dict[str, Any]], expected: dict[str, Any]) -> dict[s
         "param_validity": param_validity(calls),
         "multiset_f1": multiset_f1(names, expected["expected_tools"]),
         "goal_coverage": goal_coverage(matches, recall),
+        "solved": solved(names, expected["expected_tools"]),
     }
     return {"reward": reward, "goals": matches}
 
@@ -215,10 +224,9 @@ def read_intents(path: str) -> dict[str, Any]:
 
 
 def parse_intent_line(raw: bytes) -> dict[str, Any] | None:
-    """A call {seq, attempt, tool, arguments, valid, errors} or an acceptance {accept}, else None.
-
-    Only `tool` must be a string; a missing `attempt` means 1 and anything but `valid: true`
-    counts as invalid.
+    """A call {seq, attempt, tool, arguments, bank_valid, truncated} or an acceptance {accept},
+    else None. Only `tool` must be a string; a missing `attempt` means 1. Whether the call is
+    valid is decided by recheck(), not by the line.
     """
     try:
         entry = json.loads(raw.decode("utf-8"))
@@ -234,15 +242,46 @@ def parse_intent_line(raw: bytes) -> dict[str, Any] | None:
     tool, attempt = entry.get("tool"), entry.get("attempt", 1)
     if not isinstance(tool, str) or isinstance(attempt, bool) or not isinstance(attempt, int):
         return None
-    errors = entry.get("errors")
     return {
         "seq": entry.get("seq"),
         "attempt": attempt,
         "tool": tool,
         "arguments": entry.get("arguments"),
-        "valid": entry.get("valid") is True,
-        "errors": errors if isinstance(errors, list) else [],
+        "bank_valid": entry.get("valid") is True,
+        "truncated": entry.get("arguments_truncated") is True,
     }
+
+
+def load_tools(path: str | None) -> dict[str, dict[str, Any]]:
+    """Tool name -> parameters schema, from `path` or the first of DEFAULT_TOOLS that exists."""
+    candidates = [path] if path else [os.path.join(HERE, "tools.json"), "/app/tools.json"]
+    for candidate in candidates:
+        if path or os.path.exists(candidate):
+            try:
+                with open(candidate, encoding="utf-8") as handle:
+                    tools = json.load(handle)
+            except (OSError, ValueError) as exc:
+                raise InputError(f"tool schemas {candidate} unreadable: {exc}") from exc
+            if not isinstance(tools, list):
+                raise InputError(f"tool schemas {candidate}: top level must be a list")
+            return tool_index(tools)
+    raise InputError(f"no tool schemas found (looked for {' and '.join(candidates)})")
+
+
+def recheck(calls: list[dict[str, Any]], index: dict[str, dict[str, Any]]) -> int:
+    """Set each call's `valid` and `errors` from the schema, not from the log; returns how
+    many calls the log's own `valid` flag disagreed with."""
+    disagreements = 0
+    for call in calls:
+        if call["truncated"]:
+            # The log keeps only the head of oversized arguments: nothing left to check.
+            headline, details = "arguments too large to check", []
+        else:
+            headline, details = check_call(call["tool"], True, call["arguments"], "", index)
+        call["valid"] = not headline
+        call["errors"] = [headline] + details if headline else []
+        disagreements += call["valid"] != call["bank_valid"]
+    return disagreements
 
 
 def choose_attempt(log: dict[str, Any]) -> tuple[int, str]:
@@ -279,7 +318,8 @@ def no_calls_reason(log: dict[str, Any]) -> str | None:
     return None
 
 
-def build_report(expected_path: str, intents_path: str) -> dict[str, Any]:
+def build_report(expected_path: str, intents_path: str, tools_path: str | None = None
+                 ) -> dict[str, Any]:
     """Everything tsq.json holds; its `reward` is what reward.json gets."""
     log = read_intents(intents_path)
     report: dict[str, Any] = {
@@ -293,6 +333,8 @@ def build_report(expected_path: str, intents_path: str) -> dict[str, Any]:
     report["intents"]["n_accepts"] = len(log["accepts"])
     try:
         expected = load_expected(expected_path)
+        report["intents"]["valid_flag_disagreements"] = recheck(
+            log["calls"], load_tools(tools_path))
     except InputError as exc:
         report["reason"] = str(exc)
         return report
@@ -332,11 +374,10 @@ def build_report(expected_path: str, intents_path: str) -> dict[str, Any]:
 
 def write_json(path: str, payload: Any) -> None:
     """Write via a temporary file and rename, so readers never see half a file."""
-    directory = os.path.dirname(path) or "."
     # Lone surrogates (undecodable bytes an agent passed on the command line) stay escapes.
     data = (json.dumps(payload, indent=2, ensure_ascii=False) + "\n").encode(
         "utf-8", "backslashreplace")
-    fd, temporary = create_temporary(directory)
+    fd, temporary = tempfile.mkstemp(dir=os.path.dirname(path) or ".", suffix=".json")
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
@@ -347,66 +388,21 @@ def write_json(path: str, payload: Any) -> None:
         raise
 
 
-def create_temporary(directory: str) -> tuple[int, str]:
-    """A new file of our own in `directory`, opened for writing with mode 0600, as
-    tempfile.mkstemp makes it (importing tempfile costs more than the rest of a run)."""
-    flags = (os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
-             | getattr(os, "O_CLOEXEC", 0))
-    for attempt in range(1000):
-        path = os.path.join(directory, f".tmp-{os.getpid()}-{attempt}.json")
-        try:
-            return os.open(path, flags, 0o600), path
-        except FileExistsError:
-            continue  # left by an earlier run with the same process id
-    raise FileExistsError(f"no free temporary name in {directory}")
-
-
-OPTIONS = ("--expected", "--intents", "--out-dir")
-
-
-def parse_args(argv: list[str]) -> Any:
-    """The options; argparse only when argv is not the plain `--option value` form test.sh
-    passes (help, errors, abbreviations, `--option=value`, repeats), which it handles alike."""
-    here = os.path.dirname(os.path.abspath(__file__))
-    defaults = {
-        "expected": os.path.join(here, "expected.json"),
-        "intents": os.environ.get("BANK_INTENTS") or DEFAULT_INTENTS,
-        "out_dir": DEFAULT_OUT_DIR,
-    }
-    names, values = argv[0::2], argv[1::2]
-    plain = (len(names) == len(values) and len(set(names)) == len(names)
-             and all(name in OPTIONS for name in names)
-             and not any(value.startswith("-") for value in values))
-    if plain:
-        for name, value in zip(names, values):
-            defaults[name[2:].replace("-", "_")] = value
-        return Options(**defaults)
-    return parse_args_fully(argv, defaults)
-
-
-class Options:
-    """What parse_args returns (as argparse's Namespace would)."""
-
-    def __init__(self, expected: str, intents: str, out_dir: str) -> None:
-        self.expected, self.intents, self.out_dir = expected, intents, out_dir
-
-
-def parse_args_fully(argv: list[str], defaults: dict[str, str]) -> argparse.Namespace:
-    import argparse
-
+def parse_args(argv: list[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description="Score tool selection for one trial.")
-    parser.add_argument("--expected", default=defaults["expected"],
+    parser.add_argument("--expected", default=os.path.join(HERE, "expected.json"),
                         help="expected calls (default: expected.json beside this script)")
-    parser.add_argument("--intents", default=defaults["intents"],
+    parser.add_argument("--intents", default=os.environ.get("BANK_INTENTS") or DEFAULT_INTENTS,
                         help="the bank's intents log (default: $BANK_INTENTS or %(default)s)")
+    parser.add_argument("--tools", default=None,
+                        help="tool schemas the calls are checked against "
+                             f"(default: {' else '.join(DEFAULT_TOOLS)})")
     parser.add_argument("--out-dir", default=DEFAULT_OUT_DIR,
                         help="where reward.json and tsq.json go (default: %(default)s)")
     return parser.parse_args(argv)
 
 
 def error_report(what: str) -> dict[str, Any]:
-    import traceback
-
     return {
         "verifier_version": VERIFIER_VERSION,
         "reward": zero_reward(),
@@ -419,7 +415,7 @@ def main(argv: list[str]) -> int:
     args = parse_args(argv)
     os.makedirs(args.out_dir, exist_ok=True)
     try:
-        report = build_report(args.expected, args.intents)
+        report = build_report(args.expected, args.intents, args.tools)
     except Exception:  # the reward file must exist whatever went wrong
         report = error_report("while scoring")
     write_json(os.path.join(args.out_dir, "reward.json"), report["reward"])
