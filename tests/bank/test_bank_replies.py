@@ -45,7 +45,7 @@ EXTRA_SCHEMAS = {
 
 
 @pytest.mark.parametrize("name", sorted({**RESPONSES, **EXTRA_SCHEMAS}))
-def test_replies_satisfy_their_response_schema(bank_module: ModuleType, name: str) -> None:
+def test_replies_satisfy_their_response_schema(bank_module: SimpleNamespace, name: str) -> None:
     schema = {**RESPONSES, **EXTRA_SCHEMAS}[name]
     for seed in range(40):
         reply = bank_module.mock_value(schema, "", random.Random(seed), {})
@@ -54,7 +54,7 @@ def test_replies_satisfy_their_response_schema(bank_module: ModuleType, name: st
         assert errors == [], (seed, reply)
 
 
-def test_replies_echo_the_callers_values(bank_module: ModuleType) -> None:
+def test_replies_echo_the_callers_values(bank_module: SimpleNamespace) -> None:
     reply = bank_module.mock_value(
         RESPONSES["get_account_balance"], "", random.Random(1), {"account_number": "777"}
     )
@@ -75,7 +75,7 @@ def test_replies_echo_the_callers_values(bank_module: ModuleType) -> None:
     ],
 )
 def test_strings_look_like_what_their_name_says(
-    bank_module: ModuleType, name: str, pattern: str
+    bank_module: SimpleNamespace, name: str, pattern: str
 ) -> None:
     value = bank_module.mock_value({"type": "string"}, name, random.Random(7), {})
     assert re.fullmatch(pattern, value), value
