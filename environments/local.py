@@ -180,7 +180,7 @@ class LocalEnvironment(BaseEnvironment):
         the host: where to look for what a command wrote to /tmp."""
         if self._holder is None:
             raise RuntimeError("LocalEnvironment used before start() or after stop()")
-        return Path(self._holder.view(self.root))
+        return Path(self._holder.view())
 
     @property
     def agent_uid(self) -> int:
@@ -292,7 +292,7 @@ class LocalEnvironment(BaseEnvironment):
         self._verifying = True
         ended = await asyncio.to_thread(self._holder.end_members)
         verifier_dir = str(EnvironmentPaths.for_os(self.os).verifier_dir)
-        folder = Path(resolve_inside(self._holder.view(self.root), verifier_dir)[0])
+        folder = Path(resolve_inside(self._holder.view(), verifier_dir)[0])
         await asyncio.to_thread(_empty_folder, folder)
         folder.chmod(0o777)
         self.logger.debug(f"LocalEnvironment: verification begins; ended {ended} processes")
@@ -345,7 +345,7 @@ class LocalEnvironment(BaseEnvironment):
                      f"--fsize={file_bytes}", "--", self._tools.chroot, f"--userspec={uid}:{uid}"]
         else:
             argv.append(self._tools.chroot)
-        argv += [str(self.root), "/usr/bin/env", f"--chdir={cwd or self._workdir}",
+        argv += ["/", "/usr/bin/env", f"--chdir={cwd or self._workdir}",
                  "/bin/bash", "-c", command]
         code, stdout, stderr, timed_out = await run_command(
             argv, process_env, timeout_sec or None, self._state / "exec"
@@ -358,7 +358,7 @@ class LocalEnvironment(BaseEnvironment):
         """Where a container path is, seen from the host through the trial's own mounts, with
         its symlinks resolved inside the root."""
         assert self._holder is not None and self._layout is not None
-        host, resolved = resolve_inside(self._holder.view(self.root), container_path)
+        host, resolved = resolve_inside(self._holder.view(), container_path)
         if write:
             for bind in self._layout.binds:
                 under = resolved == bind.target or resolved.startswith(bind.target + "/")
@@ -369,16 +369,16 @@ class LocalEnvironment(BaseEnvironment):
     def _writable_by_others(self, host: Path) -> bool:
         """True when the agent's user could have placed something at or above `host` (a
         folder it can write, or a link), so a copy there must be made from inside."""
-        view = Path(self._holder.view(self.root))  # type: ignore[union-attr]
+        view = Path(self._holder.view())  # type: ignore[union-attr]
         for path in [host, *host.parents]:
+            if path == view:  # the root itself (a /proc link, not the agent's)
+                return False
             try:
                 info = os.lstat(path)
             except FileNotFoundError:
                 continue
             if stat.S_ISLNK(info.st_mode) or info.st_uid != 0 or info.st_mode & 0o022:
                 return True
-            if path == view:
-                return False
         return False
 
     async def _copy_in(self, source: Path, target_path: str, is_dir: bool) -> None:
@@ -393,8 +393,7 @@ class LocalEnvironment(BaseEnvironment):
             folder, name = os.path.dirname(target), os.path.basename(target)
         archive = await asyncio.to_thread(_tar, source, name)
         unpack = f"mkdir -p {shlex.quote(folder)} && tar -xf - -C {shlex.quote(folder)}"
-        argv = [*self._holder.enter_argv(), self._tools.chroot,  # type: ignore[union-attr]
-                str(self.root), "/bin/sh", "-c", unpack]
+        argv = [*self._holder.enter_argv(), "/bin/sh", "-c", unpack]  # type: ignore[union-attr]
         done = await asyncio.to_thread(
             subprocess.run, argv, input=archive, capture_output=True, env={"PATH": DEFAULT_PATH})
         if done.returncode != 0:

@@ -4,8 +4,11 @@ At start, `unshare` opens private mount, PID and IPC namespaces for the trial; t
 process (PID 1 inside, "init") runs the generated `setup.sh`, which builds the trial's view:
 a small private /dev, a procfs of the trial's own PID namespace (no host process is visible),
 a size-bounded scratch tmpfs for /tmp, /var/tmp and /dev/shm, the host's system directories
-read-only, Harbor's log folders. Init then holds the namespaces open; every command `nsenter`s
-them and chroots into the root. When init ends, the kernel ends every process of the trial.
+read-only, Harbor's log folders. It then makes the root the namespace's own root
+(pivot_root) and lets go of the host's tree, so nothing above the root exists in there: not
+even a process that escapes a chroot (say, from a user namespace of its own) finds the host.
+Init holds the namespaces open; every command `nsenter`s them (which puts it at that root).
+When init ends, the kernel ends every process of the trial.
 
 The harness reaches the trial's files through init's view (/proc/<init>/root), so writes land
 on the scratch tmpfs where the agent sees them; symlinks there are resolved as they would be
@@ -19,13 +22,14 @@ import shlex
 import signal
 import stat
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 from environments.sandbox import HostTools, NamespaceUnavailableError, RootLayout, inside
 
 SCRATCH = "/.localenv/scratch"  # the tmpfs mount point inside the root
+OLD_ROOT = "/.localenv/old-root"  # where pivot_root puts the host's tree, then unmounted
+_TOOL_PATH = "/usr/sbin:/usr/bin:/sbin:/bin"
 # Scratch sub-folder -> where it appears in the root, and its mode.
 SCRATCH_DIRS = {"tmp": ("/tmp", 0o1777), "var-tmp": ("/var/tmp", 0o1777),
                 "shm": ("/dev/shm", 0o1777)}
@@ -50,15 +54,16 @@ while os.read(0, 4096):
 
 
 def setup_script(layout: RootLayout, tools: HostTools, scratch_mb: int,
-                 modes_after_mounts: dict[str, int], script: Path,
-                 init_python: str = sys.executable) -> str:
+                 modes_after_mounts: dict[str, int], script: Path) -> str:
     """Shell script run as PID 1 of the fresh namespaces: make the mounts, then become the
     trial's init (prints `ready`, holds the namespaces open until stdin closes). With
     arguments (manual use: `unshare --mount --pid --fork sh setup.sh /bin/bash -l`) it runs
-    them chrooted instead."""
+    them in the root instead."""
     mount = shlex.quote(tools.mount)
     lines = ["#!/bin/sh", "# Sets up one LocalEnvironment root's mounts (see environments/).",
-             "set -e", f"R={shlex.quote(str(layout.root))}",
+             "set -e", f"R={shlex.quote(str(layout.root))}", f"PATH={_TOOL_PATH}",
+             # The root must be a mount point of its own to become the namespace's root.
+             f'{mount} --bind "$R" "$R"',
              # A private /dev: the harmless devices, its own ptys, no host disks or shm.
              f'{mount} -t tmpfs -o mode=755,size=512k,nosuid,noexec tmpfs "$R"/dev']
     for name in DEVICES:
@@ -94,10 +99,14 @@ def setup_script(layout: RootLayout, tools: HostTools, scratch_mb: int,
     for path, mode in modes_after_mounts.items():
         lines.append(f'chmod {mode:o} "$R"{shlex.quote(path)}')
     lines += [
-        f'if [ $# -gt 0 ]; then exec {shlex.quote(tools.chroot)} "$R" "$@"; fi',
+        # From here on there is no host tree: only the root, as `/`.
+        f'cd "$R" && mkdir -p .{OLD_ROOT} && pivot_root . .{OLD_ROOT} && cd /',
+        f"umount -l {OLD_ROOT} && rmdir {OLD_ROOT}",
+        f"PATH={shlex.quote(layout.path)}",
+        'if [ $# -gt 0 ]; then exec "$@"; fi',
         # PID 1 from here on: it reaps the orphans every trial makes (a shell would not),
         # and ends, ending the trial, when the harness closes its stdin.
-        f"exec {shlex.quote(init_python)} -I -S -c {shlex.quote(INIT)} {shlex.quote(str(script))}",
+        f"exec python3 -I -S -c {shlex.quote(INIT)} {shlex.quote(str(script))}",
     ]
     return "\n".join(lines) + "\n"
 
@@ -152,19 +161,20 @@ class NamespaceHolder:
         return self._process is not None and self._process.poll() is None
 
     def enter_argv(self) -> list[str]:
-        """argv prefix that runs a host program inside the namespaces (as a child of init's
-        PID namespace: nsenter forks into it)."""
+        """argv prefix that runs a program of the root inside the namespaces, at the root (as a
+        child of init's PID namespace: nsenter forks into it). Host tools run there only
+        from the system folders the root shows at the same paths."""
         if not self.alive() or self.init_pid is None:
             raise RuntimeError("LocalEnvironment's namespace is gone (stopped, or its holder died)")
         user = ["--user"] if self._tools.userns else []
         return [self._tools.nsenter, f"--target={self.init_pid}", *user, "--mount", "--pid",
                 "--ipc", "--"]
 
-    def view(self, root: Path) -> str:
-        """Host path of `root` as the trial's processes see it (its mounts included)."""
+    def view(self) -> str:
+        """Host path of the trial's root as its processes see it (its mounts included)."""
         if self.init_pid is None:
             raise RuntimeError("LocalEnvironment's namespace is not started")
-        return f"/proc/{self.init_pid}/root{root}"
+        return f"/proc/{self.init_pid}/root"
 
     def members(self) -> list[int]:
         """Host process ids of every process in the trial's PID namespace but init."""

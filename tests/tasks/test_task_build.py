@@ -16,6 +16,7 @@ from harbor.models.task.task import Task
 from taskdata import sample_rows, write_hub_layout
 
 from contracts.expected import Expected
+from contracts.reward import REWARD_KEYS
 from tasks.banking.build import TEMPLATE_DIR, TEMPLATE_FILES, build_tasks
 from tasks.banking.dataset import DatasetError, load
 from tasks.banking.labels import LabelsError
@@ -24,7 +25,6 @@ from tasks.banking.writer import WriteError, read_tree
 
 SAMPLE = load("sample")
 TOOL_NAMES = SAMPLE.tool_names
-REWARD_KEYS = ("tsq", "precision", "recall", "param_validity", "multiset_f1", "goal_coverage")
 quiet = {"log": lambda line: None}
 ORACLE_RUN = ("banking-002", "banking-008", "banking-012")  # 15 of the 20 tools between them
 
