@@ -42,7 +42,7 @@ from harbor.environments.capabilities import EnvironmentCapabilities
 from harbor.models.trial.paths import EnvironmentPaths
 from pydantic import BaseModel, Field, ValidationError, field_validator
 
-from environments.namespace import NamespaceHolder, resolve_inside, setup_script
+from environments.namespace import NamespaceHolder, init_spec, resolve_inside
 from environments.sandbox import (
     DEFAULT_PATH,
     BindMount,
@@ -198,7 +198,7 @@ class LocalEnvironment(BaseEnvironment):
         name = re.sub(r"[^A-Za-z0-9_.-]", "_", self.session_id)[:80]
         self._state = Path(tempfile.mkdtemp(prefix=f"{name}-", dir=base))
         await asyncio.to_thread(self._build_root)
-        self._holder = NamespaceHolder(self._tools, self._state / "setup.sh")
+        self._holder = NamespaceHolder(self._tools, self._state / "init.json")
         await asyncio.to_thread(self._holder.start)
         self.logger.debug(f"LocalEnvironment root: {self.root}")
         if self._tools.userns:
@@ -248,9 +248,8 @@ class LocalEnvironment(BaseEnvironment):
             self.environment_dir, inside(self.root, APP_DIR), symlinks=True,
             dirs_exist_ok=True, ignore=_skip_special_files,
         )
-        script = self._state / "setup.sh"
-        script.write_text(setup_script(
-            self._layout, self._tools, self._options.scratch_mb, self._log_dirs(), script))
+        spec = init_spec(self._layout, self._options.scratch_mb, self._log_dirs())
+        (self._state / "init.json").write_text(json.dumps(spec, indent=1))
         (self._state / "exec").mkdir()
 
     async def _run_entrypoint(self) -> None:

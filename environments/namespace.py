@@ -1,7 +1,7 @@
 """One trial's namespaces: the mounts made once, the processes in them, the files seen through them.
 
 At start, `unshare` opens private mount, PID and IPC namespaces for the trial; their first
-process (PID 1 inside, "init") runs the generated `setup.sh`, which builds the trial's view:
+process (PID 1 inside, "init": trial_init.py, given a JSON spec) builds the trial's view:
 a small private /dev, a procfs of the trial's own PID namespace (no host process is visible),
 a size-bounded scratch tmpfs for /tmp, /var/tmp and /dev/shm, the host's system directories
 read-only, Harbor's log folders. It then makes the root the namespace's own root
@@ -18,10 +18,10 @@ inside the root, never against the host's tree.
 from __future__ import annotations
 
 import os
-import shlex
 import signal
 import stat
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -29,7 +29,6 @@ from environments.sandbox import HostTools, NamespaceUnavailableError, RootLayou
 
 SCRATCH = "/.localenv/scratch"  # the tmpfs mount point inside the root
 OLD_ROOT = "/.localenv/old-root"  # where pivot_root puts the host's tree, then unmounted
-_TOOL_PATH = "/usr/sbin:/usr/bin:/sbin:/bin"
 # Scratch sub-folder -> where it appears in the root, and its mode.
 SCRATCH_DIRS = {"tmp": ("/tmp", 0o1777), "var-tmp": ("/var/tmp", 0o1777),
                 "shm": ("/dev/shm", 0o1777)}
@@ -37,78 +36,24 @@ DEVICES = ("null", "zero", "full", "random", "urandom", "tty")
 MAX_SYMLINKS = 40  # as the kernel's own limit on one path lookup
 
 
-# The trial's init: print `ready`, reap children, end at EOF on stdin. argv[1] (the setup
-# script's path) only names the process for `ps`.
-INIT = """import os, signal, sys
-def reap(*_):
-    try:
-        while os.waitpid(-1, os.WNOHANG)[0] > 0:
-            pass
-    except ChildProcessError:
-        pass
-signal.signal(signal.SIGCHLD, reap)
-os.write(1, b"ready\\n")
-while os.read(0, 4096):
-    pass
-"""
+INIT_SCRIPT = Path(__file__).with_name("trial_init.py")
 
 
-def setup_script(layout: RootLayout, tools: HostTools, scratch_mb: int,
-                 modes_after_mounts: dict[str, int], script: Path) -> str:
-    """Shell script run as PID 1 of the fresh namespaces: make the mounts, then become the
-    trial's init (prints `ready`, holds the namespaces open until stdin closes). With
-    arguments (manual use: `unshare --mount --pid --fork sh setup.sh /bin/bash -l`) it runs
-    them in the root instead."""
-    mount = shlex.quote(tools.mount)
-    lines = ["#!/bin/sh", "# Sets up one LocalEnvironment root's mounts (see environments/).",
-             "set -e", f"R={shlex.quote(str(layout.root))}", f"PATH={_TOOL_PATH}",
-             # The root must be a mount point of its own to become the namespace's root.
-             f'{mount} --bind "$R" "$R"',
-             # A private /dev: the harmless devices, its own ptys, no host disks or shm.
-             f'{mount} -t tmpfs -o mode=755,size=512k,nosuid,noexec tmpfs "$R"/dev']
-    for name in DEVICES:
-        lines += [f': > "$R"/dev/{name}', f'{mount} --bind /dev/{name} "$R"/dev/{name}']
-    lines += [
-        'mkdir "$R"/dev/pts "$R"/dev/shm',
-        f'{mount} -t devpts -o newinstance,ptmxmode=0666,mode=620 devpts "$R"/dev/pts'
-        f' 2>/dev/null || {mount} --rbind /dev/pts "$R"/dev/pts',
-        'ln -s pts/ptmx "$R"/dev/ptmx',
-        'ln -s /proc/self/fd "$R"/dev/fd',
-        'ln -s /proc/self/fd/0 "$R"/dev/stdin',
-        'ln -s /proc/self/fd/1 "$R"/dev/stdout',
-        'ln -s /proc/self/fd/2 "$R"/dev/stderr',
-        # This PID namespace's own procfs: only the trial's processes are visible.
-        f'{mount} -t proc -o nosuid,nodev,noexec proc "$R"/proc',
-        f'S="$R"{SCRATCH}',
-        f'{mount} -t tmpfs -o size={int(scratch_mb)}m,mode=755,nosuid,nodev tmpfs "$S"',
-    ]
-    for name, (target, mode) in SCRATCH_DIRS.items():
-        lines += [f'mkdir -p "$S"/{name} "$R"{target}', f'chmod {mode:o} "$S"/{name}',
-                  f'{mount} --bind "$S"/{name} "$R"{target}']
-    for bind in layout.binds:
-        target = shlex.quote(str(inside(Path("/"), bind.target)))
-        # Made again here: a mount point under /tmp is hidden by the scratch tmpfs.
-        if bind.source.is_dir():
-            lines.append(f'mkdir -p "$R"{target}')
-        else:
-            lines.append(f'mkdir -p "$(dirname "$R"{target})" && touch "$R"{target}')
-        lines.append(f'{mount} --rbind {shlex.quote(str(bind.source))} "$R"{target}')
-        if bind.read_only:
-            lines.append(f'{mount} -o remount,bind,ro "$R"{target}')
-    # Modes of folders Harbor mounts from the host apply to the mounted folder itself.
-    for path, mode in modes_after_mounts.items():
-        lines.append(f'chmod {mode:o} "$R"{shlex.quote(path)}')
-    lines += [
-        # From here on there is no host tree: only the root, as `/`.
-        f'cd "$R" && mkdir -p .{OLD_ROOT} && pivot_root . .{OLD_ROOT} && cd /',
-        f"umount -l {OLD_ROOT} && rmdir {OLD_ROOT}",
-        f"PATH={shlex.quote(layout.path)}",
-        'if [ $# -gt 0 ]; then exec "$@"; fi',
-        # PID 1 from here on: it reaps the orphans every trial makes (a shell would not),
-        # and ends, ending the trial, when the harness closes its stdin.
-        f"exec python3 -I -S -c {shlex.quote(INIT)} {shlex.quote(str(script))}",
-    ]
-    return "\n".join(lines) + "\n"
+def init_spec(layout: RootLayout, scratch_mb: int, modes_after_mounts: dict[str, int]
+              ) -> dict[str, object]:
+    """What trial_init.py mounts, as JSON: the private /dev, the scratch tmpfs and its
+    folders, the binds, and the modes of the mounted log folders (in order)."""
+    return {
+        "root": str(layout.root),
+        "devices": list(DEVICES),
+        "scratch": SCRATCH,
+        "scratch_mb": int(scratch_mb),
+        "scratch_dirs": [[name, target, mode] for name, (target, mode) in SCRATCH_DIRS.items()],
+        "binds": [[str(b.source), str(inside(Path("/"), b.target)), b.read_only]
+                  for b in layout.binds],
+        "modes": [[path, mode] for path, mode in modes_after_mounts.items()],
+        "old_root": OLD_ROOT,
+    }
 
 
 def children_of(pid: int) -> list[int]:
@@ -127,16 +72,17 @@ class NamespaceHolder:
     environment (`--kill-child` covers `unshare` itself being killed).
     """
 
-    def __init__(self, tools: HostTools, script: Path) -> None:
+    def __init__(self, tools: HostTools, spec: Path) -> None:
         self._tools = tools
-        self._script = script
+        self._spec = spec
         self._process: subprocess.Popen[bytes] | None = None
         self.init_pid: int | None = None  # init's process id as the host sees it
         self._pid_ns: str | None = None
 
     def start(self) -> None:
         process = subprocess.Popen(
-            [*self._tools.unshare, "--kill-child", self._tools.sh, str(self._script)],
+            [*self._tools.unshare, "--kill-child", sys.executable, "-I", "-S", str(INIT_SCRIPT),
+             str(self._spec)],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
             start_new_session=True,
         )
@@ -146,7 +92,7 @@ class NamespaceHolder:
             process.wait(timeout=30)
             reason = process.stderr.read().decode(errors="replace").strip()
             raise NamespaceUnavailableError(
-                f"LocalEnvironment could not mount its root ({self._script}): {reason}"
+                f"LocalEnvironment could not mount its root ({self._spec}): {reason}"
             )
         process.stdout.close()
         process.stderr.close()

@@ -72,7 +72,7 @@ class Bank:
 
     def env(self, **extra: str) -> dict[str, str]:
         env = {k: v for k, v in os.environ.items() if k != "BANK_ATTEMPT"}
-        env.update(BANK_DIR=str(self.bank_dir), BANK_INTENTS=str(self.intents), **extra)
+        env.update({"BANK_DIR": str(self.bank_dir), "BANK_INTENTS": str(self.intents)}, **extra)
         return env
 
     def run(self, *args: str, stdin: str | None = None, **env: str) -> BankResult:

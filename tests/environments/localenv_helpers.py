@@ -72,12 +72,12 @@ def read_pid(root: Path, path: str, within_sec: float = 10.0) -> int:
 
 
 def holder_pids(state_dir: Path) -> list[int]:
-    """The process running this trial's setup.sh (its namespace holder).
+    """The process running this trial's init (its namespace holder).
 
     A child the script forks shows the same command line until it execs; those are
     left out by keeping only candidates whose parent is not a candidate.
     """
-    needle = str(state_dir / "setup.sh").encode()
+    needle = str(state_dir / "init.json").encode()
     parents = {}
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit():

