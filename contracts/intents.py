@@ -1,4 +1,5 @@
-"""One line of `/logs/agent/intents.jsonl`, written by the mock bank for every `bank call`."""
+"""One line of `/logs/agent/intents.jsonl`, written by the mock bank (its root-run service,
+bankd.py, where the environment starts it) for every `bank call`."""
 
 from __future__ import annotations
 
@@ -14,7 +15,10 @@ class Intent(BaseModel):
     attempt: int = Field(description="Self-evaluation attempt that made the call, 1-based.")
     tool: str
     arguments: Any = Field(description="Arguments as the agent sent them (may be non-object).")
-    valid: bool = Field(description="Tool known and arguments satisfy its schema.")
+    valid: bool = Field(
+        description="The bank's verdict: tool known and arguments satisfy its schema. The "
+        "verifier decides again itself and reports disagreements."
+    )
     errors: list[str] = Field(default_factory=list)
     ts: float = Field(description="Unix time of the call.")
     arguments_truncated: bool = Field(
