@@ -27,8 +27,12 @@ class RecordedCall(_Open):
     attempt: int = Field(description="Self-evaluation attempt the call belongs to (1-based).")
     tool: str = Field(description="Tool name as the agent called it.")
     arguments: Any = None
-    valid: bool = Field(description="The bank accepted the arguments against the tool's schema.")
-    errors: list[Any] = Field(default_factory=list)
+    valid: bool = Field(
+        description="The arguments satisfy the tool's schema, as the verifier checked them again."
+    )
+    errors: list[Any] = Field(default_factory=list, description="The verifier's findings.")
+    bank_valid: bool | None = Field(None, description="What the log's own `valid` flag said.")
+    truncated: bool = Field(False, description="The log kept only the head of the arguments.")
 
 
 class AttemptDetail(_Open):
