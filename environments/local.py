@@ -336,16 +336,16 @@ class LocalEnvironment(BaseEnvironment):
             "LANG": "C.UTF-8",
             **(self._merge_env(env) or {}),
         }
-        argv = [*self._holder.enter_argv()]
+        # nsenter puts the command at the trial's root; the agent phase then drops to the
+        # trial's uid; `env --chdir` moves to `cwd` from inside, so links resolve in there.
+        argv = self._holder.enter_argv()
         if uid is not None:
             limits = self._options
             file_bytes = limits.max_file_mb * 1024 * 1024
             argv += [self._tools.prlimit, f"--nproc={limits.max_processes}",
-                     f"--fsize={file_bytes}", "--", self._tools.chroot, f"--userspec={uid}:{uid}"]
-        else:
-            argv.append(self._tools.chroot)
-        argv += ["/", "/usr/bin/env", f"--chdir={cwd or self._workdir}",
-                 "/bin/bash", "-c", command]
+                     f"--fsize={file_bytes}", "--", self._tools.chroot, "--skip-chdir",
+                     f"--userspec={uid}:{uid}", "/"]
+        argv += ["/usr/bin/env", f"--chdir={cwd or self._workdir}", "/bin/bash", "-c", command]
         code, stdout, stderr, timed_out = await run_command(
             argv, process_env, timeout_sec or None, self._state / "exec"
         )

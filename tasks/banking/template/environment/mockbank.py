@@ -21,7 +21,6 @@ responses.json, replies are only generic).
 Standard library only; runs on Python 3.8+.
 """
 
-
 from __future__ import annotations
 
 import json

@@ -24,7 +24,6 @@ import json
 import os
 import sys
 import tempfile
-import traceback
 from collections import Counter
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -403,6 +402,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
 
 
 def error_report(what: str) -> dict[str, Any]:
+    import traceback  # only on errors: a verification without one skips loading it
+
     return {
         "verifier_version": VERIFIER_VERSION,
         "reward": zero_reward(),
