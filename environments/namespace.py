@@ -140,7 +140,7 @@ class NamespaceHolder:
     def end_members(self, within_sec: float = 5.0) -> int:
         """SIGKILL every process of the trial but init until none is left; returns how many
         were hit. Forks race the sweep, so it repeats (a killed process forks no more)."""
-        hit = 0
+        hit, sweeps = 0, 0
         deadline = time.monotonic() + within_sec
         while time.monotonic() < deadline:
             members = [pid for pid in self.members() if not _is_zombie(pid)]
@@ -152,7 +152,9 @@ class NamespaceHolder:
                     hit += 1
                 except (ProcessLookupError, PermissionError):
                     continue
-            time.sleep(0.01)
+            sweeps += 1
+            if sweeps > 2:  # still some left: give the kernel a moment to deliver
+                time.sleep(0.005)
         return hit
 
     def stop(self) -> None:
