@@ -48,12 +48,12 @@ def test_arguments_too_large_for_the_log_are_not_valid(trial: Trial) -> None:
         "arguments too large to check"]
 
 
-def test_without_tool_schemas_the_trial_scores_zero_with_the_reason(trial: Trial) -> None:
+def test_without_tool_schemas_selection_scores_but_no_call_is_valid(trial: Trial) -> None:
     (trial.tests_dir / "tools.json").unlink()
     trial.write_intents(call_line(1, "get_account_balance"))
     outcome = trial.verify()
-    assert set(outcome.reward.values()) == {0.0}
-    assert "no tool schemas found" in outcome.details["reason"]
+    assert outcome.reward["recall"] == 0.5 and outcome.reward["param_validity"] == 0.0
+    assert "no tool schemas found" in outcome.details["tools_error"]
 
 
 @pytest.mark.parametrize(("tools", "solved"), [

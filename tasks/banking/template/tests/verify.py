@@ -267,12 +267,15 @@ def load_tools(path: str | None) -> dict[str, dict[str, Any]]:
     raise InputError(f"no tool schemas found (looked for {' and '.join(candidates)})")
 
 
-def recheck(calls: list[dict[str, Any]], index: dict[str, dict[str, Any]]) -> int:
+def recheck(calls: list[dict[str, Any]], index: dict[str, dict[str, Any]] | None) -> int:
     """Set each call's `valid` and `errors` from the schema, not from the log; returns how
-    many calls the log's own `valid` flag disagreed with."""
+    many calls the log's own `valid` flag disagreed with. Without schemas (`index` None) no
+    call is valid."""
     disagreements = 0
     for call in calls:
-        if call["truncated"]:
+        if index is None:
+            headline, details = "no tool schemas to check the arguments against", []
+        elif call["truncated"]:
             # The log keeps only the head of oversized arguments: nothing left to check.
             headline, details = "arguments too large to check", []
         else:
@@ -331,9 +334,13 @@ def build_report(expected_path: str, intents_path: str, tools_path: str | None =
     report["intents"]["n_calls"] = len(log["calls"])
     report["intents"]["n_accepts"] = len(log["accepts"])
     try:
+        index: dict[str, dict[str, Any]] | None = load_tools(tools_path)
+    except InputError as exc:
+        # Selection is still scored; no argument can be called valid without its schema.
+        index, report["tools_error"] = None, str(exc)
+    report["intents"]["valid_flag_disagreements"] = recheck(log["calls"], index)
+    try:
         expected = load_expected(expected_path)
-        report["intents"]["valid_flag_disagreements"] = recheck(
-            log["calls"], load_tools(tools_path))
     except InputError as exc:
         report["reason"] = str(exc)
         return report
