@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from contracts.reward import REWARD_KEYS
 from tests.reliability.helpers import assert_one_line_error, bankbench, closed_port
 from tests.tasks.taskdata import sample_rows, write_hub_layout
 
@@ -102,8 +103,7 @@ def test_corrupt_expected_json_scores_zero_with_the_reason(one_task, tmp_path):
     )
     assert done.returncode == 0, done.stderr  # the verifier never crashes
     reward = json.loads((out / "reward.json").read_text())
-    assert set(reward) == {"tsq", "precision", "recall", "param_validity", "multiset_f1",
-                           "goal_coverage"}
+    assert set(reward) == set(REWARD_KEYS)
     assert all(v == 0.0 for v in reward.values())
     reason = json.loads((out / "tsq.json").read_text())["reason"]
     assert str(expected) in reason and "not valid JSON" in reason
