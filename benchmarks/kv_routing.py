@@ -30,7 +30,7 @@ from pathlib import Path
 import httpx
 
 from bankbench.serve import api
-from bankbench.serve.metrics import metric_sum, parse_prom
+from bankbench.serve.metrics import metric_sum, parse_samples
 
 WORDS = (
     "account balance transfer savings checking card statement deposit loan rate fee branch "
@@ -134,12 +134,12 @@ def bench_router(mode: str, concurrency: int, args: argparse.Namespace, tmp: Pat
     state = api.up("cpu-mocker", router=router, workers=args.workers, options=options,
                    state_dir=tmp / f"{mode}-{concurrency}")
     try:
-        before = parse_prom(httpx.get(state.metrics_url, timeout=10).text)
+        before = parse_samples(httpx.get(state.metrics_url, timeout=10).text)
         t0 = time.perf_counter()
         records = asyncio.run(run_sessions(state, args.sessions, args.turns, args.words,
                                            args.max_tokens, concurrency, args.think_ms))
         wall = time.perf_counter() - t0
-        after = parse_prom(httpx.get(state.metrics_url, timeout=10).text)
+        after = parse_samples(httpx.get(state.metrics_url, timeout=10).text)
     finally:
         api.down(state)
     summary = summarize(records, before, after) | {

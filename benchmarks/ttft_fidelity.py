@@ -137,10 +137,10 @@ def scrape_histograms(base_url: str) -> dict[str, float]:
     """Sum and count of Dynamo's frontend TTFT and request-duration histograms."""
     import httpx
 
-    from bankbench.serve.metrics import metric_sum, metrics_url, parse_prom
+    from bankbench.serve.metrics import metric_sum, metrics_url, parse_samples
 
     try:
-        samples = parse_prom(httpx.get(metrics_url(base_url), timeout=10).text)
+        samples = parse_samples(httpx.get(metrics_url(base_url), timeout=10).text)
     except httpx.HTTPError:
         return {}
     return {key: metric_sum(samples, f"dynamo_frontend_{key}")

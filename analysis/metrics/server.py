@@ -30,7 +30,7 @@ _HISTOGRAMS = {SERVER_TTFT.key: "time_to_first_token_seconds",
                SERVER_E2E.key: "request_duration_seconds"}
 
 
-def parse_prometheus(text: str) -> dict[str, float]:
+def prometheus_totals(text: str) -> dict[str, float]:
     """Sample name → value summed over label sets (comments, bad lines, NaN/Inf skipped)."""
     return totals_by_name(parse_samples(text))
 
@@ -47,8 +47,8 @@ def _find(samples: dict[str, float], suffix: str) -> float | None:
 def server_metrics(before: Path, after: Path) -> dict[str, float]:
     """Per-level server figures; empty if either scrape is missing or unreadable."""
     try:
-        a = parse_prometheus(before.read_text(encoding="utf-8", errors="replace"))
-        b = parse_prometheus(after.read_text(encoding="utf-8", errors="replace"))
+        a = prometheus_totals(before.read_text(encoding="utf-8", errors="replace"))
+        b = prometheus_totals(after.read_text(encoding="utf-8", errors="replace"))
     except OSError:
         return {}
     delta = {name: b[name] - a.get(name, 0.0) for name in b}

@@ -242,7 +242,7 @@ def _metrics(args: argparse.Namespace) -> int:
 
     from bankbench.serve.api import load_state
     from bankbench.serve.errors import ServeError
-    from bankbench.serve.metrics import parse_prom, scrape
+    from bankbench.serve.metrics import parse_samples, scrape
 
     try:
         url = args.url or load_state(_resolve_state_dir(args.state_dir)).metrics_url
@@ -251,5 +251,5 @@ def _metrics(args: argparse.Namespace) -> int:
         return _fail(exc)
     except httpx.HTTPError as exc:
         return _fail(ServeError(f"could not read metrics: {type(exc).__name__}: {exc}"))
-    print(f"wrote {len(parse_prom(out.read_text()))} samples to {out}")
+    print(f"wrote {len(parse_samples(out.read_text()))} samples to {out}")
     return 0

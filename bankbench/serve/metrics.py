@@ -6,11 +6,10 @@ from pathlib import Path
 
 import httpx
 
-# The one parser of the exposition text; `parse_prom` is its name on the serving side.
-from contracts.prometheus import parse_samples as parse_prom
-from contracts.prometheus import sample_name
+# The one parser of the exposition text, re-exported for the serving side's callers.
+from contracts.prometheus import parse_samples, sample_name
 
-__all__ = ["metric_sum", "metrics_url", "parse_prom", "scrape"]
+__all__ = ["metric_sum", "metrics_url", "parse_samples", "scrape"]
 
 
 def metrics_url(base_or_metrics_url: str) -> str:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from analysis.metrics.server import parse_prometheus, server_metrics
+from analysis.metrics.server import prometheus_totals, server_metrics
 from analysis.summary import summarize
 from analysis.synthetic import synthetic_sweep
 from analysis.tables import load
@@ -30,7 +30,7 @@ not a sample line
 
 
 def test_parse_sums_label_sets():
-    samples = parse_prometheus(BEFORE)
+    samples = prometheus_totals(BEFORE)
     assert samples["dynamo_frontend_requests_total"] == 11
     assert samples["dynamo_frontend_time_to_first_token_seconds_sum"] == 0.5
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import math
 
-from analysis.metrics.server import parse_prometheus
-from bankbench.serve.metrics import metric_sum, parse_prom
+from analysis.metrics.server import prometheus_totals
+from bankbench.serve.metrics import metric_sum
 from contracts.prometheus import parse_samples, totals_by_name
 
 TEXT = """\
@@ -33,8 +33,10 @@ def test_totals_sum_label_sets_and_skip_non_finite_values():
 
 
 def test_serving_and_analysis_read_the_same_text_alike():
-    samples = parse_prom(TEXT)
-    totals = parse_prometheus(TEXT)
-    assert parse_prom is parse_samples  # one parser, not two that agree today
+    samples = parse_samples(TEXT)
+    totals = prometheus_totals(TEXT)
+    from bankbench.serve import metrics
+
+    assert metrics.parse_samples is parse_samples  # one parser, not two that agree today
     for name in ("req", "up"):
         assert metric_sum(samples, name) == totals[name]

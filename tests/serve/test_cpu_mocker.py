@@ -10,7 +10,7 @@ from bankbench.procs import group_alive
 from bankbench.serve import api
 from bankbench.serve.dynamo_venv import DYNAMO_VERSION
 from bankbench.serve.errors import ServeError
-from bankbench.serve.metrics import metric_sum, parse_prom, scrape
+from bankbench.serve.metrics import metric_sum, parse_samples, scrape
 from bankbench.serve.replay import replay_annotation, tool_call_text, write_trace
 
 pytestmark = pytest.mark.dynamo
@@ -130,7 +130,7 @@ def test_second_turn_of_a_session_is_turn_one(stack):
 
 def test_metrics_expose_frontend_latency(stack, tmp_path):
     out = scrape(stack.base_url, tmp_path / "m.prom")
-    samples = parse_prom(out.read_text())
+    samples = parse_samples(out.read_text())
     for name in ("dynamo_frontend_time_to_first_token_seconds_count",
                  "dynamo_frontend_inter_token_latency_seconds_count",
                  "dynamo_frontend_requests_total"):

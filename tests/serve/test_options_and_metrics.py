@@ -3,7 +3,7 @@
 import pytest
 
 from bankbench.serve.errors import ServeError
-from bankbench.serve.metrics import metric_sum, metrics_url, parse_prom
+from bankbench.serve.metrics import metric_sum, metrics_url, parse_samples
 from bankbench.serve.options import MockerOptions, TinyOptions, parse_set_args, validate_options
 
 
@@ -67,7 +67,7 @@ garbage line without value
 
 
 def test_parse_prom_keeps_labels_and_values():
-    samples = parse_prom(PROM)
+    samples = parse_samples(PROM)
     assert samples['dynamo_frontend_requests_total{model="m",status="success"}'] == 7
     assert samples['dynamo_frontend_time_to_first_token_seconds_bucket{model="m",le="+Inf"}'] == 9
     assert samples["process_up"] == 1.0
