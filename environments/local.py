@@ -19,6 +19,12 @@ network): docs/local-environment.md.
 Options (`--ek key=value`): keep=true keeps the root after the trial (so does --no-delete);
 state_dir=PATH puts roots there; ro_paths=/opt,/data shows more host paths read-only;
 scratch_mb, max_processes, max_file_mb bound the agent (see LocalEnvironmentOptions).
+
+Longer than this project's modules usually are: it is the one place where each of Harbor's
+environment calls (start, stop, exec, upload/download of files and folders) meets the
+phase rules above (who runs a command, when verification begins); splitting those rules
+across files would hide the order they depend on. The namespace machinery itself lives in
+namespace.py and sandbox.py.
 """
 
 from __future__ import annotations
