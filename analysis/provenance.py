@@ -1,5 +1,8 @@
 """What made a TSQ figure: dataset, labels, instruction mode, judge, and the ceiling they allow.
 
+The judge column (and the judge figures beside it) come from the verdict
+files of `bankbench judge` (`analysis.judge.figures`); "none" when no judge pass ran.
+
 Read per (source, level) from the tasks the trials ran: each trial's `config.json` names its
 task path (Harbor's `TrialConfig.task.path`); the task's `task.toml [metadata]` carries
 `dataset`, `dataset_revision`, `labels` (method@version) and `mode`, and its
@@ -21,12 +24,12 @@ import numpy as np
 import pandas as pd
 from pydantic import BaseModel, ConfigDict
 
+from analysis.judge.figures import NO_JUDGE, level_judge
 from contracts.expected import LabelsQuality
 from contracts.sweep import SweepManifest
 
 UNKNOWN = "unknown"
 NOT_MEASURED = "not measured"
-NO_JUDGE = "none (no judge pass)"
 SAMPLE_FALLBACK = "bundled sample (hub unreachable)"
 # The fields two runs must share for their TSQ to be compared (`--allow-mixed` overrides).
 COMPARABLE = ("dataset", "dataset_revision", "labels", "mode")
@@ -142,7 +145,9 @@ def level_provenance(trials: pd.DataFrame, jobs: pd.DataFrame,
                 if cache[path] is not None:
                     found.append(cache[path])
         rows.append({"source": source, "level": level, **_summarise(found, manifest)})
-    return pd.DataFrame(rows, columns=["source", "level", *COLUMNS])
+    frame = pd.DataFrame(rows, columns=["source", "level", *COLUMNS]).drop(columns="judge")
+    # The judge slot and its figures come from the verdicts `bankbench judge` wrote.
+    return frame.merge(level_judge(trials, jobs), on=["source", "level"], how="left")
 
 
 def _summarise(found: list[TaskProvenance], manifest: SweepManifest | None) -> dict[str, Any]:

@@ -190,7 +190,7 @@ def render_markdown(tables: Tables, summary: pd.DataFrame, comparison: pd.DataFr
         "request_throughput": "requests/s", "configured_concurrency": "configured",
         "achieved_concurrency": "requests in flight", "achieved_trial_concurrency":
         "trials running", "n_requests": "requests", "error_rate": "error rate"}), ""]
-    parts += _quality(summary)
+    parts += _quality(summary) + _judge(summary)
     if slo is not None:
         parts += [f"## Goodput (SLO {slo})", "", _section(summary, {
             "goodput": "goodput (req/s)", "goodput_request_share": "requests within SLO",
@@ -237,7 +237,8 @@ def _measured_against(summary: pd.DataFrame, mixed: Sequence[str]) -> list[str]:
              table(frame, ["source", *(_PROVENANCE_HEADERS.get(c, c) for c in present)]), "",
              "TSQ here is the set F1 of the tool names an agent called against the expected "
              "tools its task's labels list (label method@version above); no judge model is "
-             "involved yet. Labels are themselves imperfect: with labels of held-out F1 *f*, "
+             "involved in it (a judge pass, when one ran, has its own section). Labels are "
+             "themselves imperfect: with labels of held-out F1 *f*, "
              "a perfect agent's expected TSQ is about *f* (the ceiling column); a ceiling "
              "'–' means the labels' quality was not measured.", ""]
     if (summary.get("dataset_source") == SAMPLE_FALLBACK).any():
@@ -289,6 +290,25 @@ def _quality(summary: pd.DataFrame) -> list[str]:
         "estimators; k = fewest counted trials of any scenario). Harbor's own pass@k (in "
         "its job result.json) reads only a reward with a single 0/1 key, so for these jobs, "
         "whose reward.json holds several scores, Harbor reports none.", ""]
+
+
+def _judge(summary: pd.DataFrame) -> list[str]:
+    """Judge TSQ and action completion (`bankbench judge`), when a judge pass ran."""
+    if "judge_n" not in summary.columns or not (summary["judge_n"].fillna(0) > 0).any():
+        return []
+    frame = pd.DataFrame([{
+        "source": row["source"], "level": row["level"], "judge": row["judge"],
+        "judged": row["judge_n"], "unparseable/failed": row["judge_unparseable"],
+        "judge TSQ": _ci(row, "judge_tsq"), "action completion": _ci(row, "judge_ac"),
+    } for _, row in summary.iterrows()])
+    return ["## Judge metrics (mean, 95% scenario-cluster bootstrap CI)", "", table(frame), "",
+            "A judge model read each counted trial's session (the customer's goals, the calls "
+            "and what the bank answered, the final answer) and scored Galileo's two "
+            "session-level judgements: *tool selection quality* and *action completion*, each "
+            "in [0, 1] (docs/judge.md). Trials whose judge answer could not be parsed or whose "
+            "request failed are counted in *unparseable/failed*, not scored as 0. These are a "
+            "judge's opinion beside the verifier's label-based TSQ above, never part of "
+            "reward.json.", ""]
 
 
 def _comparison(comparison: pd.DataFrame, baseline: str, mixed: Sequence[str]) -> list[str]:
