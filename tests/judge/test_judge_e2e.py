@@ -1,0 +1,146 @@
+"""`bankbench judge` end to end: a real `harbor run` of Harbor's oracle agent on sample tasks,
+judged by the real Dynamo frontend + mocker whose answers a response-replay trace scripts
+(one session per scenario, one turn per sample). Verdicts land beside the trials,
+reward.json is untouched, an unusable answer is recorded as unparseable, a re-run skips
+judged trials, and the report shows the judge figures and the judge model."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from contracts.judge import JUDGE_DIR, JudgeRecord, record_name
+
+pytestmark = [pytest.mark.dynamo, pytest.mark.harbor, pytest.mark.slow,
+              pytest.mark.timeout(900)]
+REPO = Path(__file__).resolve().parents[2]
+SECRET = "sk-judge-test-never-on-disk-91c"
+ANNOTATION = "output_replay_id:{scenario_id}:{sample}"
+
+
+def _answer(tsq: float, ac: float) -> str:
+    return json.dumps({"tool_selection_quality": {"score": tsq, "rationale": "calls fit"},
+                       "action_completion": {"score": ac, "rationale": "goals done"}})
+
+
+# scenario → its scripted answers, one per sample (turn k answers sample k)
+SCRIPT = {
+    "banking-000": [_answer(1.0, 0.75), _answer(0.5, 0.25)],
+    # prose and a code fence around the JSON are tolerated
+    "banking-001": ["Here is my verdict:\n```json\n" + _answer(0.8, 0.6) + "\n```",
+                    _answer(0.8, 0.6)],
+    "banking-002": ["I think the assistant did fine overall.", "score: 1"],
+}
+
+
+def _env() -> dict[str, str]:
+    return {**os.environ, "HARBOR_TELEMETRY": "0", "LITELLM_LOCAL_MODEL_COST_MAP": "True",
+            "BANKBENCH_TEST_JUDGE_KEY": SECRET}
+
+
+def _cli(*args: str, timeout: int = 300) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "bankbench", *args], env=_env(), cwd=REPO,
+                          capture_output=True, text=True, timeout=timeout)
+
+
+@pytest.fixture(scope="module")
+def stack(tmp_path_factory):
+    from bankbench.serve import api, replay
+
+    root = tmp_path_factory.mktemp("judge-stack")
+    trace = replay.write_trace(root / "trace.jsonl", SCRIPT)
+    with api.running("cpu-mocker", state_dir=root / "state",
+                     options={"speedup_ratio": 10, "replay_trace": str(trace)}) as state:
+        yield state
+
+
+@pytest.fixture(scope="module")
+def oracle_job(tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("judge-job")
+    built = _cli("tasks", "build", "--source", "sample", "--out", str(root / "tasks"),
+                 "--limit", "3")
+    assert built.returncode == 0, built.stderr[-2000:]
+    done = subprocess.run(
+        [str(Path(sys.executable).parent / "harbor"), "run", "--path", str(root / "tasks"),
+         "--agent", "oracle", "--env", "environments.local:LocalEnvironment",
+         "--jobs-dir", str(root / "jobs"), "--job-name", "oracle", "-n", "2", "-q"],
+        cwd=REPO, env=_env(), capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    return root / "jobs" / "oracle"
+
+
+def _trials(job: Path) -> dict[str, Path]:
+    return {p.name.split("__")[0]: p for p in job.iterdir() if (p / "config.json").is_file()}
+
+
+def _rewards(job: Path) -> dict[str, str]:
+    return {str(p.relative_to(job)): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(job.rglob("reward.json"))}
+
+
+def _judge(job: Path, stack, *extra: str) -> subprocess.CompletedProcess:
+    return _cli("judge", str(job), "--base-url", stack.base_url, "--model", stack.model,
+                "--api-key-env", "BANKBENCH_TEST_JUDGE_KEY", "--nvext-annotation", ANNOTATION,
+                *extra)
+
+
+def test_a_judged_job_keeps_its_rewards_and_reports_the_judge(stack, oracle_job, tmp_path):
+    job = shutil.copytree(oracle_job, tmp_path / "oracle")
+    trials = _trials(job)
+    assert sorted(trials) == sorted(SCRIPT)
+    before = _rewards(job)
+    assert len(before) == 3
+
+    done = _judge(job, stack)
+    assert done.returncode == 0, done.stderr
+    assert "judged 3 trial(s) (2 ok, 1 unparseable); 0 already judged" in done.stderr
+    assert _rewards(job) == before  # byte-identical
+
+    name = record_name("session-v1", stack.model)
+    records = {s: JudgeRecord.model_validate_json((t / JUDGE_DIR / name).read_text())
+               for s, t in trials.items()}
+    first = records["banking-000"]
+    assert (first.status, first.temperature, first.samples_requested) == ("ok", 0.0, 1)
+    assert first.tool_selection_quality.mean == 1.0 and first.action_completion.mean == 0.75
+    assert first.model == stack.model and len(first.prompt_sha256) == 64
+    assert records["banking-001"].action_completion.mean == pytest.approx(0.6)
+    bad = records["banking-002"]
+    assert bad.status == "unparseable" and bad.samples[0].status == "unparseable"
+    assert bad.tool_selection_quality.mean is None and bad.tool_selection_quality.n == 0
+    assert "did fine overall" in bad.samples[0].raw
+    for trial in trials.values():
+        assert SECRET not in (trial / JUDGE_DIR / name).read_text()
+
+    again = _judge(job, stack)
+    assert again.returncode == 0, again.stderr
+    assert "judged 0 trial(s) (none); 3 already judged" in again.stderr
+
+    report = _cli("report", str(job), "--no-plots")
+    assert report.returncode == 0, report.stderr
+    text = (job.parent / "oracle-report" / "report.md").read_text()
+    assert "## Judge metrics" in text and stack.model in text and "session-v1" in text
+    judge_rows = [line for line in text.splitlines()
+                  if line.startswith("|") and stack.model in line and "0.9" in line]
+    # TSQ mean over the two parsed trials: (1.0 + 0.8) / 2; AC (0.75 + 0.6) / 2
+    assert judge_rows and "0.675" in judge_rows[0], text
+
+
+def test_several_samples_give_their_mean_and_spread(stack, oracle_job, tmp_path):
+    job = shutil.copytree(oracle_job, tmp_path / "oracle")
+    done = _judge(job, stack, "--samples", "2")
+    assert done.returncode == 0, done.stderr
+    trial = _trials(job)["banking-000"]
+    record = JudgeRecord.model_validate_json(
+        (trial / JUDGE_DIR / record_name("session-v1", stack.model)).read_text())
+    assert record.temperature == 0.7 and record.samples_requested == 2
+    assert record.tool_selection_quality.mean == pytest.approx(0.75)
+    assert record.tool_selection_quality.std == pytest.approx(0.25)
+    assert record.action_completion.mean == pytest.approx(0.5)
+    assert record.tool_selection_quality.n == 2
