@@ -38,6 +38,15 @@ SCRIPT = {
                     _answer(0.8, 0.6)],
     "banking-002": ["I think the assistant did fine overall.", "score: 1"],
 }
+# benchmarks/judge_agreement.py: synthetic perfect/imperfect sessions of held-out gold
+AGREEMENT = {
+    "heldout-banking-000-perfect": [_answer(1.0, 1.0)],
+    "heldout-banking-000-imperfect": [_answer(0.2, 0.1)],
+    "heldout-banking-001-perfect": [_answer(0.9, 0.4)],
+    "heldout-banking-001-imperfect": ["no JSON here"],
+    "heldout-banking-002-perfect": [_answer(0.3, 0.6)],
+    "heldout-banking-002-imperfect": [_answer(0.6, 0.2)],
+}
 
 
 def _env() -> dict[str, str]:
@@ -55,7 +64,7 @@ def stack(tmp_path_factory):
     from bankbench.serve import api, replay
 
     root = tmp_path_factory.mktemp("judge-stack")
-    trace = replay.write_trace(root / "trace.jsonl", SCRIPT)
+    trace = replay.write_trace(root / "trace.jsonl", {**SCRIPT, **AGREEMENT})
     with api.running("cpu-mocker", state_dir=root / "state",
                      options={"speedup_ratio": 10, "replay_trace": str(trace)}) as state:
         yield state
@@ -144,3 +153,51 @@ def test_several_samples_give_their_mean_and_spread(stack, oracle_job, tmp_path)
     assert record.tool_selection_quality.std == pytest.approx(0.25)
     assert record.action_completion.mean == pytest.approx(0.5)
     assert record.tool_selection_quality.n == 2
+
+
+def test_judge_agreement_benchmark_against_the_scripted_judge(stack):
+    done = subprocess.run(
+        [sys.executable, str(REPO / "benchmarks" / "judge_agreement.py"), "--base-url",
+         stack.base_url, "--model", stack.model, "--gold", "heldout", "--limit", "3",
+         "--nvext-annotation", ANNOTATION, "--json"],
+        env=_env(), capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout.splitlines()[-1])["heldout"]
+    assert (result["scenarios"], result["scored_pairs"], result["unusable"]) == (3, 2, 1)
+    # pairs 000 and 002: TSQ orders 000 right (1.0 > 0.2) and 002 wrong (0.3 < 0.6)
+    assert result["tool_selection_quality"] == {
+        "ordering": 0.5, "perfect_high": 0.5, "imperfect_low": 0.5}
+    assert result["action_completion"] == {
+        "ordering": 1.0, "perfect_high": 1.0, "imperfect_low": 1.0}
+    assert "heldout  tool_selection_quality" in done.stdout
+
+
+@pytest.mark.parametrize(("faults", "status", "requests"), [
+    (["http_429", "http_503", "http_500"], "ok", 4),   # retried through to the answer
+    (["http_400"], "error", 1),                         # a client error is final
+])
+def test_the_judge_client_retries_429_and_5xx_only(stack, faults, status, requests):
+    """Dynamo cannot be made to fail on demand, so the fault-injecting proxy sits in front."""
+    import asyncio
+
+    from analysis.judge.client import JudgeClient
+    from tests.support.fault_proxy import FaultProxy, FaultSchedule
+
+    async def run():
+        async with FaultProxy(stack.base_url, FaultSchedule(list(faults))) as proxy:
+            client = JudgeClient(proxy.base_url, stack.model, api_key=SECRET, max_wait_s=0.2)
+            try:
+                sample = await asyncio.to_thread(
+                    client.sample, [{"role": "user", "content": "judge"}], 0.0,
+                    {"annotations": ["output_replay_id:banking-000:0"]})
+            finally:
+                client.close()
+            return sample, proxy
+
+    sample, proxy = asyncio.run(run())
+    assert sample.status == status and len(proxy.seen) == requests
+    if status == "ok":
+        assert sample.tool_selection_quality.score == 1.0
+    else:
+        assert "HTTP 400" in sample.error
+    assert proxy.requests[0][0].get("Authorization") == f"Bearer {SECRET}"
