@@ -200,4 +200,5 @@ def test_the_judge_client_retries_429_and_5xx_only(stack, faults, status, reques
         assert sample.tool_selection_quality.score == 1.0
     else:
         assert "HTTP 400" in sample.error
-    assert proxy.requests[0][0].get("Authorization") == f"Bearer {SECRET}"
+    headers = {k.lower(): v for k, v in proxy.requests[0][0].items()}
+    assert headers.get("authorization") == f"Bearer {SECRET}"  # the key goes only here
