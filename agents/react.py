@@ -38,6 +38,24 @@ def tool_choice_for(mode: str, step: int) -> str:
     return mode
 
 
+def opening_messages(user: str, tools: list[dict], tool_mode: str) -> list[dict[str, Any]]:
+    """The system and user messages an attempt starts with (text mode puts the tool schemas
+    in the system prompt). `bankbench check` sends the same ones."""
+    if tool_mode == "text":
+        system = text_protocol.system_prompt(tools, SYSTEM_INTRO)
+    else:
+        system = SYSTEM_INTRO
+    return [{"role": "system", "content": system}, {"role": "user", "content": user}]
+
+
+def request_params(tools: list[dict], options: LoopOptions, step: int) -> dict[str, Any]:
+    """The API parameters of the request at `step` (1-based) besides the messages."""
+    if options.tool_mode == "text":
+        return {"stop": text_protocol.STOP_SEQUENCES, **options.sampling()}
+    return {"tools": tools, "tool_choice": tool_choice_for(options.tool_choice, step),
+            **options.sampling()}
+
+
 @dataclass
 class StepResult:
     """One model turn as it is committed: what goes into the conversation history and what
@@ -63,13 +81,8 @@ class AttemptRunner:
     async def run(self, instruction: str, attempt: int, feedback: str | None) -> AttemptResult:
         result = AttemptResult(attempt=attempt)
         user = instruction if not feedback else f"{instruction}\n\n{feedback}"
-        if self.s.tool_mode == "text":
-            system = text_protocol.system_prompt(self.tools, SYSTEM_INTRO)
-        else:
-            system = SYSTEM_INTRO
-        messages: list[dict[str, Any]] = [
-            {"role": "system", "content": system}, {"role": "user", "content": user},
-        ]
+        messages = opening_messages(user, self.tools, self.s.tool_mode)
+        system = messages[0]["content"]
         self.trace.add("system", system, extra={"attempt": attempt})
         self.trace.add("user", user, extra={"attempt": attempt})
         for number in range(1, self.s.max_steps + 1):
@@ -102,9 +115,7 @@ class AttemptRunner:
     async def _native_step(self, messages: list[dict], info: CallInfo,
                            result: AttemptResult) -> StepResult:
         reply: ChatResult = await self.client.chat(
-            messages, info, tools=self.tools,
-            tool_choice=tool_choice_for(self.s.tool_choice, info.step), **self.s.sampling(),
-        )
+            messages, info, **request_params(self.tools, self.s, info.step))
         if not reply.tool_calls and "<tool_call>" in reply.content:
             # The server's tool parser let a call through as text: it was malformed (or the
             # server parses none). Salvage a readable one, else tell the model what went wrong.
@@ -159,8 +170,8 @@ class AttemptRunner:
 
     async def _text_step(self, messages: list[dict], info: CallInfo,
                          result: AttemptResult) -> StepResult:
-        reply = await self.client.chat(messages, info, stop=text_protocol.STOP_SEQUENCES,
-                                       **self.s.sampling())
+        reply = await self.client.chat(messages, info,
+                                       **request_params(self.tools, self.s, info.step))
         parsed = text_protocol.parse_reply(reply.content)
         content = reply.content.strip()
         assistant = {"role": "assistant", "content": content}

@@ -2,8 +2,11 @@
 
 Steps, each with a verdict: the model is listed; a streamed completion arrives with usage
 (TTFT, ITL and token counts printed, measured by the agent's own client); tool calling with
-tool_choice "auto" and with a named tool. Exit 0 when the agent can run: the model answers
-and streams. Tool-call probes only decide which `tool_mode` to recommend.
+tool_choice "auto" and with a named tool; then the agent's real first request (a task's tool
+schemas, the chosen `--ak` options, their max_tokens) in the chosen tool mode, or, when none is
+chosen, in native mode and, if native tool calls do not work, in text mode. A mode is only
+recommended after its first request completed, so the verdict holds for the sweep: exit 0
+only when that request completed.
 """
 
 from __future__ import annotations
@@ -14,9 +17,16 @@ import json
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING
 
-from agents.options import DEFAULT_BASE_URL, ClientOptions, strip_provider
+from agents.options import (
+    DEFAULT_BASE_URL,
+    BankingAgentOptions,
+    ClientOptions,
+    parse_options,
+    strip_provider,
+)
 
 if TYPE_CHECKING:  # the client (httpx) loads only when a check runs: `--help` stays fast
     from agents.llm import CallInfo, ClientSettings, StreamingClient
@@ -44,6 +54,28 @@ class Probe:
     detail: str
 
 
+@dataclass
+class FirstRequest:
+    """What the agent's first request is built from: a task's instruction and tool schemas."""
+
+    instruction: str
+    tools: list[dict]
+    source: str  # where they came from, for the report
+
+
+def read_task(task_dir: Path) -> FirstRequest:
+    """The first request's parts from a built task folder (instruction.md,
+    environment/tools.json: what the bank inside the task serves to the agent)."""
+    try:
+        instruction = (task_dir / "instruction.md").read_text(encoding="utf-8")
+        tools = json.loads((task_dir / "environment" / "tools.json").read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as exc:
+        raise ValueError(f"--task {task_dir}: not a built bankbench task ({exc})") from None
+    if not isinstance(tools, list):
+        raise ValueError(f"--task {task_dir}: environment/tools.json is not a list of tools")
+    return FirstRequest(instruction, tools, f"task {task_dir.name}")
+
+
 def _info(step: int) -> CallInfo:
     from agents.llm import CallInfo
 
@@ -60,7 +92,9 @@ def raw_summary(rec: LLMCallRecord) -> str:
 
 
 async def run_checks(settings: ClientSettings, max_tokens: int = 64,
-                     describe: Describe = raw_summary) -> list[Probe]:
+                     describe: Describe = raw_summary, first: FirstRequest | None = None,
+                     options: BankingAgentOptions | None = None,
+                     chosen_mode: str | None = None) -> list[Probe]:
     from agents.llm import LLMCallFailed, StreamingClient
 
     steps: list[Probe] = []
@@ -101,6 +135,14 @@ async def run_checks(settings: ClientSettings, max_tokens: int = 64,
                              ("tools:named", {"type": "function",
                                               "function": {"name": "get_account_balance"}})):
             steps.append(await _probe_tools(client, name, choice, max_tokens, describe))
+        if first is not None:
+            opts = options or parse_options({})
+            modes = [chosen_mode] if chosen_mode else ["native", "text"]
+            for mode in modes:
+                probe = await _probe_first(client, first, opts, mode, describe)
+                steps.append(probe)
+                if probe.verdict == "PASS":
+                    break
     finally:
         await client.aclose()
     return steps
@@ -129,14 +171,64 @@ async def _probe_tools(client: StreamingClient, name: str, choice, max_tokens: i
                                f"{describe(reply.record)}")
 
 
+async def _probe_first(client: StreamingClient, first: FirstRequest,
+                       options: BankingAgentOptions, mode: str, describe: Describe) -> Probe:
+    """Send the agent's first request exactly as a trial in `mode` would (react builds both).
+
+    PASS: it completed and, in native mode, the model called a tool the task has; WARN: it
+    completed without a usable call; FAIL: the server refused or broke it off (a prompt
+    larger than the context is the usual cause).
+    """
+    from agents.llm import LLMCallFailed
+    from agents.react import opening_messages, request_params
+
+    opts = options.model_copy(update={"tool_mode": mode})
+    messages = opening_messages(first.instruction, first.tools, mode)
+    params = request_params(first.tools, opts, 1)
+    size = len(json.dumps([messages, params.get("tools")]))
+    name = f"agent:{mode}"
+    what = (f"{first.source}, {len(first.tools)} tools, max_tokens={opts.max_tokens}, "
+            f"request {size:,} chars (~{size / 4000:.1f}k tokens)")
+    try:
+        reply = await client.chat(messages, _info(3), **params)
+    except LLMCallFailed as exc:
+        return Probe(name, "FAIL", f"{what}: did not complete: {str(exc)[:240]}")
+    rec = reply.record
+    done = f"{what}: completed, prompt {_known(rec.prompt_tokens)} tokens; {describe(rec)}"
+    if mode == "text":
+        from agents import text_protocol
+
+        parsed = text_protocol.parse_reply(reply.content)
+        usable = parsed.action is not None or parsed.final_answer is not None
+        return Probe(name, "PASS" if usable else "WARN",
+                     done + ("" if usable else f"; unreadable reply {reply.content[:60]!r}"))
+    names = {t.get("function", {}).get("name") for t in first.tools}
+    called = [t.name for t in reply.tool_calls if t.name in names]
+    if called:
+        return Probe(name, "PASS", f"{done}; called {', '.join(called[:3])}")
+    return Probe(name, "WARN", f"{done}; no call of a task tool (text: {reply.content[:60]!r})")
+
+
+def _known(n: int | None) -> str:
+    return "unknown" if n is None else str(n)
+
+
 def can_run(steps: list[Probe]) -> bool:
     passed = {s.name for s in steps if s.verdict == "PASS"}
-    return {"models", "stream"} <= passed
+    if not {"models", "stream"} <= passed:
+        return False
+    agent = [s for s in steps if s.name.startswith("agent:")]
+    # With a first request tried, the agent can run only if one completed (PASS or WARN).
+    return not agent or any(s.verdict != "FAIL" for s in agent)
 
 
 def report(steps: list[Probe], out=sys.stdout) -> None:
     for step in steps:
         print(f"[{step.verdict}] {step.name:<12} {step.detail}", file=out)
+    agent = [s for s in steps if s.name.startswith("agent:")]
+    if agent:
+        _agent_verdict(steps, agent, out)
+        return
     native = any(s.name.startswith("tools:") and s.verdict == "PASS" for s in steps)
     if can_run(steps):
         mode = "native" if any(s.name == "tools:auto" and s.verdict == "PASS" for s in steps) \
@@ -145,6 +237,23 @@ def report(steps: list[Probe], out=sys.stdout) -> None:
               + ("" if mode in ("native", "text") else f"  [{mode}]"), file=out)
     else:
         print("verdict: the agent cannot run against this server", file=out)
+
+
+def _agent_verdict(steps: list[Probe], agent: list[Probe], out) -> None:
+    """The verdict from the first requests actually sent: only a tried mode is suggested."""
+    if not can_run(steps):
+        tried = ", ".join(s.name.split(":")[1] for s in agent)
+        print(f"verdict: the agent cannot run against this server: its first request failed "
+              f"in every mode tried ({tried}); see agent:* above (a smaller task, a larger "
+              "server context or a smaller --ak max_tokens may help)", file=out)
+        return
+    best = next((s for s in agent if s.verdict == "PASS"),
+                next(s for s in agent if s.verdict != "FAIL"))
+    mode = best.name.split(":")[1]
+    note = "" if best.verdict == "PASS" else (
+        "  [its first request completed, but no usable tool call came back: expect low TSQ]")
+    print(f"verdict: the agent can run here; suggested --ak tool_mode={mode} (its first "
+          f"request was tried){note}", file=out)
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -157,20 +266,50 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help=f"environment variable holding the API key (default {key_env}; "
                         "a dummy key is used when it is unset)")
     p.add_argument("--timeout", type=float, default=60.0, help="seconds per request")
-    p.add_argument("--max-tokens", type=int, default=64, help="completion tokens per probe")
+    p.add_argument("--max-tokens", type=int, default=64,
+                   help="completion tokens per short probe (the agent's first request uses "
+                        "--ak max_tokens, as the sweep does)")
+    p.add_argument("--task", type=Path, default=None,
+                   help="a built task folder whose first request is sent (default with "
+                        "`bankbench check`: the first scenario of the bundled sample)")
+    p.add_argument("--ak", action="append", default=[], metavar="KEY=VALUE",
+                   help="agent option as the sweep takes it (tool_mode, tool_choice, "
+                        "max_tokens, temperature…); tool_mode given: only that mode is tried")
 
 
-def main_from_args(args: argparse.Namespace, describe: Describe = raw_summary) -> int:
+def agent_options(items: list[str]) -> tuple[BankingAgentOptions, str | None]:
+    """`--ak KEY=VALUE` items → validated options and the tool mode chosen (None: not given)."""
+    kwargs: dict[str, str] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise ValueError(f"--ak {item!r}: expected key=value")
+        kwargs[key] = value
+    return parse_options(kwargs), kwargs.get("tool_mode")
+
+
+def main_from_args(args: argparse.Namespace, describe: Describe = raw_summary,
+                   first: FirstRequest | None = None) -> int:
     import os
 
     from agents.llm import ClientSettings
 
+    try:
+        options, chosen = agent_options(args.ak)
+        if args.task is not None:
+            first = read_task(args.task)
+    except ValueError as exc:
+        print(f"check: {exc}", file=sys.stderr)
+        return 2
     base_url = args.base_url or os.environ.get("OPENAI_BASE_URL") or DEFAULT_BASE_URL
     settings = ClientSettings(base_url=base_url, model=strip_provider(args.model) or args.model,
                               api_key_env=args.api_key_env, request_timeout_s=args.timeout,
                               max_attempts=2, backoff_initial_s=0.2)
     print(f"checking {settings.base_url} model {settings.model!r}", flush=True)
-    steps = asyncio.run(run_checks(settings, args.max_tokens, describe))
+    if first is None:
+        print("(no --task: the agent's own first request is not tried)", flush=True)
+    steps = asyncio.run(run_checks(settings, args.max_tokens, describe, first, options,
+                                   chosen))
     report(steps)
     return 0 if can_run(steps) else 1
 

@@ -66,16 +66,32 @@ def check_resumable(config: SweepConfig, sweep_dir: Path) -> SweepManifest:
     return manifest
 
 
-def _scrape(base_url: str, out: Path) -> bool:
-    """Prometheus /metrics of the frontend; False (and no file) when the server has none."""
-    from bankbench.serve import metrics
+class _Scraper:
+    """Prometheus /metrics of the frontend, scraped around each level of one sweep.
 
-    try:
-        metrics.scrape(base_url, out)
-        return True
-    except Exception as exc:  # an external server without /metrics is normal
-        print(f"  (no /metrics from {base_url}: {exc.__class__.__name__})", flush=True)
-        return False
+    A server without /metrics (llama.cpp's, many hosted APIs) is normal: it is named once per
+    sweep, not at every scrape of every level.
+    """
+
+    def __init__(self, base_url: str) -> None:
+        self.base_url = base_url
+        self.said_missing = False
+
+    def __call__(self, out: Path) -> bool:
+        """Write the scrape to `out`; False (and no file) when the server has none."""
+        from bankbench.serve import metrics
+
+        try:
+            metrics.scrape(self.base_url, out)
+            return True
+        except Exception as exc:
+            if not self.said_missing:
+                self.said_missing = True
+                why = getattr(getattr(exc, "response", None), "status_code", None)
+                why = f"HTTP {why}" if why else exc.__class__.__name__
+                print(f"  (no /metrics from {self.base_url} ({why}): server-side counters "
+                      "are not recorded for this sweep)", flush=True)
+            return False
 
 
 def _preflight(config: SweepConfig, base_url: str, model: str) -> None:
@@ -192,8 +208,9 @@ def run_sweep(config: SweepConfig, sweep_dir: Path, *, resume: bool = False) -> 
             manifest.base_url, manifest.model = base_url, model
         save_manifest(sweep_dir, manifest)
 
+        scrape = _Scraper(base_url)
         for record in manifest.level_records:
-            _run_level(config, sweep_dir, manifest, record, tasks_dir, base_url, model)
+            _run_level(config, sweep_dir, manifest, record, tasks_dir, base_url, model, scrape)
 
         manifest.finished_at = _now()
         save_manifest(sweep_dir, manifest)
@@ -223,7 +240,7 @@ def run_sweep(config: SweepConfig, sweep_dir: Path, *, resume: bool = False) -> 
 
 def _run_level(
     config: SweepConfig, sweep_dir: Path, manifest: SweepManifest, record: LevelRecord,
-    tasks_dir: Path, base_url: str, model: str,
+    tasks_dir: Path, base_url: str, model: str, scrape: _Scraper,
 ) -> None:
     level = record.level
     job_dir = level_dir(sweep_dir, level)
@@ -243,7 +260,7 @@ def _run_level(
     # Scrape after Harbor has created the job folder would be racy; scrape into the sweep dir
     # first and move it in once the job folder exists.
     before = sweep_dir / f".{level_dir_name(level)}-{METRICS_BEFORE}"
-    have_before = _scrape(base_url, before)
+    have_before = scrape(before)
     if resumed:
         try:
             harbor_job.wait_for_earlier_harbor(sweep_dir)
@@ -270,7 +287,7 @@ def _run_level(
         save_manifest(sweep_dir, manifest)
         raise SweepError(f"level {level}: {exc}") from exc
 
-    have_after = _scrape(base_url, job_dir / METRICS_AFTER) if job_dir.exists() else False
+    have_after = scrape(job_dir / METRICS_AFTER) if job_dir.exists() else False
     if have_before and job_dir.exists():
         os.replace(before, job_dir / METRICS_BEFORE)
     record.metrics = have_before and have_after
