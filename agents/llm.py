@@ -133,6 +133,11 @@ class StreamingClient:
         self.cancelled_in_flight = False
         self._api_key = os.environ.get(settings.api_key_env) or DUMMY_API_KEY
         self._http = http_client(settings.base_url, self._api_key, settings.request_timeout_s)
+        self._counter = None
+        if settings.tokenizer:  # counts for servers that send no usage
+            from agents.token_count import TokenCounter
+
+            self._counter = TokenCounter(settings.tokenizer)
 
     async def aclose(self) -> None:
         await self._http.aclose()
@@ -223,8 +228,13 @@ class StreamingClient:
                                 request_chars=len(body)) from None
         assert current is not None
         record = self._record(request_id, info, current, tries - 1)
-        await self._emit(record)
         reply = current.reply
+        if self._counter is not None and record.token_source is None:
+            record.prompt_tokens = self._counter.prompt(messages, params.get("tools"))
+            record.completion_tokens = self._counter.completion(
+                "".join(reply.content), list(reply.tools.values()))
+            record.token_source = "client"
+        await self._emit(record)
         tool_calls = [
             ToolCallOut(id=t.get("id") or f"call_{request_id[:8]}_{i}", name=t.get("name", ""),
                         arguments=t.get("arguments", ""))
@@ -316,6 +326,7 @@ class StreamingClient:
             read_reasoning_chars=_nonzero(reply.read_chars[1]),
             read_tool_call_chars=_nonzero(reply.read_chars[2]),
             prompt_tokens=prompt, completion_tokens=completion, cached_tokens=cached,
+            token_source="server" if (prompt, completion) != (None, None) else None,
             finish_reason=reply.finish_reason, http_status=tried.status, retries=retries,
             error=error, server=reply.server or None,
         )

@@ -33,6 +33,10 @@ class ClientOptions(_Options):
     quick_ack: bool = Field(
         True, description="Acknowledge each response head at once (Linux TCP_QUICKACK), so a "
         "server that leaves Nagle on cannot hold the first token back for a delayed ACK.")
+    tokenizer: str | None = Field(
+        None, description="Tokenizer (a tokenizers JSON file or a model folder with "
+        "tokenizer.json) that counts tokens when the server sends no usage; such counts are "
+        "marked token_source=client.")
     nvext_annotations: list[str] = Field(
         default_factory=list,
         description="nvext annotation templates, e.g. 'output_replay_id:{scenario_id}:"

@@ -189,7 +189,11 @@ def render_markdown(tables: Tables, summary: pd.DataFrame, comparison: pd.DataFr
         "window_s": "window (s)", "output_token_throughput": "output tok/s",
         "request_throughput": "requests/s", "configured_concurrency": "configured",
         "achieved_concurrency": "requests in flight", "achieved_trial_concurrency":
-        "trials running", "n_requests": "requests", "error_rate": "error rate"}), ""]
+        "trials running", "n_requests": "requests", "error_rate": "error rate",
+        "token_counts": "tokens counted by"}), "",
+        "Tokens counted by `server`: its usage; `client`: the agent's `--ak tokenizer` for a "
+        "server that sends no usage (message text and tool schemas, without the chat "
+        "template's tokens); `unknown`: neither, and token figures stay empty.", ""]
     parts += _quality(summary) + _judge(summary)
     if slo is not None:
         parts += [f"## Goodput (SLO {slo})", "", _section(summary, {

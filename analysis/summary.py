@@ -80,6 +80,7 @@ def summarize(tables: Tables, slo: SLO | None = None) -> pd.DataFrame:
         if slo is not None:
             row.update(goodput_metrics(req, trial_rows, slo, window_seconds(req)))
         row.update(usage_metrics(req, trial_rows))
+        row["token_counts"] = token_counts(req)
         if job is not None and pd.notna(job["metrics_before"]) and pd.notna(job["metrics_after"]):
             row.update(server_metrics(Path(job["metrics_before"]), Path(job["metrics_after"])))
         rows.append(row)
@@ -87,3 +88,14 @@ def summarize(tables: Tables, slo: SLO | None = None) -> pd.DataFrame:
         return pd.DataFrame(columns=GROUP)
     provenance = level_provenance(trials, tables.jobs, tables.sweeps)
     return pd.DataFrame(rows).merge(provenance, on=GROUP, how="left")
+
+
+def token_counts(req: pd.DataFrame) -> str:
+    """Who counted the level's tokens: server (its usage), client (the agent's --ak
+    tokenizer), a mix of the two, or unknown (no usage and no tokenizer)."""
+    if "token_source" not in req.columns or not len(req):
+        return "unknown"
+    seen = set(req.loc[req["ok"], "token_source"].dropna()) if "ok" in req else set()
+    if not seen:
+        return "unknown"
+    return seen.pop() if len(seen) == 1 else "mixed"

@@ -36,8 +36,9 @@ REQ_COLUMNS = (
     "request_id", "role", "attempt", "turn", "step", "model", "session_id", "worker_id",
     "start_unix_ns", "end_unix_ns", "ttft_ms", "e2e_ms", "tpot_ms", "output_tps_per_user",
     "n_itl", "itl_mean_ms", "content_chars", "reasoning_chars", "tool_call_chars",
-    "prompt_tokens", "completion_tokens", "cached_tokens", "finish_reason", "http_status",
-    "retries", "error_type", "server_ttft_ms", "server_total_ms", "send_to_received_ms",
+    "prompt_tokens", "completion_tokens", "cached_tokens", "token_source", "finish_reason",
+    "http_status", "retries", "error_type", "server_ttft_ms", "server_total_ms",
+    "send_to_received_ms",
 )
 FLOAT_REQ = ("content_chars", "reasoning_chars", "tool_call_chars",
              "ttft_ms", "e2e_ms", "tpot_ms", "output_tps_per_user", "itl_mean_ms",
@@ -46,7 +47,7 @@ FLOAT_REQ = ("content_chars", "reasoning_chars", "tool_call_chars",
 # Columns copied from the record as they are.
 _AS_RECORDED = ("request_id", "role", "attempt", "turn", "step", "model", "session_id",
                 "start_unix_ns", "prompt_tokens", "completion_tokens", "cached_tokens",
-                "finish_reason", "http_status", "retries")
+                "token_source", "finish_reason", "http_status", "retries")
 INT_REQ = ("attempt", "turn", "step", "start_unix_ns", "n_itl", "retries")
 # Fewer trials than this are read in-process: a worker pool costs ~0.1 s to start.
 PARALLEL_FROM = 200

@@ -15,7 +15,7 @@ reader sees one shape. Their reads' sizes are unknown (`sizes_known` false).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -74,6 +74,10 @@ class LLMCallRecord(BaseModel):
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
     cached_tokens: int | None = None
+    token_source: Literal["server", "client"] | None = Field(
+        None, description="Who counted prompt_tokens/completion_tokens: 'server' (its usage), "
+        "'client' (the agent's --ak tokenizer, for a server that sent no usage; without the "
+        "chat template's tokens), None (nobody: counts unknown).")
     finish_reason: str | None = None
     http_status: int | None = None
     retries: int = 0
@@ -86,6 +90,14 @@ class LLMCallRecord(BaseModel):
     ttft_ms: float | None = Field(None, exclude=True)
     itl_ms: list[float] | None = Field(None, exclude=True)
     e2e_ms: float | None = Field(None, exclude=True)
+
+    @model_validator(mode="after")
+    def _counts_of_older_records(self) -> LLMCallRecord:
+        # Records from before token_source: any count they hold came from the server.
+        if self.token_source is None and (self.prompt_tokens, self.completion_tokens) != (
+                None, None):
+            self.token_source = "server"
+        return self
 
     @model_validator(mode="after")
     def _raw_times_from_old_fields(self) -> LLMCallRecord:

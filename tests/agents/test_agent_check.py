@@ -39,3 +39,14 @@ def test_check_fails_cleanly_without_a_server():
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 1
     assert "[FAIL] models" in proc.stdout and "Traceback" not in proc.stderr
+
+
+def test_check_refuses_a_folder_that_is_no_task_and_a_bad_option(tmp_path):
+    base = [sys.executable, "-m", "agents.test_agent", "--model", "m"]
+    no_task = subprocess.run([*base, "--task", str(tmp_path)], capture_output=True, text=True,
+                             timeout=120)
+    bad = subprocess.run([*base, "--ak", "tool_mode=smoke"], capture_output=True, text=True,
+                         timeout=120)
+    assert no_task.returncode == 2 and "not a built bankbench task" in no_task.stderr
+    assert bad.returncode == 2 and "--ak tool_mode" in bad.stderr
+    assert "Traceback" not in no_task.stderr + bad.stderr

@@ -48,14 +48,18 @@ def test_check_does_not_suggest_a_mode_whose_first_request_overflows(tmp_path):
     assert _verdict(chosen.stdout).startswith("verdict: the agent cannot run")
 
 
-def _sweep(tmp_path: Path, server, mode: str) -> Path:
+def _sweep(tmp_path: Path, server, mode: str, *ak: str) -> Path:
     args = ["sweep", "--base-url", server.base_url, "--model", server.model, "--levels", "1",
             "--limit", "2", "--source", "sample", "--out", str(tmp_path), "--name", mode,
             "--ak", f"tool_mode={mode}", "--ak", "max_tokens=48", "--ak", "max_steps=2"]
+    for item in ak:
+        args += ["--ak", item]
     done = _bankbench(*args, timeout=840)
     assert done.returncode == 0, (done.stdout + done.stderr)[-3000:]
     # Named once per sweep, not at each of the level's two scrapes.
     assert done.stdout.count("no /metrics from") == 1, done.stdout
+    report = _bankbench("report", str(tmp_path / mode), timeout=300)
+    assert report.returncode == 0, report.stdout + report.stderr
     return tmp_path / mode
 
 
@@ -67,21 +71,37 @@ def _llm_calls(sweep: Path) -> list[dict]:
 
 
 @pytest.mark.harbor
-@pytest.mark.parametrize("mode,chat_format,n_ctx", [
-    ("native", "chatml-function-calling", 8192),
-    ("text", None, 8192),
-])
-def test_check_sweep_and_report_end_to_end(tmp_path, mode, chat_format, n_ctx):
-    with llamacpp_server(tmp_path / "server", n_ctx=n_ctx, chat_format=chat_format) as server:
+def test_text_mode_check_sweep_and_report_with_client_counted_tokens(tmp_path):
+    """Text mode runs end to end; the server sends no usage, so with `--ak tokenizer` the
+    agent counts tokens itself and says so in the records and the report."""
+    from bankbench.serve import smollm2
+
+    tokenizer = smollm2.model_dir() / "tokenizer.json"
+    with llamacpp_server(tmp_path / "server", n_ctx=8192) as server:
         check = _bankbench("check", "--base-url", server.base_url, "--model", server.model,
-                           "--ak", f"tool_mode={mode}", "--ak", "max_tokens=48")
+                           "--ak", "tool_mode=text", "--ak", "max_tokens=48")
         assert check.returncode == 0, check.stdout + check.stderr
-        assert f"agent:{mode}" in check.stdout
-        sweep = _sweep(tmp_path, server, mode)
-    calls = _llm_calls(sweep)
-    assert calls and any(c.get("error") is None for c in calls), calls[:2]
-    # No usage from this server: counts stay unknown, never 0.
-    assert all(c.get("completion_tokens") is None for c in calls)
-    report = _bankbench("report", str(sweep), timeout=300)
-    assert report.returncode == 0, report.stdout + report.stderr
-    assert (sweep / "report.md").exists()
+        assert "[FAIL]" not in check.stdout and "tool_mode=text" in _verdict(check.stdout)
+        sweep = _sweep(tmp_path, server, "text", f"tokenizer={tokenizer}")
+    ok = [c for c in _llm_calls(sweep) if c.get("error") is None]
+    assert ok, "no request of the text-mode sweep succeeded"
+    assert all(c["token_source"] == "client" and c["completion_tokens"] > 0 for c in ok)
+    assert "| client |" in (sweep / "report.md").read_text()
+
+
+@pytest.mark.harbor
+def test_native_mode_the_check_predicts_the_sweep(tmp_path):
+    """llama-cpp-python's chatml-function-calling format cannot stream with tool_choice auto
+    (it ends the stream with a server-side error): the check's first request fails the same
+    way the sweep's requests then fail, and says the agent cannot run in native mode."""
+    with llamacpp_server(tmp_path / "server", n_ctx=8192,
+                         chat_format="chatml-function-calling") as server:
+        check = _bankbench("check", "--base-url", server.base_url, "--model", server.model,
+                           "--ak", "tool_mode=native", "--ak", "max_tokens=48")
+        assert check.returncode == 1, check.stdout + check.stderr
+        assert "[FAIL] agent:native" in check.stdout
+        sweep = _sweep(tmp_path, server, "native")
+    calls = [c for c in _llm_calls(sweep) if c["role"] == "agent"]
+    assert calls and all(c["error"] is not None for c in calls)
+    # No usage and no tokenizer: unknown, never 0.
+    assert all(c["completion_tokens"] is None and c.get("token_source") is None for c in calls)
