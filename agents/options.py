@@ -144,6 +144,17 @@ def parse_options(kwargs: dict[str, Any]) -> BankingAgentOptions:
         raise ValueError("BankingAgent: " + "; ".join(problems)) from None
 
 
+def key_values(items: list[str], option: str = "--ak") -> dict[str, str]:
+    """`KEY=VALUE` command-line items → a dict; ValueError naming the bad item."""
+    out: dict[str, str] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise ValueError(f"{option} {item!r}: expected key=value")
+        out[key] = value
+    return out
+
+
 def strip_provider(model: str | None) -> str | None:
     """`openai/my-model` → `my-model`: Harbor passes -m with a provider prefix."""
     if model and "/" in model:

@@ -24,6 +24,7 @@ from agents.options import (
     DEFAULT_BASE_URL,
     BankingAgentOptions,
     ClientOptions,
+    key_values,
     parse_options,
     strip_provider,
 )
@@ -279,12 +280,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def agent_options(items: list[str]) -> tuple[BankingAgentOptions, str | None]:
     """`--ak KEY=VALUE` items → validated options and the tool mode chosen (None: not given)."""
-    kwargs: dict[str, str] = {}
-    for item in items:
-        key, sep, value = item.partition("=")
-        if not sep or not key:
-            raise ValueError(f"--ak {item!r}: expected key=value")
-        kwargs[key] = value
+    kwargs = key_values(items)
     return parse_options(kwargs), kwargs.get("tool_mode")
 
 

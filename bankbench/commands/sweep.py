@@ -23,13 +23,12 @@ def _from_config(field: str, more: str = "") -> dict[str, Any]:
 
 
 def _key_values(items: list[str], option: str) -> dict[str, str]:
-    out: dict[str, str] = {}
-    for item in items:
-        key, sep, value = item.partition("=")
-        if not sep or not key:
-            raise SystemExit(f"bankbench sweep: {option} {item!r}: expected key=value")
-        out[key] = value
-    return out
+    from agents.options import key_values
+
+    try:
+        return key_values(items, option)
+    except ValueError as exc:
+        raise SystemExit(f"bankbench sweep: {exc}") from None
 
 
 def _levels(text: str) -> list[int]:
