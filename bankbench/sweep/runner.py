@@ -11,6 +11,9 @@ from __future__ import annotations
 import os
 import platform
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -137,8 +140,24 @@ def _stop_leftover_server(state_dir: Path) -> None:
     api.down(old)
 
 
-def run_sweep(config: SweepConfig, sweep_dir: Path, *, resume: bool = False) -> Path:
-    """Run (or continue) a sweep in `sweep_dir`; returns the path of report.md."""
+@dataclass
+class SweepSession:
+    """A sweep directory with its server up and its manifest saved: levels can be run in it."""
+
+    config: SweepConfig
+    sweep_dir: Path
+    manifest: SweepManifest
+    tasks_dir: Path
+    base_url: str
+    model: str
+    scrape: _Scraper  # one per sweep, so a server without /metrics is named once
+
+
+@contextmanager
+def open_sweep(config: SweepConfig, sweep_dir: Path, *, resume: bool = False,
+               resume_command: str = "bankbench sweep --resume") -> Iterator[SweepSession]:
+    """Build tasks, bring the server up (or check the given one) and write sweep.json; the
+    server is stopped on the way out. `sweep` and `capacity` run their levels inside it."""
     sweep_dir = sweep_dir.resolve()
     if resume:
         manifest: SweepManifest | None = check_resumable(config, sweep_dir)
@@ -207,17 +226,12 @@ def run_sweep(config: SweepConfig, sweep_dir: Path, *, resume: bool = False) -> 
         else:
             manifest.base_url, manifest.model = base_url, model
         save_manifest(sweep_dir, manifest)
-
-        scrape = _Scraper(base_url)
-        for record in manifest.level_records:
-            _run_level(config, sweep_dir, manifest, record, tasks_dir, base_url, model, scrape)
-
-        manifest.finished_at = _now()
-        save_manifest(sweep_dir, manifest)
+        yield SweepSession(config, sweep_dir, manifest, tasks_dir, base_url, model,
+                           _Scraper(base_url))
     except KeyboardInterrupt:
         print(
             f"\nsweep interrupted; finished trials are kept. Continue with:\n"
-            f"  bankbench sweep --resume {sweep_dir}",
+            f"  {resume_command} {sweep_dir}",
             flush=True,
         )
         raise
@@ -228,13 +242,37 @@ def run_sweep(config: SweepConfig, sweep_dir: Path, *, resume: bool = False) -> 
             print("stopping the server this sweep started ...", flush=True)
             api.down(server)
 
+
+def run_level(session: SweepSession, level: int) -> LevelRecord:
+    """Run (skip if complete, continue if partial) one level's Harbor job in the session; a
+    level the manifest does not list yet is added to it first."""
+    manifest = session.manifest
+    record = next((r for r in manifest.level_records if r.level == level), None)
+    if record is None:
+        record = LevelRecord(level=level, job_dir=level_dir_name(level))
+        manifest.level_records.append(record)
+        manifest.levels.append(level)
+        save_manifest(session.sweep_dir, manifest)
+    _run_level(session.config, session.sweep_dir, manifest, record, session.tasks_dir,
+               session.base_url, session.model, session.scrape)
+    return record
+
+
+def run_sweep(config: SweepConfig, sweep_dir: Path, *, resume: bool = False) -> Path:
+    """Run (or continue) a sweep in `sweep_dir`; returns the path of report.md."""
+    with open_sweep(config, sweep_dir, resume=resume) as session:
+        for record in list(session.manifest.level_records):
+            run_level(session, record.level)
+        session.manifest.finished_at = _now()
+        save_manifest(session.sweep_dir, session.manifest)
+
     from analysis.report import write_report
 
-    report = write_report(sweep_dir)
-    manifest.report = str(report)
-    save_manifest(sweep_dir, manifest)
-    if manifest.dataset_fallback:  # said at the start; said again where the user looks last
-        print(fallback_warning(manifest.dataset_fallback), flush=True)
+    report = write_report(session.sweep_dir)
+    session.manifest.report = str(report)
+    save_manifest(session.sweep_dir, session.manifest)
+    if session.manifest.dataset_fallback:  # said at the start; said again where one looks last
+        print(fallback_warning(session.manifest.dataset_fallback), flush=True)
     return report
 
 
