@@ -67,6 +67,11 @@ class TrialInputs(BaseModel):
     known_tools: list[str] = Field(default_factory=list, description="The task's tool names.")
     turns: list[Turn] = Field(default_factory=list)
     final_answer: str | None = None
+    agent_replies: int = Field(0, description="Agent (not evaluator) model replies in the "
+                               "trajectory, every attempt.")
+    unparsed_call_replies: int = Field(
+        0, description="Of those, replies whose text still holds a `<tool_call>` tag: the "
+        "server's tool parser did not turn it into a call (malformed).")
 
 
 def intents_log(trial_dir: Path) -> Path | None:
@@ -200,12 +205,19 @@ def _read_text(path: Path) -> str | None:
         return None
 
 
-def conversation(trial_dir: Path, attempt: int | None,
-                 issues: list[Issue]) -> tuple[str | None, list[Turn], str | None]:
+UNPARSED_CALL_TAG = "<tool_call>"
+
+
+def conversation(trial_dir: Path, attempt: int | None, issues: list[Issue],
+                 replies: dict[str, int] | None = None
+                 ) -> tuple[str | None, list[Turn], str | None]:
     """(first user message, tool-call turns, final answer) of the scored attempt in the ATIF
-    trajectory; evaluator turns are left out. Empty when the agent wrote no trajectory."""
+    trajectory; evaluator turns are left out. Empty when the agent wrote no trajectory.
+    `replies`, when given, receives the agent's reply counts over every attempt."""
     path = trial_dir / "agent" / TRAJECTORY_FILE
     data = read_json_dict(path, issues) if path.is_file() else {}
+    if replies is not None:
+        replies.update(_reply_counts(data))
     user: str | None = None
     turns: list[Turn] = []
     final: str | None = None
@@ -233,6 +245,16 @@ def conversation(trial_dir: Path, attempt: int | None,
     return user, turns, final
 
 
+def _reply_counts(data: dict[str, Any]) -> dict[str, int]:
+    agent = [s for s in data.get("steps") or [] if isinstance(s, dict)
+             and s.get("source") == "agent"
+             and (s.get("extra") if isinstance(s.get("extra"), dict) else {}).get("role")
+             != "evaluator"]
+    unparsed = sum(1 for s in agent
+                   if isinstance(s.get("message"), str) and UNPARSED_CALL_TAG in s["message"])
+    return {"agent_replies": len(agent), "unparsed_call_replies": unparsed}
+
+
 def _observations(step: dict[str, Any]) -> dict[Any, str]:
     observation = step.get("observation")
     results = observation.get("results") if isinstance(observation, dict) else None
@@ -256,11 +278,12 @@ def read_trial_inputs(trial_dir: Path, scenario_id: str, issues: list[Issue]) ->
     attempt, calls = scored_calls(raw_calls, accepts, verifier_choice)
     task = task_dir(trial_dir, issues)
     expected_tools, goals, goal_tools = _expected(task, tsq, trial_dir, issues)
-    user, turns, final = conversation(trial_dir, attempt, issues)
+    replies: dict[str, int] = {}
+    user, turns, final = conversation(trial_dir, attempt, issues, replies)
     instruction = (_read_text(task / "instruction.md") if task else None) or user
     return TrialInputs(
         scenario_id=scenario_id, instruction=instruction, calls=calls, scored_attempt=attempt,
         expected_tools=expected_tools, goals=goals, goal_tools=goal_tools,
         known_tools=_known_tools(task, issues),
-        turns=turns, final_answer=final,
+        turns=turns, final_answer=final, **replies,
     )
