@@ -198,3 +198,62 @@ def pareto(summary: pd.DataFrame, out: Path) -> Path:
     ax.set_title("Per-user speed vs aggregate throughput")
     ax.legend()
     return _save(fig, out)
+
+
+def consistency_vs_concurrency(table: pd.DataFrame, out: Path) -> Path:
+    """Do decisions stay the same under load? Agreement with the reference run (95% CI) and
+    the shares of malformed, truncated and lost replies/trials per level."""
+    sns.set_theme(style="whitegrid")
+    fig, axes = plt.subplots(1, 2, figsize=(12, 4.2))
+    sources = list(dict.fromkeys(table["source"]))
+    colours = sns.color_palette(n_colors=max(2, len(sources) * 2))
+    for i, source in enumerate(sources):
+        part = table[table["source"] == source].sort_values("level")
+        for j, (key, label) in enumerate((("tool_f1", "tool F1"),
+                                          ("arg_agreement", "argument agreement"))):
+            err = np.vstack([part[key] - part[f"{key}_ci_low"],
+                             part[f"{key}_ci_high"] - part[key]]).clip(min=0)
+            axes[0].errorbar(part["level"], part[key], yerr=np.nan_to_num(err), marker="o",
+                             capsize=4, color=colours[2 * i + j],
+                             label=f"{label} ({source})" if len(sources) > 1 else label)
+    axes[0].set_ylabel("Agreement with the reference (0–1), 95% CI")
+    axes[0].set_ylim(0, 1.05)
+    reference = table["reference"].iloc[0]
+    axes[0].set_title(f"Decision consistency vs concurrency (reference {reference})")
+    long = table.melt(id_vars=["source", "level"],
+                      value_vars=["malformed", "truncated", "lost", "schema_valid"])
+    sns.lineplot(data=long, x="level", y="value", hue="variable",
+                 style="source" if len(sources) > 1 else None, marker="o", ax=axes[1])
+    axes[1].set_ylabel("Share (0–1)")
+    axes[1].set_ylim(-0.02, 1.05)
+    axes[1].set_title("Malformed / truncated replies, lost trials, schema-valid calls")
+    for ax in axes:
+        _level_axis(ax, table)
+        ax.legend(fontsize=8)
+    return _save(fig, out)
+
+
+def capacity_frontier(levels: pd.DataFrame, bounds: dict[str, float], min_agreement: float,
+                      capacity: int | None, out: Path) -> Path:
+    """Each searched level's measured value over its bound (≤ 1 passes) and the agreement's
+    lower CI end against its threshold; the capacity found is marked."""
+    sns.set_theme(style="whitegrid")
+    fig, axes = plt.subplots(1, 2, figsize=(12, 4.2))
+    frame = levels.sort_values("level")
+    for name, limit in bounds.items():
+        axes[0].plot(frame["level"], frame[name] / limit, marker="o", label=name)
+    axes[0].axhline(1.0, color="grey", linestyle="--", label="bound")
+    axes[0].set_ylabel("Measured / bound (≤ 1 passes)")
+    axes[0].set_title("SLO headroom vs concurrency")
+    axes[1].plot(frame["level"], frame["agreement_ci_low"], marker="o",
+                 label="agreement, 95% CI low")
+    axes[1].axhline(min_agreement, color="grey", linestyle="--", label="threshold")
+    axes[1].set_ylim(0, 1.05)
+    axes[1].set_ylabel("Agreement with the reference (0–1)")
+    axes[1].set_title("Decision consistency vs concurrency")
+    for ax in axes:
+        _level_axis(ax, frame)
+        if capacity is not None:
+            ax.axvline(capacity, color="green", alpha=0.5, label=f"capacity c{capacity}")
+        ax.legend(fontsize=8)
+    return _save(fig, out)

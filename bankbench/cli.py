@@ -14,7 +14,7 @@ import sys
 from bankbench import __version__
 
 # Order here is the order in `--help`.
-COMMANDS = ("tasks", "serve", "check", "sweep", "report", "judge", "export")
+COMMANDS = ("tasks", "serve", "check", "sweep", "capacity", "report", "judge", "export")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -40,21 +40,8 @@ def _levels(text: str) -> list[int]:
         ) from None
 
 
-def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser(
-        "sweep",
-        help="run the banking agent at several concurrency levels and report",
-        description=(
-            "Run one Harbor job per concurrency level (harbor run -n LEVEL) of the banking "
-            "agent against one server, scrape the server's /metrics before and after each "
-            "level, and write sweep.json plus a report (report.md, plots, summary.csv). "
-            "Either launch a server profile (--profile, brought down at the end) or point at "
-            "a running OpenAI-compatible server (--base-url with --model)."
-        ),
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
-    )
-    p.add_argument("--levels", type=_levels, metavar="N,N,…",
-                   **_from_config("levels", ", comma-separated"))
+def add_run_options(p: argparse.ArgumentParser) -> None:
+    """Every SweepConfig option but --levels: shared with `bankbench capacity`."""
     p.add_argument("--attempts", "-k", type=int, **_from_config("attempts"))
     server = p.add_argument_group("server (one of)")
     server.add_argument("--profile", **_from_config("profile"))
@@ -75,6 +62,24 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--env", **_from_config("env"))
     p.add_argument("--ak", action="append", metavar="KEY=VALUE",
                    **_from_config("agent_kwargs", "; repeatable, e.g. self_eval=true"))
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "sweep",
+        help="run the banking agent at several concurrency levels and report",
+        description=(
+            "Run one Harbor job per concurrency level (harbor run -n LEVEL) of the banking "
+            "agent against one server, scrape the server's /metrics before and after each "
+            "level, and write sweep.json plus a report (report.md, plots, summary.csv). "
+            "Either launch a server profile (--profile, brought down at the end) or point at "
+            "a running OpenAI-compatible server (--base-url with --model)."
+        ),
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    p.add_argument("--levels", type=_levels, metavar="N,N,…",
+                   **_from_config("levels", ", comma-separated"))
+    add_run_options(p)
     p.add_argument("--out", default="jobs", help="parent folder of sweep directories")
     p.add_argument("--name", help="sweep directory name (default: sweep-<UTC timestamp>)")
     p.add_argument("--resume", metavar="SWEEP_DIR",

@@ -1,0 +1,140 @@
+"""`bankbench capacity`: how many concurrent agents a deployment serves while every agent still
+gets fast answers (latency SLOs) and still makes the same decisions (consistency)."""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+
+from bankbench.commands.sweep import add_run_options
+
+
+def _slo(text: str) -> tuple[str, float]:
+    from contracts.capacity import slo_column
+
+    name, sep, value = text.partition("=")
+    try:
+        slo_column(name.strip())
+        number = float(value)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc) if sep and value else
+                                         f"{text!r}: expected NAME=NUMBER, e.g. "
+                                         "ttft_p90_ms=500") from None
+    if not sep or number < 0:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected NAME=NUMBER ≥ 0")
+    return name.strip(), number
+
+
+def _field(name: str) -> dict:
+    from contracts.capacity import CapacitySearch
+
+    info = CapacitySearch.model_fields[name]
+    return {"default": info.get_default(),
+            "help": (info.description or "").rstrip(".").replace("%", "%%")}
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "capacity",
+        help="find the highest concurrency within latency SLOs and consistent decisions",
+        description=(
+            "Double the concurrency from --start until a level fails, then bisect, to find the "
+            "highest level at which every --slo holds and the agent's tool calls still agree "
+            "with a reference run (the lowest level, or --reference) — judged by the lower end "
+            "of the 95% interval. Levels are ordinary sweep levels (c<level>/ Harbor jobs): "
+            "finished ones are reused and an interrupted search resumes with --resume. Each "
+            "step is recorded in capacity.json; the search ends with one line, the level "
+            "table, capacity.png and the sweep's report."
+        ),
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    search = p.add_argument_group("search")
+    search.add_argument("--slo", type=_slo, action="append", default=[], metavar="NAME=NUMBER",
+                        help="upper bound per level, repeatable: <metric>_<stat>_ms (metric "
+                        "ttft | server_ttft | itl | tpot | e2e, or AIPerf's "
+                        "time_to_first_token | inter_token_latency | request_latency; stat "
+                        "mean | p50 | p90 | p95 | p99), error_rate or lost_rate")
+    search.add_argument("--min-agreement", type=float, **_field("min_agreement"))
+    search.add_argument("--agreement-metric", choices=["tool_f1", "arg_agreement"],
+                        **_field("agreement_metric"))
+    search.add_argument("--start", type=int, **_field("start"))
+    search.add_argument("--max-level", type=int, **_field("max_level"))
+    search.add_argument("--max-minutes", type=float, **_field("max_minutes"))
+    search.add_argument("--gpus", type=int, **_field("gpus"))
+    search.add_argument("--reference", metavar="SWEEP_DIR", **_field("reference"))
+    add_run_options(p)
+    p.add_argument("--out", default="jobs", help="parent folder of sweep directories")
+    p.add_argument("--name", help="sweep directory name (default: capacity-<UTC timestamp>)")
+    p.add_argument("--resume", metavar="SWEEP_DIR",
+                   help="continue an interrupted search (its options are read back from it)")
+    p.set_defaults(func=_run)
+
+
+def _fail(message: str, code: int = 1) -> int:
+    print(f"bankbench capacity: {message}", file=sys.stderr)
+    return code
+
+
+def _run(args: argparse.Namespace) -> int:
+    from pydantic import ValidationError
+
+    from bankbench.capacity.run import load_record, run_capacity
+    from bankbench.commands.sweep import _explicit_options, _stop_cleanly_on_sigterm
+    from bankbench.sweep.runner import SweepError, load_manifest
+    from contracts.capacity import CapacitySearch
+    from contracts.sweep import SweepConfig
+
+    try:
+        if args.resume:
+            sweep_dir = Path(args.resume)
+            config = load_manifest(sweep_dir).config
+            search = load_record(sweep_dir).search
+        else:
+            search = CapacitySearch(
+                slos=dict(args.slo), min_agreement=args.min_agreement,
+                agreement_metric=args.agreement_metric, start=args.start,
+                max_level=args.max_level, max_minutes=args.max_minutes, gpus=args.gpus,
+                reference=str(Path(args.reference).resolve()) if args.reference else None)
+            args.levels = [search.start]  # the sweep config's first level; more are added
+            config = SweepConfig.model_validate(_explicit_options(args, all_fields=True))
+            name = args.name or "capacity-" + datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
+            sweep_dir = Path(args.out) / name
+    except SweepError as exc:
+        return _fail(str(exc), 2)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = "--" + str(first["loc"][0]).replace("_", "-") if first["loc"] else "options"
+        return _fail(f"{where}: {first['msg']}", 2)
+    if search.reference and not Path(search.reference).is_dir():
+        return _fail(f"--reference {search.reference}: no such directory", 2)
+
+    stopped_by = _stop_cleanly_on_sigterm()
+    try:
+        record = run_capacity(config, search, sweep_dir, resume=bool(args.resume))
+    except KeyboardInterrupt:
+        return 128 + stopped_by.get("signal", signal.SIGINT)
+    except (SweepError, FileNotFoundError, ValueError) as exc:
+        return _fail(str(exc))
+    except Exception as exc:
+        if exc.__class__.__name__ == "ServeError":
+            return _fail(f"server failed to start: {exc}")
+        raise
+    _finish(sweep_dir.resolve(), record)
+    return 0
+
+
+def _finish(sweep_dir: Path, record) -> None:
+    from analysis.report import write_report
+    from bankbench.capacity.output import draw_frontier, headline, level_table, render_table
+
+    report = write_report(sweep_dir)
+    plot = draw_frontier(sweep_dir, record)
+    print("\n" + render_table(level_table(record)))
+    print(f"\nreport: {report}")
+    if plot is not None:
+        print(f"frontier: {plot}")
+    print(f"search steps: {sweep_dir / 'capacity.json'}")
+    print(headline(record))
