@@ -16,6 +16,7 @@ import pandas as pd
 
 from analysis import plots
 from analysis.compare import compare_table
+from analysis.consistency_report import write_consistency
 from analysis.markdown import fmt, table
 from analysis.metrics import ALL
 from analysis.metrics.goodput import SLO
@@ -60,7 +61,11 @@ def write_report(path: Path, out: Path | None = None, compare: Sequence[Path] = 
     figures = draw_figures(tables, summary, out / "plots") if draw else []
     if draw:
         say(f"drew {len(figures)} figure(s) in {out / 'plots'}")
-    text = render_markdown(tables, summary, comparison, inputs, slo, figures, out, mixed)
+    # Sections computed from the trials' own files (not the summary) are written by their
+    # modules and slotted in before the figures.
+    _, consistency = write_consistency(tables, out, draw=draw)
+    text = render_markdown(tables, summary, comparison, inputs, slo, figures, out, mixed,
+                           extra_sections=consistency)
     report = out / "report.md"
     report.write_text(text, encoding="utf-8")
     return report
@@ -161,7 +166,8 @@ def _section(summary: pd.DataFrame, columns: dict[str, str]) -> str:
 
 def render_markdown(tables: Tables, summary: pd.DataFrame, comparison: pd.DataFrame,
                     inputs: list[Path], slo: SLO | None, figures: list[tuple[str, Path]],
-                    out: Path, mixed: Sequence[str] = ()) -> str:
+                    out: Path, mixed: Sequence[str] = (),
+                    extra_sections: Sequence[str] = ()) -> str:
     parts = [f"# bankbench report: {', '.join(p.name for p in inputs)}", "",
              f"Generated {datetime.now(UTC):%Y-%m-%d %H:%M} UTC. Definitions of every figure: "
              "see *Metric definitions* at the end.", "", *_measured_against(summary, mixed),
@@ -217,6 +223,7 @@ def render_markdown(tables: Tables, summary: pd.DataFrame, comparison: pd.DataFr
             "cached_token_share": "cached prompt share"}), ""]
     if len(comparison):
         parts += _comparison(comparison, inputs[0].name, mixed)
+    parts += list(extra_sections)
     if figures:
         parts += ["## Figures", ""]
         for title, png in figures:

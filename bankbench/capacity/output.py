@@ -40,11 +40,10 @@ def headline(record: CapacityRecord) -> str:
     bounds = ", ".join(f"{k}≤{v:g}" for k, v in search.slos.items()) or "no latency bound"
     consistent = (f"{search.agreement_metric} 95% CI low ≥ {search.min_agreement:g} vs "
                   f"{search.reference or 'the lowest level'}")
-    why = {"bracketed": "", "max_level": f" (the highest level tried, c{search.max_level} "
-           "or the task count, still passed)",
-           "max_minutes": f" (search stopped by --max-minutes {search.max_minutes:g} before "
-           "the frontier was bracketed)",
-           "no passing level": ""}.get(record.stopped_because or "", "")
+    why = {"max_level": " (the highest level tried still passed: raise --max-level, or "
+                        "--limit/--attempts if the task count capped it)",
+           "max_minutes": " (--max-minutes stopped the search before the frontier was "
+                          "bracketed: a lower bound)"}.get(record.stopped_because or "", "")
     if record.capacity is None:
         return (f"0 concurrent agents within SLO {bounds} with decisions consistent "
                 f"({consistent}): even c{record.lowest_failing} failed")

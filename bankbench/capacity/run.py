@@ -30,9 +30,6 @@ from contracts.capacity import (
 )
 from contracts.sweep import SweepConfig, level_dir
 
-CONSISTENCY_CSV = "consistency.csv"
-
-
 def load_record(sweep_dir: Path) -> CapacityRecord:
     path = sweep_dir / CAPACITY_FILE
     try:

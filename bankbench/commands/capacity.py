@@ -130,9 +130,16 @@ def _finish(sweep_dir: Path, record) -> None:
     from analysis.report import write_report
     from bankbench.capacity.output import draw_frontier, headline, level_table, render_table
 
+    import pandas as pd
+
+    from analysis.consistency_report import CONSISTENCY_CSV, console_table
+
     report = write_report(sweep_dir)
     plot = draw_frontier(sweep_dir, record)
-    print("\n" + render_table(level_table(record)))
+    if (sweep_dir / CONSISTENCY_CSV).is_file():
+        print("\ndecision consistency per level:\n"
+              + console_table(pd.read_csv(sweep_dir / CONSISTENCY_CSV)))
+    print("\nsearch steps:\n" + render_table(level_table(record)))
     print(f"\nreport: {report}")
     if plot is not None:
         print(f"frontier: {plot}")

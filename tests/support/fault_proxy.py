@@ -17,6 +17,7 @@ through when there is none; `proxy.seen` lists what each request got.
 from __future__ import annotations
 
 import asyncio
+import json
 import random
 from dataclasses import dataclass, field
 from typing import Literal
@@ -44,6 +45,10 @@ class FaultSchedule:
     # A careless server that quotes the request's Authorization header in its error bodies:
     # lets tests prove the client scrubs the key from what it records.
     echo_auth_in_errors: bool = False
+    # Load-dependent degradation: a request that was ever in flight together with more than
+    # this many requests (itself included) gets its reply degraded as an overloaded server
+    # might: its tool call arrives as unparsed, cut-off text and finish_reason is "length".
+    degrade_above: int | None = None
 
     @classmethod
     def seeded(cls, seed: int, n: int, faults: list[Fault], rate: float = 0.3,
@@ -66,6 +71,8 @@ class FaultProxy:
         self.schedule = schedule
         self.seen: list[Fault] = []
         self.requests: list[tuple[dict[str, str], bytes]] = []  # (headers, body) per POST
+        self._open: list[list[int]] = []  # per request in flight: the most seen with it
+        self.degraded = 0
         self._runner: web.AppRunner | None = None
         self._session: ClientSession | None = None
         self.port = 0
@@ -110,9 +117,19 @@ class FaultProxy:
             raise asyncio.CancelledError  # aiohttp drops the connection without a response
         if fault == "stall":
             await asyncio.sleep(self.schedule.stall_s)
-        return await self._forward(request, body, fault)
+        if request.method != "POST" or self.schedule.degrade_above is None:
+            return await self._forward(request, body, fault)
+        peak = [0]
+        self._open.append(peak)
+        for other in self._open:
+            other[0] = max(other[0], len(self._open))
+        try:
+            return await self._forward(request, body, fault, peak)
+        finally:
+            self._open.remove(peak)
 
-    async def _forward(self, request: web.Request, body: bytes, fault: Fault):
+    async def _forward(self, request: web.Request, body: bytes, fault: Fault,
+                       peak: list[int] | None = None):
         assert self._session is not None
         if self._session.closed:
             # The proxy is shutting down while a stalled request wakes up: no upstream to ask.
@@ -125,7 +142,10 @@ class FaultProxy:
                            if k.lower() not in _HOP_HEADERS | {"content-encoding"}}
             response = web.StreamResponse(status=upstream.status, headers=out_headers)
             try:
-                await self._relay(request, response, upstream, fault)
+                if peak is not None:
+                    await self._relay_judged(request, response, upstream, peak)
+                else:
+                    await self._relay(request, response, upstream, fault)
             except (ConnectionResetError, RuntimeError):
                 # The client hung up (its timeout, its cancel): aiohttp raises
                 # ClientConnectionResetError (older versions RuntimeError) on the next write to
@@ -157,6 +177,43 @@ class FaultProxy:
         if buffer:
             await response.write(buffer)
         await response.write_eof()
+
+
+    async def _relay_judged(self, request: web.Request, response: web.StreamResponse,
+                            upstream: ClientResponse, peak: list[int]) -> None:
+        """The whole reply first (the load it met is known only at its end), then either as it
+        came or degraded."""
+        body = await upstream.read()
+        limit = self.schedule.degrade_above
+        if limit is not None and peak[0] > limit and upstream.status == 200:
+            self.degraded += 1
+            body = _degrade(body)
+        await response.prepare(request)
+        await response.write(body)
+        await response.write_eof()
+
+
+def _degrade(body: bytes) -> bytes:
+    """SSE chat chunks with every tool-call delta replaced by the start of the call as plain
+    text (cut off, so no parser can salvage it) and the finish reason set to "length"."""
+    out = []
+    started = False
+    for event in body.split(b"\n\n"):
+        if not event.startswith(b"data: {"):
+            out.append(event)
+            continue
+        chunk = json.loads(event[len(b"data: "):])
+        for choice in chunk.get("choices") or []:
+            delta = choice.get("delta") or {}
+            calls = delta.pop("tool_calls", None)
+            if calls and not started:
+                name = (calls[0].get("function") or {}).get("name", "")
+                delta["content"] = f'<tool_call>{{"name": "{name}", "argu'
+                started = True
+            if choice.get("finish_reason"):
+                choice["finish_reason"] = "length"
+        out.append(b"data: " + json.dumps(chunk).encode())
+    return b"\n\n".join(out)
 
 
 def _client_gone(request: web.Request) -> bool:

@@ -1,0 +1,140 @@
+"""`bankbench capacity` end to end with real parts: the CLI as a subprocess, the real harbor
+CLI, LocalEnvironment, the real Dynamo frontend with the mocker engine (cpu-mocker).
+
+1. A search with an SLO finds and prints a level, records its steps; killed and resumed, it
+   reuses the finished level instead of running it again.
+2. Replies scripted through a mocker replay trace (every agent makes the same calls), with the
+   FAULT-INJECTING TEST PROXY (tests/support/fault_proxy.py) degrading replies of requests
+   that overlap more than two others in flight: consistency drops where load crosses that, and
+   the search stops below it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.reliability.helpers import HARBOR_ENV, bankbench
+
+pytestmark = [pytest.mark.dynamo, pytest.mark.harbor, pytest.mark.slow]
+
+
+def _steps(sweep: Path) -> list[dict]:
+    path = sweep / "capacity.json"
+    return json.loads(path.read_text())["steps"] if path.is_file() else []
+
+
+def test_search_prints_a_level_and_a_resumed_search_reuses_finished_levels(tmp_path):
+    cmd = [sys.executable, "-m", "bankbench", "capacity", "--profile", "cpu-mocker",
+           "--set", "speedup_ratio=50", "--source", "sample", "--limit", "3",
+           "--slo", "ttft_p90_ms=60000", "--slo", "error_rate=0.5", "--max-level", "2",
+           "--out", str(tmp_path), "--name", "cap"]
+    sweep = tmp_path / "cap"
+    log = (tmp_path / "first.out").open("w")
+    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, text=True,
+                            env={**os.environ, **HARBOR_ENV})
+    deadline = time.monotonic() + 400
+    while not _steps(sweep):  # level 1 judged: kill the search while it runs level 2
+        assert proc.poll() is None, (tmp_path / "first.out").read_text()[-3000:]
+        assert time.monotonic() < deadline, (tmp_path / "first.out").read_text()[-3000:]
+        time.sleep(0.5)
+    proc.kill()
+    proc.wait()
+    first = _steps(sweep)
+    assert [s["level"] for s in first] == [1] and not first[0]["reused"]
+
+    done = bankbench("capacity", "--resume", str(sweep), timeout=600)
+    out = done.stdout
+    assert done.returncode == 0, out[-3000:] + done.stderr[-3000:]
+    assert "level 1: already complete, skipped" in out
+    assert "capacity: level 1 passes" in out and "capacity: level 2 passes" in out
+    steps = _steps(sweep)
+    assert [(s["level"], s["reused"]) for s in steps] == [(1, True), (2, False)]
+    record = json.loads((sweep / "capacity.json").read_text())
+    assert record["finished"] and record["capacity"] == 2
+    assert record["stopped_because"] == "max_level"
+    last = out.strip().splitlines()[-1]
+    assert last.startswith("2 concurrent agents within SLO ttft_p90_ms≤60000, error_rate≤0.5")
+    assert (sweep / "capacity.png").is_file() and (sweep / "report.md").is_file()
+    manifest = json.loads((sweep / "sweep.json").read_text())
+    assert [r["level"] for r in manifest["level_records"]] == [1, 2]
+
+
+# --- degraded replies above a load --------------------------------------------------------
+
+SCENARIOS = [f"banking-{i:03d}" for i in range(6)]
+
+
+def _scripts() -> dict[str, list[str]]:
+    from bankbench.serve.replay import tool_call_text as tc
+
+    turns = [tc("get_account_balance", {"account_number": "12345678",
+                                        "account_type": "checking"}),
+             tc("transfer_funds", {"from_account": "12345678", "to_account": "87654321",
+                                   "amount": 25}),
+             *["Both requests are done."] * 8]
+    return {f"cap-{sid}": turns for sid in SCENARIOS}
+
+
+@pytest.fixture
+def degrading_proxy(tmp_path) -> Iterator[str]:
+    from bankbench.serve import api, replay
+    from tests.support.fault_proxy import FaultProxy, FaultSchedule
+
+    trace = replay.write_trace(tmp_path / "trace.jsonl", _scripts())
+    with api.running("cpu-mocker", workers=2, state_dir=tmp_path / "state",
+                     options={"speedup_ratio": 1.0, "replay_trace": str(trace)}) as state:
+        loop = asyncio.new_event_loop()
+        proxy = FaultProxy(state.base_url, FaultSchedule(degrade_above=2))
+        ready = threading.Event()
+        stop = asyncio.Event()
+
+        async def serve() -> None:
+            async with proxy:
+                ready.set()
+                await stop.wait()
+
+        thread = threading.Thread(target=loop.run_until_complete, args=(serve(),), daemon=True)
+        thread.start()
+        assert ready.wait(30)
+        try:
+            yield proxy.base_url, state.model, proxy
+        finally:
+            loop.call_soon_threadsafe(stop.set)
+            thread.join(30)
+
+
+def test_degraded_replies_under_load_stop_the_search_below_that_load(tmp_path,
+                                                                     degrading_proxy):
+    base_url, model, proxy = degrading_proxy
+    done = bankbench(
+        "capacity", "--base-url", base_url, "--model", model, "--source", "sample",
+        "--limit", str(len(SCENARIOS)), "--slo", "error_rate=0.5", "--max-level", "6",
+        "--min-agreement", "0.8",
+        "--ak", "nvext_annotations=output_replay_id:cap-{scenario_id}:{request_index}",
+        "--out", str(tmp_path), "--name", "cap", timeout=900)
+    out = done.stdout
+    assert done.returncode == 0, out[-3000:] + done.stderr[-3000:]
+    record = json.loads((tmp_path / "cap" / "capacity.json").read_text())
+    by_level = {s["level"]: s for s in record["steps"]}
+    assert proxy.degraded > 0
+    # Levels 1 and 2 never put more than two requests in flight: nothing degraded, the
+    # same calls as the reference. Four concurrent agents do, and their decisions change.
+    assert by_level[1]["passed"] and by_level[2]["passed"]
+    assert not by_level[4]["passed"]
+    agreement = {c["name"]: c for c in by_level[4]["checks"]}["tool_f1_ci_low"]
+    assert not agreement["passed"] and agreement["value"] < 0.8
+    assert record["capacity"] in (2, 3) and record["lowest_failing"] in (3, 4)
+    assert out.strip().splitlines()[-1].startswith(f"{record['capacity']} concurrent agents")
+    # the level table and the consistency section say what changed
+    table = (tmp_path / "cap" / "consistency.csv").read_text()
+    assert "malformed" in table and "truncated" in table
