@@ -30,6 +30,7 @@ from contracts.capacity import (
 )
 from contracts.sweep import SweepConfig, level_dir
 
+
 def load_record(sweep_dir: Path) -> CapacityRecord:
     path = sweep_dir / CAPACITY_FILE
     try:

@@ -127,12 +127,11 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _finish(sweep_dir: Path, record) -> None:
-    from analysis.report import write_report
-    from bankbench.capacity.output import draw_frontier, headline, level_table, render_table
-
     import pandas as pd
 
     from analysis.consistency_report import CONSISTENCY_CSV, console_table
+    from analysis.report import write_report
+    from bankbench.capacity.output import draw_frontier, headline, level_table, render_table
 
     report = write_report(sweep_dir)
     plot = draw_frontier(sweep_dir, record)
