@@ -11,7 +11,11 @@ longer than the client's timeout, or a malformed SSE event.
         ...  # point the client at proxy.base_url ("http://127.0.0.1:<port>/v1")
 
 Request n (0-based, counting every POST the proxy sees) gets `schedule.faults[n]` or passes
-through when there is none; `proxy.seen` lists what each request got.
+through when there is none; `proxy.seen` lists what each request got. With
+`FaultSchedule(degrade_above=K)` it also degrades, as an overloaded server might, the reply of
+every request that was in flight together with more than K requests (itself included): its tool
+call arrives as cut-off text the client cannot parse and `finish_reason` is "length"
+(`proxy.degraded` counts them). Such replies are buffered whole before they are sent.
 """
 
 from __future__ import annotations
