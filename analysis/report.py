@@ -23,6 +23,7 @@ from analysis.metrics.goodput import SLO
 from analysis.metrics.quality import per_scenario, with_solved
 from analysis.provenance import COLUMNS as PROVENANCE_COLUMNS
 from analysis.provenance import SAMPLE_FALLBACK, check_comparable
+from analysis.request_trace import server_view_section
 from analysis.summary import summarize
 from analysis.tables import Tables, is_sweep_dir, load_many
 
@@ -65,7 +66,7 @@ def write_report(path: Path, out: Path | None = None, compare: Sequence[Path] = 
     # modules and slotted in before the figures.
     _, consistency = write_consistency(tables, out, draw=draw)
     text = render_markdown(tables, summary, comparison, inputs, slo, figures, out, mixed,
-                           extra_sections=consistency)
+                           extra_sections=[*consistency, *server_view_section(tables)])
     report = out / "report.md"
     report.write_text(text, encoding="utf-8")
     return report

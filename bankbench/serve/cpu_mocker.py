@@ -8,6 +8,7 @@ from bankbench.paths import dynamo_assets
 from bankbench.serve.local_stack import LocalProfile, dynamo_env, frontend_command, launch
 from bankbench.serve.options import MockerOptions
 from bankbench.serve.state import ServerState
+from contracts.request_trace import REQUEST_TRACE_FILE
 
 DEFAULT_MODEL = "smollm2-mock"
 
@@ -41,6 +42,10 @@ def start(state: ServerState, port: int, opts: MockerOptions) -> ServerState:
     model_path = opts.model_path or model_dir()
     assert state.state_dir is not None
     env = dynamo_env(state.state_dir / "discovery")
+    if opts.request_trace:
+        # Dynamo 1.6.1 needs a file path here: a directory silently disables the sink.
+        env.update(DYN_REQUEST_TRACE="1", DYN_REQUEST_TRACE_SINKS="jsonl",
+                   DYN_REQUEST_TRACE_OUTPUT_PATH=str(state.state_dir / REQUEST_TRACE_FILE))
     commands = [
         ("frontend", frontend_command(
             python, port, state.router, opts.router_session_affinity_ttl_secs, opts.frontend_args

@@ -50,6 +50,10 @@ class MockerOptions(_Options):
     mocker_args: list[str] = Field(
         default_factory=list, description="extra `python -m dynamo.mocker` arguments"
     )
+    request_trace: bool = Field(
+        default=False, description="Dynamo's request trace (one request_end line per request) "
+        "into <state_dir>/request_trace.jsonl; a sweep copies each level's lines into it"
+    )
 
     _split_mocker = field_validator("mocker_args", mode="before")(_split_args)
 

@@ -20,6 +20,7 @@ from pathlib import Path
 from bankbench.sweep import harbor_job, preflight, progress
 from bankbench.sweep.provenance import git_sha, versions
 from bankbench.sweep.tasks import fallback_warning, prepare_tasks
+from contracts.request_trace import REQUEST_TRACE_FILE
 from contracts.sweep import (
     METRICS_AFTER,
     METRICS_BEFORE,
@@ -276,6 +277,14 @@ def run_sweep(config: SweepConfig, sweep_dir: Path, *, resume: bool = False) -> 
     return report
 
 
+def _copy_trace_lines(trace: Path, start: int, out: Path) -> None:
+    """The server's request-trace lines written while this level ran (appended, so a resumed
+    level keeps the lines of its first part)."""
+    with trace.open("rb") as src, out.open("ab") as dst:
+        src.seek(start)
+        dst.write(src.read())
+
+
 def _run_level(
     config: SweepConfig, sweep_dir: Path, manifest: SweepManifest, record: LevelRecord,
     tasks_dir: Path, base_url: str, model: str, scrape: _Scraper,
@@ -315,6 +324,8 @@ def _run_level(
             level=level, base_url=base_url, model=model,
         )
     log_path = sweep_dir / "logs" / f"{level_dir_name(level)}.harbor.log"
+    trace = sweep_dir / "server" / REQUEST_TRACE_FILE
+    trace_from = trace.stat().st_size if trace.is_file() else 0
     try:
         harbor_job.run_job(
             cmd, log_path=log_path, job_dir=job_dir,
@@ -329,6 +340,8 @@ def _run_level(
     if have_before and job_dir.exists():
         os.replace(before, job_dir / METRICS_BEFORE)
     record.metrics = have_before and have_after
+    if trace.is_file() and job_dir.exists():
+        _copy_trace_lines(trace, trace_from, job_dir / REQUEST_TRACE_FILE)
     record.state = harbor_job.job_state(job_dir).value
     record.finished_at = _now()
     save_manifest(sweep_dir, manifest)
