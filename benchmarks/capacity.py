@@ -40,7 +40,8 @@ def main() -> int:
     name = time.strftime("capacity-%Y%m%d-%H%M%S", time.gmtime())
     slos = args.slo or ["ttft_p90_ms=300", "error_rate=0.01"]
     cmd = [sys.executable, "-m", "bankbench", "capacity", "--profile", "cpu-mocker",
-           "--set", f"speedup_ratio={args.speedup:g}", "--source", "sample",
+           "--set", f"speedup_ratio={args.speedup:g}", "--set", "request_trace=true",
+           "--source", "sample",
            "--limit", str(args.limit), "--attempts", str(args.attempts),
            "--max-level", str(args.max_level), "--out", args.out, "--name", name]
     for slo in slos:

@@ -56,7 +56,9 @@ def test_cpu_mocker_writes_a_request_end_line_per_request(tmp_path):
                      options={"speedup_ratio": 100.0, "request_trace": True}) as state:
         rid = uuid.uuid4().hex
         reply = httpx.post(f"{state.base_url}/chat/completions", timeout=60,
-                           headers={"x-request-id": rid},
+                           # 1.6.1 records x_request_id only for requests with a session
+                           # (agent context); the agent sends one per trial by default.
+                           headers={"x-request-id": rid, "x-dynamo-session-id": "trial-1"},
                            json={"model": state.model, "max_tokens": 8, "stream": True,
                                  "messages": [{"role": "user", "content": "hi"}]})
         assert reply.status_code == 200
@@ -69,3 +71,4 @@ def test_cpu_mocker_writes_a_request_end_line_per_request(tmp_path):
     assert ends[0]["event_type"] == "request_end"
     assert ends[0]["request"]["x_request_id"] == rid
     assert ends[0]["request"]["input_tokens"] > 0
+    assert ends[0]["agent_context"]["session_id"] == "trial-1"
