@@ -8,7 +8,6 @@ level is reused, a partial one continued, so an interrupted search resumes where
 
 from __future__ import annotations
 
-import os
 import time
 from datetime import UTC, datetime
 from pathlib import Path
@@ -21,7 +20,14 @@ from analysis.metrics.goodput import SLO
 from analysis.summary import summarize
 from bankbench.capacity.search import bracket, describe, judge, next_level
 from bankbench.sweep import harbor_job
-from bankbench.sweep.runner import SweepError, open_sweep, run_level
+from bankbench.sweep.runner import (
+    SweepError,
+    load_model,
+    open_sweep,
+    run_level,
+    save_manifest,
+    save_model,
+)
 from contracts.capacity import (
     CAPACITY_FILE,
     CapacityRecord,
@@ -32,20 +38,11 @@ from contracts.sweep import SweepConfig, level_dir
 
 
 def load_record(sweep_dir: Path) -> CapacityRecord:
-    path = sweep_dir / CAPACITY_FILE
-    try:
-        return CapacityRecord.model_validate_json(path.read_text())
-    except FileNotFoundError:
-        raise SweepError(f"{path} not found: is {sweep_dir} a capacity search?") from None
-    except ValueError as exc:
-        raise SweepError(f"{path} is corrupt ({exc.__class__.__name__}); cannot resume") from exc
+    return load_model(sweep_dir / CAPACITY_FILE, CapacityRecord, "capacity search")
 
 
 def save_record(sweep_dir: Path, record: CapacityRecord) -> None:
-    path = sweep_dir / CAPACITY_FILE
-    tmp = path.with_suffix(".json.tmp")
-    tmp.write_text(record.model_dump_json(indent=2))
-    os.replace(tmp, path)
+    save_model(sweep_dir / CAPACITY_FILE, record)
 
 
 def goodput_slo(search: CapacitySearch) -> SLO | None:
@@ -137,7 +134,5 @@ def run_capacity(config: SweepConfig, search: CapacitySearch, sweep_dir: Path, *
         record.finished = True
         save_record(sweep_dir, record)
         session.manifest.finished_at = datetime.now(UTC)
-        from bankbench.sweep.runner import save_manifest
-
         save_manifest(sweep_dir, session.manifest)
     return record

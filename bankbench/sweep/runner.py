@@ -17,6 +17,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
+from pydantic import BaseModel
+
 from bankbench.sweep import harbor_job, preflight, progress
 from bankbench.sweep.provenance import git_sha, versions
 from bankbench.sweep.tasks import fallback_warning, prepare_tasks
@@ -41,21 +43,28 @@ def _now() -> datetime:
     return datetime.now(UTC)
 
 
-def load_manifest(sweep_dir: Path) -> SweepManifest:
-    path = sweep_dir / SWEEP_FILE
+def load_model[M: BaseModel](path: Path, model: type[M], what: str) -> M:
+    """A pydantic JSON file the sweep wrote; SweepError naming the file when missing/corrupt."""
     try:
-        return SweepManifest.model_validate_json(path.read_text())
+        return model.model_validate_json(path.read_text())
     except FileNotFoundError:
-        raise SweepError(f"{path} not found: is {sweep_dir} a sweep directory?") from None
+        raise SweepError(f"{path} not found: is {path.parent} a {what}?") from None
     except ValueError as exc:
         raise SweepError(f"{path} is corrupt ({exc.__class__.__name__}); cannot resume") from exc
 
 
+def save_model(path: Path, data: BaseModel) -> None:
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    tmp.write_text(data.model_dump_json(indent=2))
+    os.replace(tmp, path)  # never leave a half-written file behind
+
+
+def load_manifest(sweep_dir: Path) -> SweepManifest:
+    return load_model(sweep_dir / SWEEP_FILE, SweepManifest, "sweep directory")
+
+
 def save_manifest(sweep_dir: Path, manifest: SweepManifest) -> None:
-    path = sweep_dir / SWEEP_FILE
-    tmp = path.with_suffix(".json.tmp")
-    tmp.write_text(manifest.model_dump_json(indent=2))
-    os.replace(tmp, path)  # never leave a half-written manifest behind
+    save_model(sweep_dir / SWEEP_FILE, manifest)
 
 
 def check_resumable(config: SweepConfig, sweep_dir: Path) -> SweepManifest:
