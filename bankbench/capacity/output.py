@@ -45,6 +45,8 @@ def headline(record: CapacityRecord) -> str:
            "max_minutes": " (--max-minutes stopped the search before the frontier was "
                           "bracketed: a lower bound)"}.get(record.stopped_because or "", "")
     if record.capacity is None:
+        if record.lowest_failing is None:
+            return f"no level was judged{why or ''}: no capacity found"
         return (f"0 concurrent agents within SLO {bounds} with decisions consistent "
                 f"({consistent}): even c{record.lowest_failing} failed")
     gpus = ""
