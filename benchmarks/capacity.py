@@ -2,28 +2,75 @@
 what does it find?
 
 Real parts: `bankbench capacity` as a subprocess, the `harbor` CLI, BankingAgent,
-LocalEnvironment, the Dynamo frontend with the mocker engine (cpu-mocker) at a high speed-up.
+LocalEnvironment, the Dynamo frontend with the mocker engine (cpu-mocker) at a high speed-up,
+with Dynamo's request trace on. The mocker's replies are scripted through a response-replay
+trace (every scenario: two tool calls, then an answer), so the agent makes real decisions the
+consistency check can compare. With `--degrade-above K` the requests go through the
+FAULT-INJECTING TEST PROXY (tests/support/fault_proxy.py), which degrades the reply of every
+request that was in flight together with more than K requests (an unparsable, cut-off tool
+call and finish_reason=length): the consistency side of the frontier.
 
     .venv/bin/python benchmarks/capacity.py                          # 6 tasks x 2 attempts
-    .venv/bin/python benchmarks/capacity.py --limit 4 --attempts 1 --speedup 100
+    .venv/bin/python benchmarks/capacity.py --degrade-above 3        # decisions break above 3
 
-Prints the search's own output (steps, level table, headline), then per step its level, phase,
+Prints the search's own output (steps, tables, headline), then per step its level, phase,
 verdict and wall time from capacity.json, and the total wall time (perf_counter_ns around the
-whole command: tasks built, server started, every level, report). The sweep directory is kept
-(--out) so its report, capacity.png and plots/consistency_vs_concurrency.png can be looked at.
+whole command: tasks built, every level, report). The sweep directory is kept (--out) with its
+report.md, capacity.png and plots/consistency_vs_concurrency.png.
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import os
 import subprocess
 import sys
+import tempfile
+import threading
 import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))
+
+from bankbench.serve import api, replay  # noqa: E402
+from tests.support.fault_proxy import FaultProxy, FaultSchedule  # noqa: E402
+
+PREFIX = "capbench-"
+
+
+def scripts(n: int) -> dict[str, list[str]]:
+    tc = replay.tool_call_text
+    turns = [tc("get_account_balance", {"account_number": "12345678",
+                                        "account_type": "checking"}),
+             tc("transfer_funds", {"from_account": "12345678", "to_account": "87654321",
+                                   "amount": 25}),
+             *["Both requests are done."] * 8]
+    return {f"{PREFIX}banking-{i:03d}": turns for i in range(n)}
+
+
+def proxy_in_thread(upstream: str, degrade_above: int) -> tuple[FaultProxy, callable]:
+    loop = asyncio.new_event_loop()
+    proxy = FaultProxy(upstream, FaultSchedule(degrade_above=degrade_above))
+    ready, stop = threading.Event(), asyncio.Event()
+
+    async def serve() -> None:
+        async with proxy:
+            ready.set()
+            await stop.wait()
+
+    thread = threading.Thread(target=loop.run_until_complete, args=(serve(),), daemon=True)
+    thread.start()
+    ready.wait(30)
+
+    def close() -> None:
+        loop.call_soon_threadsafe(stop.set)
+        thread.join(30)
+
+    return proxy, close
 
 
 def main() -> int:
@@ -33,23 +80,41 @@ def main() -> int:
     ap.add_argument("--speedup", type=float, default=50.0, help="mocker speedup_ratio")
     ap.add_argument("--slo", action="append", default=None,
                     help="bounds (default: ttft_p90_ms=300, error_rate=0.01)")
+    ap.add_argument("--degrade-above", type=int, default=None,
+                    help="degrade replies of requests that met more than K in flight")
     ap.add_argument("--max-level", type=int, default=64)
     ap.add_argument("--out", default="/tmp/bankbench-capacity-bench")
     args = ap.parse_args()
 
     name = time.strftime("capacity-%Y%m%d-%H%M%S", time.gmtime())
     slos = args.slo or ["ttft_p90_ms=300", "error_rate=0.01"]
-    cmd = [sys.executable, "-m", "bankbench", "capacity", "--profile", "cpu-mocker",
-           "--set", f"speedup_ratio={args.speedup:g}", "--set", "request_trace=true",
-           "--source", "sample",
-           "--limit", str(args.limit), "--attempts", str(args.attempts),
-           "--max-level", str(args.max_level), "--out", args.out, "--name", name]
-    for slo in slos:
-        cmd += ["--slo", slo]
-    print("$", " ".join(cmd[1:]), flush=True)
-    t0 = time.perf_counter_ns()
-    done = subprocess.run(cmd, cwd=REPO, env={**os.environ, "HARBOR_TELEMETRY": "0"})
-    wall_s = (time.perf_counter_ns() - t0) / 1e9
+    work = Path(tempfile.mkdtemp(prefix="capbench-"))
+    trace = replay.write_trace(work / "trace.jsonl", scripts(args.limit))
+    options = {"speedup_ratio": args.speedup, "replay_trace": str(trace),
+               "request_trace": True}
+    print(f"starting cpu-mocker (speedup {args.speedup:g}, scripted tool calls) ...", flush=True)
+    # The stack's state in <sweep>/server: the sweep copies each level's request-trace lines
+    # from there, as it does for a stack it starts itself.
+    state_dir = Path(args.out) / name / "server"
+    with api.running("cpu-mocker", state_dir=state_dir, options=options) as state:
+        base_url, close = state.base_url, None
+        if args.degrade_above is not None:
+            proxy, close = proxy_in_thread(state.base_url, args.degrade_above)
+            base_url = proxy.base_url
+        cmd = [sys.executable, "-m", "bankbench", "capacity", "--base-url", base_url,
+               "--model", state.model, "--source", "sample", "--limit", str(args.limit),
+               "--attempts", str(args.attempts), "--max-level", str(args.max_level),
+               "--ak", f"nvext_annotations=output_replay_id:{PREFIX}{{scenario_id}}:"
+               "{request_index}", "--out", args.out, "--name", name]
+        for slo in slos:
+            cmd += ["--slo", slo]
+        print("$", " ".join(cmd[1:]), flush=True)
+        t0 = time.perf_counter_ns()
+        done = subprocess.run(cmd, cwd=REPO, env={**os.environ, "HARBOR_TELEMETRY": "0"})
+        wall_s = (time.perf_counter_ns() - t0) / 1e9
+        if close is not None:
+            close()
+            print(f"fault proxy degraded {proxy.degraded} replies", flush=True)
     sweep = Path(args.out) / name
     record = json.loads((sweep / "capacity.json").read_text())
     print(f"\n{'level':>5} {'phase':>8} {'verdict':>8} {'wall s':>8}")
@@ -58,7 +123,7 @@ def main() -> int:
               f"{'pass' if step['passed'] else 'FAIL':>8} {step['seconds']:>8.1f}")
     print(f"\ncapacity {record['capacity']} (lowest failing {record['lowest_failing']}, "
           f"stopped: {record['stopped_because']}); {len(record['steps'])} levels; "
-          f"total wall time {wall_s:.0f} s on {os.cpu_count()} CPUs; sweep dir {sweep}")
+          f"search wall time {wall_s:.0f} s on {os.cpu_count()} CPUs; sweep dir {sweep}")
     return done.returncode
 
 
