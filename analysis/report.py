@@ -186,7 +186,8 @@ def render_markdown(tables: Tables, summary: pd.DataFrame, comparison: pd.DataFr
              "have no result yet.", ""]
     parts += _failures(tables.trials) + _issues(tables.issues)
     parts += ["## Latency (successful requests)", ""]
-    for key, name in (("ttft_ms", "TTFT (ms)"), ("itl_ms", "ITL (ms)"), ("tpot_ms", "TPOT (ms)"),
+    for key, name in (("ttft_ms", "TTFT (ms)"), ("ttfc_ms", "Time to first tool call (ms)"),
+                      ("itl_ms", "ITL (ms)"), ("tpot_ms", "TPOT (ms)"),
                       ("e2e_ms", "E2E latency (ms)"),
                       ("output_tps_per_user", "Output tokens/s per request")):
         stats = ("mean", "p50", "p90", "p95", "p99", "std", "count")

@@ -34,14 +34,14 @@ from contracts.reward import REWARD_KEYS
 
 REQ_COLUMNS = (
     "request_id", "role", "attempt", "turn", "step", "model", "session_id", "worker_id",
-    "start_unix_ns", "end_unix_ns", "ttft_ms", "e2e_ms", "tpot_ms", "output_tps_per_user",
-    "n_itl", "itl_mean_ms", "content_chars", "reasoning_chars", "tool_call_chars",
-    "prompt_tokens", "completion_tokens", "cached_tokens", "token_source", "finish_reason",
-    "http_status", "retries", "error_type", "server_ttft_ms", "server_total_ms",
-    "send_to_received_ms",
+    "start_unix_ns", "end_unix_ns", "ttft_ms", "ttfc_ms", "e2e_ms", "tpot_ms",
+    "output_tps_per_user", "n_itl", "itl_mean_ms", "content_chars", "reasoning_chars",
+    "tool_call_chars", "prompt_tokens", "completion_tokens", "cached_tokens", "token_source",
+    "finish_reason", "http_status", "retries", "error_type", "server_ttft_ms",
+    "server_total_ms", "send_to_received_ms",
 )
 FLOAT_REQ = ("content_chars", "reasoning_chars", "tool_call_chars",
-             "ttft_ms", "e2e_ms", "tpot_ms", "output_tps_per_user", "itl_mean_ms",
+             "ttft_ms", "ttfc_ms", "e2e_ms", "tpot_ms", "output_tps_per_user", "itl_mean_ms",
              "prompt_tokens", "completion_tokens", "cached_tokens", "http_status",
              "server_ttft_ms", "server_total_ms", "send_to_received_ms", "end_unix_ns")
 # Columns copied from the record as they are.
@@ -261,6 +261,8 @@ def _add_requests(trial_index: int, records: list[LLMCallRecord], rows: Rows) ->
         append["worker_id"](None if worker is None else str(worker))
         append["end_unix_ns"](None if e2e is None else rec.start_unix_ns + e2e)
         append["ttft_ms"](None if ttft is None else ttft * ms)
+        ttfc = latency.ttfc_ns(rec.send_ns, rec.read_ns, rec.read_tool_call_chars)
+        append["ttfc_ms"](None if ttfc is None else ttfc * ms)
         append["e2e_ms"](None if e2e is None else e2e * ms)
         append["tpot_ms"](None if tpot is None else tpot * ms)
         append["output_tps_per_user"](latency.output_tps_per_user(tpot))

@@ -16,10 +16,12 @@ CAPACITY_FILE = "capacity.json"
 CAPACITY_PLOT = "capacity.png"
 
 # SLO name stem -> summary column stem (analysis/metrics). The client's TTFT is the first
-# content-bearing chunk; `server_ttft` is the server's own first-token time (Dynamo nvext);
+# content-bearing read; `ttfc` the first read carrying a tool call; `server_ttft` the server's
+# own first-token time (Dynamo nvext);
 # AIPerf's names are accepted for the same quantities (its inter_token_latency is TPOT).
 SLO_METRICS = {
     "ttft": "ttft_ms", "time_to_first_token": "ttft_ms", "server_ttft": "server_ttft_ms",
+    "ttfc": "ttfc_ms", "time_to_first_tool_call": "ttfc_ms",
     "itl": "itl_ms",
     "tpot": "tpot_ms", "inter_token_latency": "tpot_ms",
     "e2e": "e2e_ms", "request_latency": "e2e_ms",

@@ -47,6 +47,16 @@ def ttft_ns(send_ns: int | None, read_ns: list[int]) -> int | None:
     return read_ns[0] - send_ns if send_ns is not None and read_ns else None
 
 
+def ttfc_ns(send_ns: int | None, read_ns: list[int],
+            read_tool_call_chars: list[int]) -> int | None:
+    """Send to the first read carrying a tool-call delta; None without one (or for records
+    written before read sizes were kept)."""
+    if send_ns is None:
+        return None
+    first = next((i for i, n in enumerate(read_tool_call_chars) if n > 0), None)
+    return None if first is None or first >= len(read_ns) else read_ns[first] - send_ns
+
+
 def itl_ns(read_ns: list[int]) -> list[int]:
     return [b - a for a, b in zip(read_ns, read_ns[1:], strict=False)]
 
@@ -70,6 +80,14 @@ TTFT = RequestMetric("ttft_ns", "ns", ("send_ns", "read_ns"), ttft_ns, Metric(
     "Send to the first read carrying content, reasoning or a tool-call delta (the empty "
     "role chunk does not count).",
     aliases="aiperf time_to_first_token; vLLM ttft", distribution=True), 1 / NS_PER_MS)
+TTFC = RequestMetric(
+    "ttfc_ns", "ns", ("send_ns", "read_ns", "read_tool_call_chars"), ttfc_ns, Metric(
+        "ttfc_ms", "Time to first tool call", "ms", False,
+        "Send to the first read carrying a tool-call delta; requests whose reply has no tool "
+        "call have none. Dynamo's tool parsers send a call whole once it is complete, so for "
+        "a reply that is one tool call this equals TTFT and E2E, while the server's TTFT "
+        "(server_ttft_ms) counts its first generated token.",
+        distribution=True), 1 / NS_PER_MS)
 ITL = RequestMetric("itl_ns", "ns", ("read_ns",), itl_ns, Metric(
     "itl_ms", "ITL", "ms", False,
     "Gap between consecutive content-bearing reads, every gap of every successful request "
@@ -90,14 +108,15 @@ OUTPUT_TPS = RequestMetric(
         "Per request: 1 s / TPOT, the decode speed one user sees after the first token.",
         aliases="aiperf output_token_throughput_per_user", distribution=True))
 
-REQUEST_METRICS = (TTFT, ITL, E2E, TPOT, OUTPUT_TPS)  # in dependency order
-METRICS = tuple(m.metric for m in (TTFT, ITL, TPOT, E2E, OUTPUT_TPS))  # report order
+REQUEST_METRICS = (TTFT, TTFC, ITL, E2E, TPOT, OUTPUT_TPS)  # in dependency order
+METRICS = tuple(m.metric for m in (TTFT, TTFC, ITL, TPOT, E2E, OUTPUT_TPS))  # report order
 
 
 def request_timing(record: LLMCallRecord) -> dict[str, Any]:
     """Raw inputs and every per-request definition of one record, in their own units."""
     values: dict[str, Any] = {
         "send_ns": record.send_ns, "read_ns": record.read_ns,
+        "read_tool_call_chars": record.read_tool_call_chars,
         "end_ns": record.end_ns, "completion_tokens": record.completion_tokens,
     }
     for m in REQUEST_METRICS:

@@ -54,8 +54,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     search = p.add_argument_group("search")
     search.add_argument("--slo", type=_slo, action="append", default=[], metavar="NAME=NUMBER",
                         help="upper bound per level, repeatable: <metric>_<stat>_ms (metric "
-                        "ttft | server_ttft | itl | tpot | e2e, or AIPerf's "
-                        "time_to_first_token | inter_token_latency | request_latency; stat "
+                        "ttft (client, first content-bearing read) | ttfc (time to first tool "
+                        "call) | server_ttft (the server's first token) | itl | tpot | e2e, or "
+                        "AIPerf's time_to_first_token | inter_token_latency | request_latency; "
+                        "stat "
                         "mean | p50 | p90 | p95 | p99), error_rate or lost_rate")
     search.add_argument("--min-agreement", type=float, **_field("min_agreement"))
     search.add_argument("--agreement-metric", choices=["tool_f1", "arg_agreement"],

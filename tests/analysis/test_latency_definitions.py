@@ -37,12 +37,13 @@ def test_each_definition_on_known_raw_times():
 ])
 def test_missing_inputs_give_no_value(send, reads, end, tokens, absent):
     values = latency.request_timing(_raw(send, reads, end, tokens))
-    names = {m.name for m in latency.REQUEST_METRICS} - {"itl_ns"}
+    # (no read carried a tool call here, so time to first tool call is always absent)
+    names = {m.name for m in latency.REQUEST_METRICS} - {"itl_ns", "ttfc_ns"}
     assert {n for n in names if values[n] is None} == absent
 
 
 def test_definitions_name_units_and_only_earlier_dependencies():
-    known = {"send_ns", "read_ns", "end_ns", "completion_tokens"}
+    known = {"send_ns", "read_ns", "end_ns", "completion_tokens", "read_tool_call_chars"}
     for m in latency.REQUEST_METRICS:
         assert set(m.requires) <= known, m.name
         assert m.unit and m.metric.unit
