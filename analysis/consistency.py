@@ -33,7 +33,7 @@ import pandas as pd
 from analysis import tables as tables_mod
 from analysis.export.trial_inputs import read_trial_inputs
 from analysis.files import Issue
-from analysis.metrics.base import Metric, bootstrap_mean_ci
+from analysis.metrics.base import Metric, cluster_bootstrap_mean_ci
 
 TOOL_F1 = Metric("tool_f1", "Tool agreement (F1)", "share", True,
                  "Set F1 of tool names called vs the reference trial of the same scenario and "
@@ -169,13 +169,8 @@ def pair_with_reference(level_rows: pd.DataFrame, reference: pd.DataFrame) -> pd
 
 def _clustered(values: pd.Series, scenarios: pd.Series) -> tuple[float, float, float]:
     """Mean with a scenario-clustered bootstrap interval: repeats of one scenario move
-    together, so the per-scenario means are what is resampled."""
-    per_scenario = values.groupby(scenarios.to_numpy()).mean().dropna()
-    if per_scenario.empty:
-        return np.nan, np.nan, np.nan
-    _, low, high = bootstrap_mean_ci(per_scenario.to_numpy())
-    mean = float(values.dropna().mean())
-    return mean, low, high
+    together, so whole scenarios are resampled."""
+    return cluster_bootstrap_mean_ci(values.to_numpy(dtype=float), scenarios.to_numpy())
 
 
 def consistency_table(decisions: pd.DataFrame, reference: pd.DataFrame | None = None
