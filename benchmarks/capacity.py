@@ -22,14 +22,13 @@ report.md, capacity.png and plots/consistency_vs_concurrency.png.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import os
 import subprocess
 import sys
 import tempfile
-import threading
 import time
+from contextlib import ExitStack
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -37,7 +36,7 @@ if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
 from bankbench.serve import api, replay  # noqa: E402
-from tests.support.fault_proxy import FaultProxy, FaultSchedule  # noqa: E402
+from tests.support.fault_proxy import FaultSchedule, in_thread  # noqa: E402
 
 PREFIX = "capbench-"
 
@@ -50,27 +49,6 @@ def scripts(n: int) -> dict[str, list[str]]:
                                    "amount": 25}),
              *["Both requests are done."] * 8]
     return {f"{PREFIX}banking-{i:03d}": turns for i in range(n)}
-
-
-def proxy_in_thread(upstream: str, degrade_above: int) -> tuple[FaultProxy, callable]:
-    loop = asyncio.new_event_loop()
-    proxy = FaultProxy(upstream, FaultSchedule(degrade_above=degrade_above))
-    ready, stop = threading.Event(), asyncio.Event()
-
-    async def serve() -> None:
-        async with proxy:
-            ready.set()
-            await stop.wait()
-
-    thread = threading.Thread(target=loop.run_until_complete, args=(serve(),), daemon=True)
-    thread.start()
-    ready.wait(30)
-
-    def close() -> None:
-        loop.call_soon_threadsafe(stop.set)
-        thread.join(30)
-
-    return proxy, close
 
 
 def main() -> int:
@@ -96,11 +74,14 @@ def main() -> int:
     # The stack's state in <sweep>/server: the sweep copies each level's request-trace lines
     # from there, as it does for a stack it starts itself.
     state_dir = Path(args.out) / name / "server"
-    with api.running("cpu-mocker", state_dir=state_dir, options=options) as state:
-        base_url, close = state.base_url, None
+    with ExitStack() as stack:
+        state = stack.enter_context(api.running("cpu-mocker", state_dir=state_dir,
+                                                options=options))
+        proxy = None
         if args.degrade_above is not None:
-            proxy, close = proxy_in_thread(state.base_url, args.degrade_above)
-            base_url = proxy.base_url
+            proxy = stack.enter_context(
+                in_thread(state.base_url, FaultSchedule(degrade_above=args.degrade_above)))
+        base_url = proxy.base_url if proxy else state.base_url
         cmd = [sys.executable, "-m", "bankbench", "capacity", "--base-url", base_url,
                "--model", state.model, "--source", "sample", "--limit", str(args.limit),
                "--attempts", str(args.attempts), "--max-level", str(args.max_level),
@@ -112,8 +93,7 @@ def main() -> int:
         t0 = time.perf_counter_ns()
         done = subprocess.run(cmd, cwd=REPO, env={**os.environ, "HARBOR_TELEMETRY": "0"})
         wall_s = (time.perf_counter_ns() - t0) / 1e9
-        if close is not None:
-            close()
+        if proxy is not None:
             print(f"fault proxy degraded {proxy.degraded} replies", flush=True)
     sweep = Path(args.out) / name
     record = json.loads((sweep / "capacity.json").read_text())

@@ -11,12 +11,10 @@ CLI, LocalEnvironment, the real Dynamo frontend with the mocker engine (cpu-mock
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -86,31 +84,15 @@ def _scripts() -> dict[str, list[str]]:
 
 
 @pytest.fixture
-def degrading_proxy(tmp_path) -> Iterator[str]:
+def degrading_proxy(tmp_path) -> Iterator[tuple]:
     from bankbench.serve import api, replay
-    from tests.support.fault_proxy import FaultProxy, FaultSchedule
+    from tests.support.fault_proxy import FaultSchedule, in_thread
 
     trace = replay.write_trace(tmp_path / "trace.jsonl", _scripts())
     with api.running("cpu-mocker", workers=2, state_dir=tmp_path / "state",
-                     options={"speedup_ratio": 1.0, "replay_trace": str(trace)}) as state:
-        loop = asyncio.new_event_loop()
-        proxy = FaultProxy(state.base_url, FaultSchedule(degrade_above=2))
-        ready = threading.Event()
-        stop = asyncio.Event()
-
-        async def serve() -> None:
-            async with proxy:
-                ready.set()
-                await stop.wait()
-
-        thread = threading.Thread(target=loop.run_until_complete, args=(serve(),), daemon=True)
-        thread.start()
-        assert ready.wait(30)
-        try:
-            yield proxy.base_url, state.model, proxy
-        finally:
-            loop.call_soon_threadsafe(stop.set)
-            thread.join(30)
+                     options={"speedup_ratio": 1.0, "replay_trace": str(trace)}) as state, \
+            in_thread(state.base_url, FaultSchedule(degrade_above=2)) as proxy:
+        yield proxy.base_url, state.model, proxy
 
 
 def test_degraded_replies_under_load_stop_the_search_below_that_load(tmp_path,

@@ -23,6 +23,9 @@ from __future__ import annotations
 import asyncio
 import json
 import random
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -218,6 +221,30 @@ def _degrade(body: bytes) -> bytes:
                 choice["finish_reason"] = "length"
         out.append(b"data: " + json.dumps(chunk).encode())
     return b"\n\n".join(out)
+
+
+@contextmanager
+def in_thread(upstream: str, schedule: FaultSchedule) -> Iterator[FaultProxy]:
+    """The proxy on its own event loop in a background thread, for callers that are not
+    async themselves (a subprocess under test talks to `proxy.base_url`)."""
+    loop = asyncio.new_event_loop()
+    proxy = FaultProxy(upstream, schedule)
+    ready, stop = threading.Event(), asyncio.Event()
+
+    async def serve() -> None:
+        async with proxy:
+            ready.set()
+            await stop.wait()
+
+    thread = threading.Thread(target=loop.run_until_complete, args=(serve(),), daemon=True)
+    thread.start()
+    if not ready.wait(30):
+        raise RuntimeError("fault proxy did not start in 30 s")
+    try:
+        yield proxy
+    finally:
+        loop.call_soon_threadsafe(stop.set)
+        thread.join(30)
 
 
 def _client_gone(request: web.Request) -> bool:
