@@ -17,8 +17,9 @@ whose arguments satisfied the schema), `malformed` (share of agent replies whose
 holds a tool-call tag the server did not parse), `truncated` (share of the agent's LLM calls
 cut by `finish_reason=length`), `lost` (1 if the trial was lost).
 
-Tool calls are read through `analysis.export.trial_inputs.read_trial_inputs` (the bank's record
-of the scored attempt). Per level the means carry scenario-clustered bootstrap intervals.
+Tool calls are read through `analysis.export.trial_inputs.read_scored_calls` (the bank's record
+of the scored attempt, wherever the trial keeps it). Per level the means carry
+scenario-clustered bootstrap intervals.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ import numpy as np
 import pandas as pd
 
 from analysis import tables as tables_mod
-from analysis.export.trial_inputs import read_trial_inputs
+from analysis.export.trial_inputs import read_scored_calls, reply_counts
 from analysis.files import Issue
 from analysis.metrics.base import Metric, cluster_bootstrap_mean_ci
 
@@ -78,27 +79,26 @@ def read_decisions(tables: tables_mod.Tables) -> Decisions:
     job_paths = {(r.source, r.job): Path(r.path) for r in tables.jobs.itertuples()}
     req = tables.requests
     agent = req[req["role"] == "agent"] if len(req) else req
-    length = (agent.assign(_len=agent["finish_reason"].eq("length"))
-              .groupby(["source", "job", "trial"])["_len"].agg(["sum", "count"])
-              if len(agent) else pd.DataFrame(columns=["sum", "count"]))
+    # (source, job, trial) -> share of the agent's calls cut by finish_reason=length
+    truncated = (agent.assign(_len=agent["finish_reason"].eq("length"))
+                 .groupby(["source", "job", "trial"])["_len"].mean().to_dict()
+                 if len(agent) else {})
     rows: list[dict[str, Any]] = []
     for t in trials.itertuples():
         trial_dir = job_paths[(t.source, t.job)] / t.trial
-        inputs = read_trial_inputs(trial_dir, t.scenario_id, issues)
-        calls = [(_normal(c.tool), c.arguments) for c in inputs.calls]
-        n_len = length.loc[(t.source, t.job, t.trial)] if (t.source, t.job, t.trial) in \
-            length.index else None
+        _, _, bank_calls = read_scored_calls(trial_dir, issues)
+        replies = reply_counts(trial_dir, issues)
+        calls = [(_normal(c.tool), c.arguments) for c in bank_calls]
         rows.append({
             "source": t.source, "level": int(t.level), "scenario_id": t.scenario_id,
             "repeat": int(t.repeat), "trial": t.trial, "status": t.status,
             "lost": float(t.status in _LOST_STATUSES),
             "calls": calls,
-            "schema_valid": (float(np.mean([c.valid for c in inputs.calls]))
-                             if inputs.calls else np.nan),
-            "malformed": (inputs.unparsed_call_replies / inputs.agent_replies
-                          if inputs.agent_replies else np.nan),
-            "truncated": (float(n_len["sum"]) / float(n_len["count"])
-                          if n_len is not None and n_len["count"] else np.nan),
+            "schema_valid": (float(np.mean([c.valid for c in bank_calls]))
+                             if bank_calls else np.nan),
+            "malformed": (replies["unparsed_call_replies"] / replies["agent_replies"]
+                          if replies["agent_replies"] else np.nan),
+            "truncated": float(truncated.get((t.source, t.job, t.trial), np.nan)),
         })
     columns = ["source", "level", "scenario_id", "repeat", "trial", "status", "lost", "calls",
                "schema_valid", "malformed", "truncated"]

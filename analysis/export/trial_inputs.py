@@ -262,7 +262,10 @@ def _observations(step: dict[str, Any]) -> dict[Any, str]:
             for r in results or [] if isinstance(r, dict) and r.get("source_call_id")}
 
 
-def read_trial_inputs(trial_dir: Path, scenario_id: str, issues: list[Issue]) -> TrialInputs:
+def read_scored_calls(trial_dir: Path, issues: list[Issue]
+                      ) -> tuple[dict[str, Any], int | None, list[BankCall]]:
+    """(the verifier's tsq.json, the scored attempt, its calls as the bank recorded them):
+    the bank's log when the trial has one, else the verifier's copy in tsq.json."""
     tsq_path = trial_dir / "verifier" / TSQ_DETAILS_FILE
     tsq = read_json_dict(tsq_path, issues) if tsq_path.is_file() else {}
     choice = tsq.get("scored_attempt")
@@ -275,7 +278,17 @@ def read_trial_inputs(trial_dir: Path, scenario_id: str, issues: list[Issue]) ->
         raw_calls, accepts = _calls_from_tsq(tsq, verifier_choice), []
         if tsq:
             issues.append(Issue(str(trial_dir), "no intents log; calls taken from tsq.json"))
-    attempt, calls = scored_calls(raw_calls, accepts, verifier_choice)
+    return (tsq, *scored_calls(raw_calls, accepts, verifier_choice))
+
+
+def reply_counts(trial_dir: Path, issues: list[Issue]) -> dict[str, int]:
+    """`agent_replies` and `unparsed_call_replies` (see TrialInputs) from the trajectory."""
+    path = trial_dir / "agent" / TRAJECTORY_FILE
+    return _reply_counts(read_json_dict(path, issues) if path.is_file() else {})
+
+
+def read_trial_inputs(trial_dir: Path, scenario_id: str, issues: list[Issue]) -> TrialInputs:
+    tsq, attempt, calls = read_scored_calls(trial_dir, issues)
     task = task_dir(trial_dir, issues)
     expected_tools, goals, goal_tools = _expected(task, tsq, trial_dir, issues)
     replies: dict[str, int] = {}
