@@ -31,8 +31,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     up.add_argument("--profile", required=True, help=PROFILE_HELP)
     up.add_argument("--router", default=None,
                     help="Dynamo router mode: round-robin, kv, random, power-of-two, "
-                    "least-loaded, direct, device-aware-weighted (default: the profile's; "
-                    "round-robin on CPU)")
+                    "least-loaded, direct, device-aware-weighted; or thompson, bankbench's "
+                    "Thompson-sampling router component (cpu-mocker; see docs/serving.md) "
+                    "(default: the profile's; round-robin on CPU)")
     up.add_argument("--workers", type=int, default=None,
                     help="number of engine workers (default: the profile's; 1 on CPU)")
     up.add_argument("--port", type=int, default=None,

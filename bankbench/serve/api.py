@@ -22,7 +22,7 @@ from pydantic import BaseModel, Field
 
 from bankbench.serve import profiles
 from bankbench.serve.base import (
-    ROUTER_MODES,
+    ROUTERS,
     ComponentStatus,
     StackProfile,
     StartRequest,
@@ -98,8 +98,8 @@ def check(
     value is the only thing the user sees.
     """
     prof = profiles.get(profile)
-    if router is not None and router not in ROUTER_MODES:
-        raise ServeError(f"unknown router {router!r} (known: {', '.join(ROUTER_MODES)})")
+    if router is not None and router not in ROUTERS:
+        raise ServeError(f"unknown router {router!r} (known: {', '.join(ROUTERS)})")
     if workers is not None and workers < 1:
         raise ServeError(f"--workers must be at least 1, got {workers}")
     prof.check(StartRequest(router=router, workers=workers, model=model,

@@ -26,6 +26,12 @@ ROUTER_MODES = (
     "device-aware-weighted",
 )
 
+# Routers that are a component of the stack (between the frontend and the workers) rather
+# than a frontend mode; `dynamo/routers/` holds their programs. Only the CPU mocker profile
+# launches them today (the GPU profiles print their spec in `--dry-run`).
+COMPONENT_ROUTERS = ("thompson",)
+ROUTERS = ROUTER_MODES + COMPONENT_ROUTERS
+
 
 class StartRequest(BaseModel):
     """The user's choice of profile arguments (`serve up` flags, `api.up` keywords)."""

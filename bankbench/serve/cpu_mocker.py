@@ -1,4 +1,12 @@
-"""Profile cpu-mocker: the real Dynamo frontend + the Dynamo mocker engine, on loopback."""
+"""Profile cpu-mocker: the real Dynamo frontend + the Dynamo mocker engine, on loopback.
+
+With `--router thompson` the stack has a third kind of component: bankbench's router
+(`dynamo/routers/thompson_router.py`) between the frontend and one mocker process per worker
+(so one worker can be slowed or stopped alone). The workers register in their own Dynamo
+namespace and the frontend discovers only the router's namespace, so every request passes
+through the router. Its per-request decisions and the frontend's request trace (which maps
+the frontend's request id to the client's `x-request-id`) land in `<state_dir>/router/`.
+"""
 
 from __future__ import annotations
 
@@ -33,6 +41,47 @@ def mocker_command(
     return cmd + list(opts.mocker_args)
 
 
+# Namespaces of a thompson stack: the frontend discovers only FRONT_NS (the router's).
+FRONT_NS = "bankbench"
+WORKER_ENDPOINT = "dyn://bankbench-workers.backend.generate"
+ROUTER_ENDPOINT = f"{FRONT_NS}.thompson.generate"
+DECISIONS_FILE = "router/decisions.jsonl"
+
+
+def thompson_commands(python: Path, model_path: Path, state: ServerState, port: int,
+                      opts: MockerOptions) -> list[tuple[str, list[str]]]:
+    """Frontend, one mocker per worker, then the router (named components, in start order)."""
+    assert state.state_dir is not None
+    commands = [("frontend", frontend_command(
+        python, port, "round-robin", opts.router_session_affinity_ttl_secs,
+        [*opts.frontend_args, "--namespace", FRONT_NS]))]
+    for i in range(state.workers):
+        ratio = (opts.worker_speedup_ratios[i] if i < len(opts.worker_speedup_ratios)
+                 else opts.speedup_ratio)
+        one = opts.model_copy(update={"speedup_ratio": ratio})
+        cmd = mocker_command(python, model_path, state.model, 1, one)
+        commands.append((f"worker-{i}", [*cmd, "--endpoint", WORKER_ENDPOINT]))
+    router = [
+        str(python), str(dynamo_assets() / "routers" / "thompson_router.py"),
+        "--model-path", str(model_path), "--model-name", state.model,
+        "--worker-endpoint", WORKER_ENDPOINT, "--endpoint", ROUTER_ENDPOINT,
+        "--min-workers", str(state.workers),
+        "--decisions", str(state.state_dir / DECISIONS_FILE),
+        "--seed", str(opts.router_seed),
+    ]
+    if opts.tool_call_parser:
+        router += ["--tool-call-parser", opts.tool_call_parser]
+    if opts.reasoning_parser:
+        router += ["--reasoning-parser", opts.reasoning_parser]
+    return [*commands, ("router", router + list(opts.router_args))]
+
+
+def request_trace_env(state_dir: Path) -> dict[str, str]:
+    """The frontend's per-request trace (one JSON line per request, with `x_request_id`)."""
+    return {"DYN_REQUEST_TRACE": "1", "DYN_REQUEST_TRACE_SINKS": "jsonl",
+            "DYN_REQUEST_TRACE_OUTPUT_PATH": str(state_dir / REQUEST_TRACE_FILE)}
+
+
 def start(state: ServerState, port: int, opts: MockerOptions) -> ServerState:
     from bankbench.serve.dynamo_venv import ensure_dynamo_venv, installed_versions
     from bankbench.serve.smollm2 import model_dir
@@ -42,10 +91,16 @@ def start(state: ServerState, port: int, opts: MockerOptions) -> ServerState:
     model_path = opts.model_path or model_dir()
     assert state.state_dir is not None
     env = dynamo_env(state.state_dir / "discovery")
+    if state.router == "thompson":
+        # A fresh record per stack: old decisions would join to nothing of this run.
+        for name in (DECISIONS_FILE, REQUEST_TRACE_FILE):
+            (state.state_dir / name).unlink(missing_ok=True)
+        (state.state_dir / "router").mkdir(parents=True, exist_ok=True)
+        env.update(request_trace_env(state.state_dir))
+        commands = thompson_commands(python, model_path, state, port, opts)
+        return launch(state, commands, env, state.workers, opts.start_timeout_s)
     if opts.request_trace:
-        # Dynamo 1.6.1 needs a file path here: a directory silently disables the sink.
-        env.update(DYN_REQUEST_TRACE="1", DYN_REQUEST_TRACE_SINKS="jsonl",
-                   DYN_REQUEST_TRACE_OUTPUT_PATH=str(state.state_dir / REQUEST_TRACE_FILE))
+        env.update(request_trace_env(state.state_dir))
     commands = [
         ("frontend", frontend_command(
             python, port, state.router, opts.router_session_affinity_ttl_secs, opts.frontend_args

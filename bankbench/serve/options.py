@@ -54,8 +54,31 @@ class MockerOptions(_Options):
         default=False, description="Dynamo's request trace (one request_end line per request) "
         "into <state_dir>/request_trace.jsonl; a sweep copies each level's lines into it"
     )
+    worker_speedup_ratios: list[float] = Field(
+        default_factory=list,
+        description="router thompson: per-worker speedup ratio, in worker order (e.g. '1 1 1 "
+        "0.25' makes worker 3 four times slower); workers beyond the list use speedup_ratio",
+    )
+    router_seed: int = Field(default=0, description="router thompson: sampling seed")
+    router_args: list[str] = Field(
+        default_factory=list,
+        description="router thompson: extra dynamo/routers/thompson_router.py arguments "
+        "(policy weights, e.g. '--overlap-weight 2')",
+    )
 
-    _split_mocker = field_validator("mocker_args", mode="before")(_split_args)
+    _split_mocker = field_validator("mocker_args", "router_args", mode="before")(_split_args)
+
+    @field_validator("worker_speedup_ratios", mode="before")
+    @classmethod
+    def _ratios(cls, value: object) -> object:
+        return value.replace(",", " ").split() if isinstance(value, str) else value
+
+    @field_validator("worker_speedup_ratios")
+    @classmethod
+    def _positive(cls, value: list[float]) -> list[float]:
+        if any(r <= 0 for r in value):
+            raise ValueError("every ratio must be > 0")
+        return value
 
     @field_validator("replay_trace", "model_path")
     @classmethod
