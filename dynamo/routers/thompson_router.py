@@ -59,6 +59,18 @@ def _data(item):
     return item.data() if hasattr(item, "data") else item
 
 
+def _continue(request: dict, generated: list[int]) -> dict:
+    """The request to send after `generated` tokens already reached the client elsewhere."""
+    if not generated:
+        return request
+    again = dict(request, token_ids=list(request["token_ids"]) + generated)
+    stop = dict(request.get("stop_conditions") or {})
+    if stop.get("max_tokens") is not None:
+        stop["max_tokens"] = max(1, stop["max_tokens"] - len(generated))
+    again["stop_conditions"] = stop
+    return again
+
+
 class Router:
     def __init__(self, client, policy: ThompsonPolicy, decisions: Path, max_attempts: int,
                  block_size: int) -> None:
@@ -89,7 +101,7 @@ class Router:
                   "prompt_tokens": len(request.get("token_ids") or []), "attempts": []}
         tried: set[int] = set()
         worker = None
-        out_tokens = 0
+        generated: list[int] = []  # tokens already sent to the client
         first_at = None
         try:
             for attempt in range(self.max_attempts):
@@ -103,7 +115,8 @@ class Router:
                 self.policy.started(worker, session, osl)
                 sent = time.perf_counter_ns()
                 try:
-                    stream = await self.client.direct(request, worker, context=context)
+                    stream = await self.client.direct(_continue(request, generated), worker,
+                                                      context=context)
                     async for item in stream:
                         chunk = _data(item)
                         toks = chunk.get("token_ids") if isinstance(chunk, dict) else None
@@ -113,19 +126,20 @@ class Router:
                             ttft_ms = (first_at - sent) / 1e6
                             record["ttft_ms"] = round(ttft_ms, 3)
                             self.policy.observe_ttft(worker, ttft_ms, blocks)
-                        out_tokens += len(toks or [])
+                        generated.extend(toks or [])
                         yield chunk
                     if first_at is None:  # an empty stream: nothing reached the client
                         raise RuntimeError("worker ended the stream without output")
-                    record["outcome"] = "ok"
+                    record["outcome"] = "ok" if attempt == 0 else "ok after retry"
                     return
                 except Exception as exc:  # noqa: BLE001 - any transport error counts
-                    if first_at is not None:  # tokens already went out: cannot replay
-                        record["outcome"] = f"failed mid-stream: {type(exc).__name__}"
-                        raise
+                    # Before the first token: retry elsewhere. After: continue elsewhere from
+                    # the tokens already sent (prompt + generated so far), as Dynamo's own
+                    # request migration does, so the client sees one uninterrupted stream.
                     self.policy.observe_failure(worker)
                     tried.add(worker)
-                    record["attempts"].append({"worker": worker, "error": f"{exc}"[:200]})
+                    record["attempts"].append({"worker": worker, "error": f"{exc}"[:200],
+                                               "tokens_before": len(generated)})
                 finally:
                     self.policy.finished(worker, osl)
             record["outcome"] = "failed"
@@ -134,7 +148,7 @@ class Router:
             record["outcome"] = f"failed: {exc}"
             raise
         finally:
-            record["output_tokens"] = out_tokens
+            record["output_tokens"] = len(generated)
             record["total_ms"] = round((time.time() - t0) * 1000, 3)
             self.out.write(json.dumps(record) + "\n")
 

@@ -1,0 +1,61 @@
+"""A worker killed mid-run: its in-flight streams continue on another worker and later
+requests go elsewhere; no request is lost (real frontend + mocker workers)."""
+
+import signal
+import threading
+import time
+
+import pytest
+from conftest import chat, component_of, wait_for_decisions, worker_ports
+
+from bankbench import procs
+from bankbench.serve import api
+
+pytestmark = pytest.mark.dynamo
+
+MAX_TOKENS = 200  # ~1.2 s per stream at the mocker's default speed: long enough to cut
+
+
+@pytest.fixture(scope="module")
+def stack(tmp_path_factory, dynamo_python):
+    tmp = tmp_path_factory.mktemp("thompson-fail")
+    state = api.up("cpu-mocker", router="thompson", workers=3, state_dir=tmp / "state",
+                   options={"speedup_ratio": 1, "router_seed": 3})
+    yield state
+    api.down(state)
+
+
+def test_killing_a_worker_mid_run_loses_no_request(stack):
+    ports = worker_ports(stack)
+    victim = next(c for c in stack.components if c.name == "worker-0")
+    results: dict[str, object] = {}
+
+    def one(i):
+        r = chat(stack, f"inflight-{i}", f"s-{i}", f"a long answer please {i}",
+                 max_tokens=MAX_TOKENS)
+        results[f"inflight-{i}"] = r
+
+    threads = [threading.Thread(target=one, args=(i,)) for i in range(6)]
+    for t in threads:
+        t.start()
+    time.sleep(0.5)  # every stream has started, none has finished
+    # SIGKILL: a crash. (SIGTERM would not do: the mocker drains its streams before leaving.)
+    procs.stop_group(victim.pid, ((signal.SIGKILL, 5.0),), started=victim.start_time)
+    for t in threads:
+        t.join(timeout=60)
+    for rid, r in results.items():
+        assert r.status_code == 200, (rid, r.text)
+        assert r.json()["usage"]["completion_tokens"] == MAX_TOKENS, rid
+    assert len(results) == 6
+
+    after = [chat(stack, f"after-{i}", f"t-{i}", f"next question {i}") for i in range(12)]
+    assert all(r.status_code == 200 for r in after)
+
+    rows = {r["request_id"]: r for r in wait_for_decisions(stack, 19)}
+    everything = list(rows.values())
+    cut = [r for r in everything if any(a["tokens_before"] > 0 for a in r["attempts"])]
+    assert cut, "no stream was running on the killed worker; the test proved nothing"
+    assert all(r["outcome"] == "ok after retry" for r in cut)
+    assert all(r["output_tokens"] == MAX_TOKENS for r in cut)
+    late = everything[-12:]
+    assert all(component_of(r["worker_address"], ports) != "worker-0" for r in late)
