@@ -2,8 +2,9 @@
 `llm_calls.jsonl` rows.
 
 The router (`dynamo/routers/thompson_router.py`) writes `<stack state dir>/router/
-decisions.jsonl`, one line per request keyed by the frontend's own request id; the frontend's
-request trace (`router/request_trace.jsonl`, same folder) maps that id to the client's
+decisions-<start>.jsonl`, one line per request keyed by the frontend's own request id, one
+file per stack start; the frontend's request trace (`router/request_trace-<start>.jsonl`,
+same folder) maps that id to the client's
 `x-request-id`, which the agent sets to its `request_id`. Rows that cannot be joined (the
 frontend's readiness probe, a request of another client) keep `request_id` empty.
 """
@@ -16,8 +17,8 @@ from pathlib import Path
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field
 
-DECISIONS = "router/decisions.jsonl"
-REQUEST_TRACE = "router/request_trace.jsonl"
+DECISIONS = "router/decisions-*.jsonl"
+REQUEST_TRACE = "router/request_trace-*.jsonl"
 
 
 class Candidate(BaseModel):
@@ -50,22 +51,21 @@ class Decision(BaseModel):
     candidates: list[Candidate] = Field(default_factory=list)
 
 
-def _lines(path: Path) -> list[dict]:
-    if not path.exists():
-        return []
+def _lines(state_dir: Path, pattern: str) -> list[dict]:
     out = []
-    for line in path.read_text().splitlines():
-        try:
-            out.append(json.loads(line))
-        except json.JSONDecodeError:
-            continue  # a line cut by a stop mid-write; the others still count
+    for path in sorted(Path(state_dir).glob(pattern)):
+        for line in path.read_text().splitlines():
+            try:
+                out.append(json.loads(line))
+            except json.JSONDecodeError:
+                continue  # a line cut by a stop mid-write; the others still count
     return out
 
 
 def client_request_ids(state_dir: Path) -> dict[str, str]:
     """Frontend request id → the client's `x-request-id`, from the frontend's trace."""
     ids = {}
-    for row in _lines(Path(state_dir) / REQUEST_TRACE):
+    for row in _lines(state_dir, REQUEST_TRACE):
         req = (row.get("event") or {}).get("request") or {}
         if req.get("request_id") and req.get("x_request_id"):
             ids[req["request_id"]] = req["x_request_id"]
@@ -77,7 +77,7 @@ def read_decisions(state_dir: Path) -> pd.DataFrame:
     worker's terms (overlap, sampled TTFT, queued output) when it was chosen."""
     client_ids = client_request_ids(state_dir)
     rows = []
-    for raw in _lines(Path(state_dir) / DECISIONS):
+    for raw in _lines(state_dir, DECISIONS):
         d = Decision.model_validate(raw)
         chosen = next((c for c in d.candidates if c.worker == d.chosen), None)
         rows.append({

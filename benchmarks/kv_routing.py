@@ -12,7 +12,9 @@ the time to first token measured on the streamed chunks (time.perf_counter_ns).
 `kv:W` is kv routing with --router-kv-overlap-score-weight W (Dynamo's default weight trades
 cache hits for load balance when requests overlap). `affinity` is round-robin plus the
 frontend's session affinity (--router-session-affinity-ttl-secs) keyed by the
-x-dynamo-session-id header. TTFT figures are for turns ≥ 2 (the turns that can hit the cache).
+x-dynamo-session-id header. `thompson` is bankbench's Thompson-sampling router component
+(`--router thompson`: one mocker process per worker behind it; see docs/serving.md). TTFT
+figures are for turns ≥ 2 (the turns that can hit the cache).
 """
 
 from __future__ import annotations
@@ -150,9 +152,10 @@ def bench_router(mode: str, concurrency: int, args: argparse.Namespace, tmp: Pat
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--routers", default="kv,kv:4,round-robin,affinity",
+    p.add_argument("--routers", default="kv,kv:4,round-robin,affinity,thompson",
                    help="comma-separated: kv, kv:W (kv with --router-kv-overlap-score-weight W), "
-                   "round-robin, affinity (default kv,kv:4,round-robin,affinity)")
+                   "round-robin, affinity, thompson (default kv,kv:4,round-robin,affinity,"
+                   "thompson)")
     p.add_argument("--workers", type=int, default=4)
     p.add_argument("--sessions", type=int, default=8)
     p.add_argument("--turns", type=int, default=5)

@@ -7,6 +7,11 @@ and sweep.json stores it. One Harbor job per level lives in `<sweep>/c<level>/`
 (`level_dir_name`), with `metrics_before.prom` / `metrics_after.prom` beside its trials when the
 server exposes Prometheus /metrics. Written by bankbench/sweep/runner.py at start, after every
 level and at the end; read by analysis to label each level's Harbor job.
+
+A sweep over several routers (`bankbench sweep --routers a,b`) is a folder holding
+`routers.json` (`RouterSweepManifest`) and one ordinary sweep per router in `r-<router>/`
+(`router_dir_name`), each with its own `sweep.json` whose `router` (and every level record's
+`router`) says which router served it; readers of one sweep read each `r-<router>/` unchanged.
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field, field_validator, model_validator
 
 SWEEP_FILE = "sweep.json"
+ROUTERS_FILE = "routers.json"
 METRICS_BEFORE = "metrics_before.prom"
 METRICS_AFTER = "metrics_after.prom"
 
@@ -39,6 +45,11 @@ def level_dir_name(level: int) -> str:
 
 def level_dir(sweep_dir: Path, level: int) -> Path:
     return sweep_dir / level_dir_name(level)
+
+
+def router_dir_name(router: str) -> str:
+    """The folder of one router's sweep inside a multi-router sweep: `r-<router>`."""
+    return f"r-{router}"
 
 
 def level_of_dir(name: str) -> int | None:
@@ -142,6 +153,9 @@ class LevelRecord(BaseModel):
     level: int = Field(description="Configured concurrency (harbor -n).")
     job_dir: str = Field(description="Harbor job folder, relative to the sweep dir (c<level>).")
     state: str = Field("pending", description="pending | running | complete | failed")
+    router: str | None = Field(
+        None, description="Router the level ran behind (the launched profile's; None: unknown, "
+        "e.g. --base-url).")
     started_at: datetime | None = None
     finished_at: datetime | None = None
     resumed: bool = Field(
@@ -180,3 +194,22 @@ class SweepManifest(BaseModel):
     finished_at: datetime | None = None
     level_records: list[LevelRecord] = Field(default_factory=list)
     report: str | None = Field(None, description="Path of report.md once written.")
+
+
+class RouterRun(BaseModel):
+    router: str
+    sweep_dir: str = Field(description="The router's sweep folder, relative (r-<router>).")
+    state: str = Field("pending", description="pending | running | complete | failed")
+
+
+class RouterSweepManifest(BaseModel):
+    """`routers.json`: the same sweep run once per router, one after the other, each against a
+    freshly started stack (same tasks, levels, seeds and options; only the router differs)."""
+
+    name: str
+    routers: list[str]
+    config: SweepConfig = Field(description="The shared configuration (its router unset).")
+    fingerprint: str
+    runs: list[RouterRun]
+    started_at: datetime
+    finished_at: datetime | None = None

@@ -40,6 +40,10 @@ def _levels(text: str) -> list[int]:
         ) from None
 
 
+def _names(text: str) -> list[str]:
+    return [x.strip() for x in text.split(",") if x.strip()]
+
+
 def add_run_options(p: argparse.ArgumentParser) -> None:
     """Every SweepConfig option but --levels: shared with `bankbench capacity`."""
     p.add_argument("--attempts", "-k", type=int, **_from_config("attempts"))
@@ -80,6 +84,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--levels", type=_levels, metavar="N,N,…",
                    **_from_config("levels", ", comma-separated"))
     add_run_options(p)
+    p.add_argument("--routers", type=_names, metavar="R,R,…", default=None,
+                   help="run the same sweep once per router, each on a freshly started stack, "
+                   "into <sweep>/r-<router>/ (e.g. round-robin,kv,thompson; needs --profile; "
+                   "see docs/ARCHITECTURE.md)")
     p.add_argument("--out", default="jobs", help="parent folder of sweep directories")
     p.add_argument("--name", help="sweep directory name (default: sweep-<UTC timestamp>)")
     p.add_argument("--resume", metavar="SWEEP_DIR",
@@ -90,13 +98,23 @@ def register(sub: argparse._SubParsersAction) -> None:
 def _run(args: argparse.Namespace) -> int:
     from pydantic import ValidationError
 
+    from bankbench.sweep.routers import is_router_sweep, load_router_manifest, run_router_sweep
     from bankbench.sweep.runner import SweepError, load_manifest, run_sweep
     from contracts.sweep import SweepConfig
 
+    routers = args.routers
+    if args.routers and args.router:
+        print("bankbench sweep: give --router (one) or --routers (several), not both",
+              file=sys.stderr)
+        return 2
     if args.resume:
         sweep_dir = Path(args.resume)
         try:
-            stored = load_manifest(sweep_dir)
+            if is_router_sweep(sweep_dir):
+                stored = load_router_manifest(sweep_dir)
+                routers = routers or stored.routers
+            else:
+                stored = load_manifest(sweep_dir)
         except SweepError as exc:
             print(f"bankbench sweep: {exc}", file=sys.stderr)
             return 2
@@ -120,7 +138,10 @@ def _run(args: argparse.Namespace) -> int:
         return 2
     stopped_by = _stop_cleanly_on_sigterm()
     try:
-        report = run_sweep(config, sweep_dir, resume=bool(args.resume))
+        if routers:
+            reports = run_router_sweep(config, routers, sweep_dir, resume=bool(args.resume))
+        else:
+            reports = [run_sweep(config, sweep_dir, resume=bool(args.resume))]
     except KeyboardInterrupt:
         return 128 + stopped_by.get("signal", signal.SIGINT)
     except (SweepError, FileNotFoundError, ValueError) as exc:
@@ -132,8 +153,9 @@ def _run(args: argparse.Namespace) -> int:
             print(f"bankbench sweep: server failed to start: {exc}", file=sys.stderr)
             return 1
         raise
-    _print_summary(report.parent)
-    print(f"\nreport: {report}")
+    for report in reports:
+        _print_summary(report.parent)
+        print(f"\nreport: {report}")
     return 0
 
 

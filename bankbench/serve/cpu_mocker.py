@@ -45,7 +45,14 @@ def mocker_command(
 FRONT_NS = "bankbench"
 WORKER_ENDPOINT = "dyn://bankbench-workers.backend.generate"
 ROUTER_ENDPOINT = f"{FRONT_NS}.thompson.generate"
-DECISIONS_FILE = "router/decisions.jsonl"
+# One pair of files per stack start (a resumed sweep restarts the stack in the same state
+# dir, and the earlier run's decisions must still join to its trials).
+DECISIONS_FILE = "router/decisions-{stamp}.jsonl"
+ROUTER_TRACE_FILE = "router/request_trace-{stamp}.jsonl"
+
+
+def _stamp(state: ServerState) -> str:
+    return state.started_at.strftime("%Y%m%dT%H%M%S%f")
 
 
 def thompson_commands(python: Path, model_path: Path, state: ServerState, port: int,
@@ -66,7 +73,7 @@ def thompson_commands(python: Path, model_path: Path, state: ServerState, port: 
         "--model-path", str(model_path), "--model-name", state.model,
         "--worker-endpoint", WORKER_ENDPOINT, "--endpoint", ROUTER_ENDPOINT,
         "--min-workers", str(state.workers),
-        "--decisions", str(state.state_dir / DECISIONS_FILE),
+        "--decisions", str(state.state_dir / DECISIONS_FILE.format(stamp=_stamp(state))),
         "--seed", str(opts.router_seed),
     ]
     if opts.tool_call_parser:
@@ -76,10 +83,11 @@ def thompson_commands(python: Path, model_path: Path, state: ServerState, port: 
     return [*commands, ("router", router + list(opts.router_args))]
 
 
-def request_trace_env(state_dir: Path) -> dict[str, str]:
-    """The frontend's per-request trace (one JSON line per request, with `x_request_id`)."""
+def request_trace_env(path: Path) -> dict[str, str]:
+    """The frontend's per-request trace into `path` (one JSON line per request, with
+    `x_request_id`). Dynamo 1.6.1 needs a file path: a directory silently disables it."""
     return {"DYN_REQUEST_TRACE": "1", "DYN_REQUEST_TRACE_SINKS": "jsonl",
-            "DYN_REQUEST_TRACE_OUTPUT_PATH": str(state_dir / REQUEST_TRACE_FILE)}
+            "DYN_REQUEST_TRACE_OUTPUT_PATH": str(path)}
 
 
 def start(state: ServerState, port: int, opts: MockerOptions) -> ServerState:
@@ -92,15 +100,14 @@ def start(state: ServerState, port: int, opts: MockerOptions) -> ServerState:
     assert state.state_dir is not None
     env = dynamo_env(state.state_dir / "discovery")
     if state.router == "thompson":
-        # A fresh record per stack: old decisions would join to nothing of this run.
-        for name in (DECISIONS_FILE, REQUEST_TRACE_FILE):
-            (state.state_dir / name).unlink(missing_ok=True)
         (state.state_dir / "router").mkdir(parents=True, exist_ok=True)
-        env.update(request_trace_env(state.state_dir))
+        env.update(request_trace_env(
+            state.state_dir / ROUTER_TRACE_FILE.format(stamp=_stamp(state))))
         commands = thompson_commands(python, model_path, state, port, opts)
         return launch(state, commands, env, state.workers, opts.start_timeout_s)
     if opts.request_trace:
-        env.update(request_trace_env(state.state_dir))
+        # The sweep copies each level's lines from here into the level's folder.
+        env.update(request_trace_env(state.state_dir / REQUEST_TRACE_FILE))
     commands = [
         ("frontend", frontend_command(
             python, port, state.router, opts.router_session_affinity_ttl_secs, opts.frontend_args

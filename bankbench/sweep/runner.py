@@ -230,7 +230,9 @@ def open_sweep(config: SweepConfig, sweep_dir: Path, *, resume: bool = False,
                 host={"cpus": os.cpu_count(), "platform": platform.platform()},
                 started_at=_now(),
                 level_records=[
-                    LevelRecord(level=n, job_dir=level_dir_name(n)) for n in config.levels
+                    LevelRecord(level=n, job_dir=level_dir_name(n),
+                                router=server.router if server else None)
+                    for n in config.levels
                 ],
             )
         else:

@@ -50,10 +50,10 @@ def component_of(address: str | None, ports: dict[int, str]) -> str | None:
 
 
 def wait_for_decisions(state, n, timeout=10.0) -> list[dict]:
-    path = state.state_dir / "router" / "decisions.jsonl"
     deadline = time.monotonic() + timeout
     while True:
-        rows = [json.loads(x) for x in path.read_text().splitlines()] if path.exists() else []
+        rows = [json.loads(x) for p in sorted((state.state_dir / "router").glob("decisions-*"))
+                for x in p.read_text().splitlines()]
         if len(rows) >= n or time.monotonic() > deadline:
             return rows
         time.sleep(0.1)

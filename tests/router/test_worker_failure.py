@@ -1,5 +1,7 @@
-"""A worker killed mid-run: its in-flight streams continue on another worker and later
-requests go elsewhere; no request is lost (real frontend + mocker workers)."""
+"""Workers killed mid-run: their in-flight streams continue on the surviving worker and later
+requests go there; no request is lost (real frontend + mocker workers). Two of three workers
+die so that, wherever the router put the six streams, some were cut (1 in 729 runs put all six
+on the survivor; the test then says it proved nothing rather than pass)."""
 
 import signal
 import threading
@@ -27,7 +29,7 @@ def stack(tmp_path_factory, dynamo_python):
 
 def test_killing_a_worker_mid_run_loses_no_request(stack):
     ports = worker_ports(stack)
-    victim = next(c for c in stack.components if c.name == "worker-0")
+    victims = [c for c in stack.components if c.name in ("worker-0", "worker-1")]
     results: dict[str, object] = {}
 
     def one(i):
@@ -40,7 +42,8 @@ def test_killing_a_worker_mid_run_loses_no_request(stack):
         t.start()
     time.sleep(0.5)  # every stream has started, none has finished
     # SIGKILL: a crash. (SIGTERM would not do: the mocker drains its streams before leaving.)
-    procs.stop_group(victim.pid, ((signal.SIGKILL, 5.0),), started=victim.start_time)
+    for victim in victims:
+        procs.stop_group(victim.pid, ((signal.SIGKILL, 5.0),), started=victim.start_time)
     for t in threads:
         t.join(timeout=60)
     for rid, r in results.items():
@@ -58,4 +61,4 @@ def test_killing_a_worker_mid_run_loses_no_request(stack):
     assert all(r["outcome"] == "ok after retry" for r in cut)
     assert all(r["output_tokens"] == MAX_TOKENS for r in cut)
     late = everything[-12:]
-    assert all(component_of(r["worker_address"], ports) != "worker-0" for r in late)
+    assert all(component_of(r["worker_address"], ports) == "worker-2" for r in late)
