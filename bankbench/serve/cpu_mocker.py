@@ -118,4 +118,4 @@ def start(state: ServerState, port: int, opts: MockerOptions) -> ServerState:
 
 
 PROFILE = LocalProfile("cpu-mocker", "Dynamo frontend + mocker engine, any machine",
-                       MockerOptions, DEFAULT_MODEL, start)
+                       MockerOptions, DEFAULT_MODEL, start, component_routers=("thompson",))

@@ -18,7 +18,7 @@ import httpx
 from pydantic import BaseModel
 
 from bankbench import procs
-from bankbench.serve.base import ComponentStatus, StartRequest
+from bankbench.serve.base import COMPONENT_ROUTERS, ComponentStatus, StartRequest
 from bankbench.serve.errors import ServeError
 from bankbench.serve.options import validate_options
 from bankbench.serve.state import Component, ServerState, save_state
@@ -223,14 +223,19 @@ class LocalProfile:
 
     def __init__(self, name: str, summary: str, options_model: type[BaseModel],
                  default_model: str,
-                 launch: Callable[[ServerState, int, BaseModel], ServerState]) -> None:
+                 launch: Callable[[ServerState, int, BaseModel], ServerState],
+                 component_routers: tuple[str, ...] = ()) -> None:
         self.name = name
+        self.component_routers = component_routers
         self.summary = summary
         self.options_model = options_model
         self.default_model = default_model
         self.launch = launch
 
     def check(self, req: StartRequest) -> None:
+        if req.router in COMPONENT_ROUTERS and req.router not in self.component_routers:
+            raise ServeError(f"--router {req.router} is not available on {self.name} "
+                             f"(it is on: cpu-mocker)")
         validate_options(self.options_model, req.options, self.name)
 
     def start(self, req: StartRequest, state_dir: Path) -> ServerState:
