@@ -126,6 +126,8 @@ def summarize(records: list[dict], before: dict, after: dict) -> dict:
 def bench_router(mode: str, concurrency: int, args: argparse.Namespace, tmp: Path) -> dict:
     router, _, weight = mode.partition(":")
     options: dict = {"speedup_ratio": args.speedup_ratio}
+    if args.worker_speedups:
+        options["worker_speedup_ratios"] = args.worker_speedups
     if router == "affinity":
         router = "round-robin"
         options["router_session_affinity_ttl_secs"] = 300
@@ -167,6 +169,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--think-ms", type=float, default=1000.0,
                    help="each turn waits a seeded random 0..N ms first (default 1000)")
     p.add_argument("--speedup-ratio", type=float, default=1.0, help="mocker timing speed-up")
+    p.add_argument("--worker-speedups", default=None,
+                   help="per-worker speedup ratios, e.g. '1 1 1 0.25' (one worker 4x slower); "
+                   "each worker then runs as its own mocker process, for every router")
     p.add_argument("--json", type=Path, default=None, help="also write the results here")
     args = p.parse_args(argv)
     results = []
@@ -174,7 +179,9 @@ def main(argv: list[str] | None = None) -> int:
         for level in (int(c) for c in args.concurrency.split(",")):
             for mode in args.routers.split(","):
                 results.append(bench_router(mode.strip(), level, args, Path(tmp)))
-    print(f"\n{args.workers} mocker workers, {args.sessions} sessions × {args.turns} turns, "
+    speeds = f" (speedups {args.worker_speedups})" if args.worker_speedups else ""
+    print(f"\n{args.workers} mocker workers{speeds}, {args.sessions} sessions × "
+          f"{args.turns} turns, "
           f"~{args.words}-word system prompt per session, think time 0–{args.think_ms:.0f} ms")
     print(f"{'router':<12} {'conc':>4} {'cached% (usage)':>15} {'cached% turns≥2':>16} "
           f"{'cached% (/metrics)':>19} {'TTFT mean ms':>13} {'p50':>7} {'p90':>7}")

@@ -55,6 +55,19 @@ def _stamp(state: ServerState) -> str:
     return state.started_at.strftime("%Y%m%dT%H%M%S%f")
 
 
+def worker_commands(python: Path, model_path: Path, state: ServerState, opts: MockerOptions,
+                    extra: list[str]) -> list[tuple[str, list[str]]]:
+    """One mocker process per worker (`worker-<i>`), each with its own speedup ratio."""
+    out = []
+    for i in range(state.workers):
+        ratio = (opts.worker_speedup_ratios[i] if i < len(opts.worker_speedup_ratios)
+                 else opts.speedup_ratio)
+        one = opts.model_copy(update={"speedup_ratio": ratio})
+        out.append((f"worker-{i}",
+                    [*mocker_command(python, model_path, state.model, 1, one), *extra]))
+    return out
+
+
 def thompson_commands(python: Path, model_path: Path, state: ServerState, port: int,
                       opts: MockerOptions) -> list[tuple[str, list[str]]]:
     """Frontend, one mocker per worker, then the router (named components, in start order)."""
@@ -62,12 +75,7 @@ def thompson_commands(python: Path, model_path: Path, state: ServerState, port: 
     commands = [("frontend", frontend_command(
         python, port, "round-robin", opts.router_session_affinity_ttl_secs,
         [*opts.frontend_args, "--namespace", FRONT_NS]))]
-    for i in range(state.workers):
-        ratio = (opts.worker_speedup_ratios[i] if i < len(opts.worker_speedup_ratios)
-                 else opts.speedup_ratio)
-        one = opts.model_copy(update={"speedup_ratio": ratio})
-        cmd = mocker_command(python, model_path, state.model, 1, one)
-        commands.append((f"worker-{i}", [*cmd, "--endpoint", WORKER_ENDPOINT]))
+    commands += worker_commands(python, model_path, state, opts, ["--endpoint", WORKER_ENDPOINT])
     router = [
         str(python), str(dynamo_assets() / "routers" / "thompson_router.py"),
         "--model-path", str(model_path), "--model-name", state.model,
@@ -108,12 +116,14 @@ def start(state: ServerState, port: int, opts: MockerOptions) -> ServerState:
     if opts.request_trace:
         # The sweep copies each level's lines from here into the level's folder.
         env.update(request_trace_env(state.state_dir / REQUEST_TRACE_FILE))
-    commands = [
-        ("frontend", frontend_command(
-            python, port, state.router, opts.router_session_affinity_ttl_secs, opts.frontend_args
-        )),
-        ("mocker", mocker_command(python, model_path, state.model, state.workers, opts)),
-    ]
+    frontend = ("frontend", frontend_command(
+        python, port, state.router, opts.router_session_affinity_ttl_secs, opts.frontend_args))
+    if opts.worker_speedup_ratios:  # workers of different speeds: one process each
+        commands = [frontend, *worker_commands(python, model_path, state, opts, [])]
+    else:
+        commands = [frontend,
+                    ("mocker", mocker_command(python, model_path, state.model, state.workers,
+                                              opts))]
     return launch(state, commands, env, state.workers, opts.start_timeout_s)
 
 

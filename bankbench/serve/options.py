@@ -56,8 +56,9 @@ class MockerOptions(_Options):
     )
     worker_speedup_ratios: list[float] = Field(
         default_factory=list,
-        description="router thompson: per-worker speedup ratio, in worker order (e.g. '1 1 1 "
-        "0.25' makes worker 3 four times slower); workers beyond the list use speedup_ratio",
+        description="per-worker speedup ratio, in worker order (e.g. '1 1 1 0.25' makes "
+        "worker 3 four times slower; each worker then runs as its own process); workers "
+        "beyond the list use speedup_ratio",
     )
     router_seed: int = Field(default=0, description="router thompson: sampling seed")
     router_args: list[str] = Field(
