@@ -163,6 +163,10 @@ class StreamingClient:
         if self.settings.nvext_annotations:
             values = {**info.__dict__}
             nvext["annotations"] = [t.format(**values) for t in self.settings.nvext_annotations]
+        hints = {k: v for k, v in (("osl", self.settings.hint_osl),
+                                   ("priority", self.settings.hint_priority)) if v is not None}
+        if hints:
+            nvext["agent_hints"] = hints
         return headers, ({"nvext": nvext} if nvext else {})
 
     async def chat(self, messages: list[dict[str, Any]], info: CallInfo,

@@ -42,6 +42,10 @@ class ClientOptions(_Options):
         description="nvext annotation templates, e.g. 'output_replay_id:{scenario_id}:"
         "{request_index}' (fields: " + ", ".join(TEMPLATE_FIELDS) + ").",
     )
+    hint_osl: int | None = Field(
+        None, ge=1, description="Send nvext.agent_hints.osl (expected output tokens per call; "
+        "the thompson router queues by it, see docs/serving.md).")
+    hint_priority: int | None = Field(None, description="Send nvext.agent_hints.priority.")
 
     @model_validator(mode="before")
     @classmethod

@@ -3,10 +3,10 @@
 import uuid
 
 import pytest
-from conftest import chat, component_of, wait_for_decisions, wait_joined, worker_ports
 
 from analysis.router_decisions import join_llm_calls
 from bankbench.serve import api
+from tests.router.helpers import chat, component_of, wait_for_decisions, wait_joined, worker_ports
 
 pytestmark = pytest.mark.dynamo
 
@@ -78,3 +78,22 @@ def component_of_id(rows, worker_id, ports):
         if r["chosen"] == worker_id:
             return component_of(r["worker_address"], ports)
     return None
+
+
+async def test_agent_hints_from_the_agent_client_reach_the_router(stack):
+    from agents.llm import CallInfo, ClientSettings, StreamingClient
+
+    client = StreamingClient(ClientSettings(base_url=stack.base_url, model=stack.model,
+                                            hint_osl=77, hint_priority=2))
+    try:
+        reply = await client.chat([{"role": "user", "content": "hints"}],
+                                  CallInfo("trial-h", "hints", 1, 1, "agent", "sess-hints"),
+                                  max_tokens=4)
+    finally:
+        await client.aclose()
+    rid = reply.record.request_id
+    row = wait_joined(stack, [rid]).set_index("request_id").loc[rid]
+    assert row["osl"] == 77 and row["session_id"] == "sess-hints"
+    raw = [r for r in wait_for_decisions(stack, 0)
+           if r["request_id"] == row["frontend_request_id"]]
+    assert raw[0]["priority"] == 2
