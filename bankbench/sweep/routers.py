@@ -9,11 +9,16 @@ way a single sweep does) and then runs the routers not started yet.
 
 from __future__ import annotations
 
-import os
 from datetime import UTC, datetime
 from pathlib import Path
 
-from bankbench.sweep.runner import SweepError, load_manifest, run_sweep
+from bankbench.sweep.runner import (
+    SweepError,
+    load_manifest,
+    load_model,
+    run_sweep,
+    save_model,
+)
 from contracts.sweep import (
     ROUTERS_FILE,
     SWEEP_FILE,
@@ -25,20 +30,11 @@ from contracts.sweep import (
 
 
 def load_router_manifest(sweep_dir: Path) -> RouterSweepManifest:
-    path = sweep_dir / ROUTERS_FILE
-    try:
-        return RouterSweepManifest.model_validate_json(path.read_text())
-    except FileNotFoundError:
-        raise SweepError(f"{path} not found: is {sweep_dir} a multi-router sweep?") from None
-    except ValueError as exc:
-        raise SweepError(f"{path} is corrupt ({exc.__class__.__name__}); cannot resume") from exc
+    return load_model(sweep_dir / ROUTERS_FILE, RouterSweepManifest, "multi-router sweep")
 
 
 def _save(sweep_dir: Path, manifest: RouterSweepManifest) -> None:
-    path = sweep_dir / ROUTERS_FILE
-    tmp = path.with_suffix(".json.tmp")
-    tmp.write_text(manifest.model_dump_json(indent=2))
-    os.replace(tmp, path)
+    save_model(sweep_dir / ROUTERS_FILE, manifest)
 
 
 def is_router_sweep(sweep_dir: Path) -> bool:

@@ -8,10 +8,10 @@ import threading
 import time
 
 import pytest
-from conftest import chat, component_of, wait_for_decisions, worker_ports
 
 from bankbench import procs
 from bankbench.serve import api
+from tests.router.helpers import chat, component_of, wait_for_decisions, worker_ports
 
 pytestmark = pytest.mark.dynamo
 
