@@ -136,7 +136,9 @@ def registered_workers(root_url: str, client: httpx.Client) -> int | None:
     instances = body.get("instances") if isinstance(body, dict) else None
     if instances is None:
         return None
-    return sum(1 for i in instances if i.get("endpoint") == "generate")
+    # A router component serves `generate` too (as component `thompson`): not a worker.
+    return sum(1 for i in instances
+               if i.get("endpoint") == "generate" and i.get("component") not in COMPONENT_ROUTERS)
 
 
 def probe_completion(base_url: str, model: str, client: httpx.Client) -> str | None:

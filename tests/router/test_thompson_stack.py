@@ -27,6 +27,7 @@ def stack(tmp_path_factory, dynamo_python):
 def test_the_frontend_reaches_workers_only_through_the_router(stack):
     names = [c.name for c in api.load_state(stack.state_dir).components]
     assert names == ["frontend", "worker-0", "worker-1", "worker-2", "router"]
+    assert api.status(stack).workers_registered == 3  # the router is not counted as one
     before = len(wait_for_decisions(stack, 0))
     sent = [f"route-{i}-{uuid.uuid4().hex[:6]}" for i in range(12)]
     for i, rid in enumerate(sent):
