@@ -3,10 +3,11 @@ requests go there; no request is lost (real frontend + mocker workers). Two of t
 die so that, wherever the router put the six streams, some were cut (1 in 729 runs put all six
 on the survivor; the test then says it proved nothing rather than pass)."""
 
+import json
 import signal
 import threading
-import time
 
+import httpx
 import pytest
 
 from bankbench import procs
@@ -27,29 +28,50 @@ def stack(tmp_path_factory, dynamo_python):
     api.down(state)
 
 
+def _stream(state, rid, session, started: threading.Event, out: dict) -> None:
+    """A streamed completion; `started` is set once its first token arrived."""
+    body = {"model": state.model, "max_tokens": MAX_TOKENS, "stream": True,
+            "stream_options": {"include_usage": True},
+            "messages": [{"role": "user", "content": f"a long answer please {rid}"}]}
+    usage, status = None, None
+    try:
+        with httpx.stream("POST", f"{state.base_url}/chat/completions", json=body, timeout=60,
+                          headers={"x-request-id": rid, "x-dynamo-session-id": session}) as r:
+            status = r.status_code
+            for line in r.iter_lines():
+                if not line.startswith("data: ") or line == "data: [DONE]":
+                    continue
+                chunk = json.loads(line[6:])
+                if chunk.get("choices"):
+                    started.set()
+                usage = chunk.get("usage") or usage
+    finally:
+        started.set()
+        out[rid] = (status, usage)
+
+
 def test_killing_a_worker_mid_run_loses_no_request(stack):
     ports = worker_ports(stack)
     victims = [c for c in stack.components if c.name in ("worker-0", "worker-1")]
-    results: dict[str, object] = {}
-
-    def one(i):
-        r = chat(stack, f"inflight-{i}", f"s-{i}", f"a long answer please {i}",
-                 max_tokens=MAX_TOKENS)
-        results[f"inflight-{i}"] = r
-
-    threads = [threading.Thread(target=one, args=(i,)) for i in range(6)]
+    results: dict[str, tuple] = {}
+    started = [threading.Event() for _ in range(6)]
+    threads = [threading.Thread(target=_stream, args=(stack, f"inflight-{i}", f"s-{i}",
+                                                      started[i], results))
+               for i in range(6)]
     for t in threads:
         t.start()
-    time.sleep(0.5)  # every stream has started, none has finished
+    for ev in started:  # kill only once every stream is under way (not after a fixed sleep)
+        assert ev.wait(60)
+    assert not results, "a stream ended before the kill; make MAX_TOKENS larger"
     # SIGKILL: a crash. (SIGTERM would not do: the mocker drains its streams before leaving.)
     for victim in victims:
         procs.stop_group(victim.pid, ((signal.SIGKILL, 5.0),), started=victim.start_time)
     for t in threads:
         t.join(timeout=60)
-    for rid, r in results.items():
-        assert r.status_code == 200, (rid, r.text)
-        assert r.json()["usage"]["completion_tokens"] == MAX_TOKENS, rid
     assert len(results) == 6
+    for rid, (status, usage) in results.items():
+        assert status == 200, rid
+        assert usage and usage["completion_tokens"] == MAX_TOKENS, (rid, usage)
 
     after = [chat(stack, f"after-{i}", f"t-{i}", f"next question {i}") for i in range(12)]
     assert all(r.status_code == 200 for r in after)
