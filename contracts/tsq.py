@@ -11,7 +11,7 @@ A verifier that failed while scoring writes only `verifier_version`, `reward` (a
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -41,12 +41,32 @@ class AttemptDetail(_Open):
     reward: dict[str, float] = Field(description="The reward numbers this attempt would get.")
 
 
+GoalStatus = Literal["served", "missed", "declined", "wrongly_served", "unlabelled"]
+
+
 class GoalMatch(_Open):
     index: int | None = None
     text: str | None = None
-    tools: list[str] | None = Field(description="The goal's expected tools (null: unmapped).")
+    tools: list[str] | None = Field(
+        description="The goal's alternative tools (null: unmapped; []: none listed)."
+    )
+    no_tool: bool = Field(False, description="The labels say no tool serves this goal.")
     called: list[str] = Field(default_factory=list, description="Which of them were called.")
-    covered: bool | None = Field(description="One of them was called; null when unmapped.")
+    covered: bool | None = Field(
+        description="One of them was called; null when the goal lists no tools."
+    )
+    status: GoalStatus | None = Field(
+        None, description="served / missed (goal with alternatives: one called by name or "
+        "not); declined / wrongly_served (no-tool goal: no call, or some call, named a tool "
+        "outside every servable goal's alternatives); unlabelled (not judged). Null from "
+        "verifiers before per-goal scoring."
+    )
+    served_valid: bool | None = Field(
+        None, description="For a served goal: a serving call also had valid arguments."
+    )
+    outside: list[str] | None = Field(
+        None, description="For a no-tool goal: the calls outside the servable alternatives."
+    )
 
 
 class TsqDetails(_Open):
@@ -71,6 +91,10 @@ class TsqDetails(_Open):
     missing: list[str] = Field(default_factory=list)
     extra: list[str] = Field(default_factory=list)
     goals: list[GoalMatch] = Field(default_factory=list)
+    outside: list[str] = Field(
+        default_factory=list, description="Calls naming no alternative of any servable goal "
+        "(all the calls when no goal lists tools)."
+    )
 
     def tsq_by_attempt(self) -> dict[int, float]:
         return {a.attempt: a.reward["tsq"] for a in self.attempts if "tsq" in a.reward}

@@ -95,7 +95,8 @@ GOALS = [
 
 
 def test_goal_coverage_counts_goals_with_known_tools(verify: ModuleType) -> None:
-    matches = verify.goal_matches(GOALS, ["bank__pay_bill", "get_account_balance"])
+    matches = verify.goal_matches(
+        GOALS, [call_line(1, "bank__pay_bill"), call_line(2, "get_account_balance")])
     assert [m["covered"] for m in matches] == [True, True, None, False]
     assert matches[1]["called"] == ["pay_bill"]
     assert verify.goal_coverage(matches, recall=0.1) == pytest.approx(2 / 3)
@@ -103,7 +104,7 @@ def test_goal_coverage_counts_goals_with_known_tools(verify: ModuleType) -> None
 
 def test_goal_coverage_falls_back_to_recall(verify: ModuleType) -> None:
     goals = [{"index": 0, "text": "x", "tools": None}, {"index": 1, "text": "y", "tools": []}]
-    matches = verify.goal_matches(goals, ["a"])
+    matches = verify.goal_matches(goals, [call_line(1, "a")])
     assert verify.goal_coverage(matches, recall=0.25) == 0.25
     assert verify.goal_coverage([], recall=0.75) == 0.75
 
@@ -128,6 +129,11 @@ def test_score_calls_combines_every_number(verify: ModuleType) -> None:
             "multiset_f1": 2 / 3,  # 2 shared of 3 and 3
             "goal_coverage": 0.5,
             "solved": 0.0,  # transfer_funds never called, check_loans called
+            "goals_served": 0.5,  # the pay goal has neither alternative
+            "goals_declined": 1.0,  # vacuous: no no-tool goal
+            "goal_score": 0.5,
+            "n_goals_servable": 2.0,
+            "n_goals_no_tool": 0.0,
         }
     )
 

@@ -12,6 +12,9 @@ import pytest
 from verifier_harness import REWARD_KEYS, Trial, call_line
 
 ZERO = dict.fromkeys(REWARD_KEYS, 0.0)
+# No call against the fixture (3 servable goals, 1 unmapped): every score 0 but the vacuous
+# goals_declined (no no-tool goal), and the counts.
+NO_CALLS = dict(ZERO, goals_declined=1.0, n_goals_servable=3.0)
 BALANCE, TRANSFER, RECENT = "get_account_balance", "transfer_funds", "list_recent_transactions"
 
 
@@ -25,7 +28,12 @@ def test_reward_file_holds_exactly_the_flat_numbers(trial: Trial) -> None:
         "param_validity": 1.0,
         "multiset_f1": 1.0,
         "goal_coverage": 1.0,
-        "solved": 1.0,
+        "solved": 1.0,  # goal 3 is unmapped: solved compares names with expected_tools
+        "goals_served": 1.0,
+        "goals_declined": 1.0,
+        "goal_score": 1.0,
+        "n_goals_servable": 3.0,
+        "n_goals_no_tool": 0.0,
     }
     assert all(type(v) is float for v in outcome.reward.values())
     assert outcome.details["reason"] is None
@@ -77,7 +85,7 @@ def test_the_last_accept_line_wins(trial: Trial) -> None:
 def test_accepting_an_attempt_without_calls_scores_zero(trial: Trial) -> None:
     trial.write_intents(call_line(1, BALANCE, attempt=1), {"accept": 2, "ts": 1.0})
     outcome = trial.verify()
-    assert outcome.reward == ZERO
+    assert outcome.reward == NO_CALLS
     assert "attempt 2 has no recorded calls" in outcome.details["attempt_selection"]
     assert outcome.details["reason"] == "attempt 2 made no bank call"
 
@@ -113,13 +121,13 @@ def test_corrupt_lines_are_skipped_and_counted(trial: Trial) -> None:
 def test_all_lines_corrupt_scores_zero_with_reason(trial: Trial) -> None:
     trial.write_intents("garbage", "{", "null")
     outcome = trial.verify()
-    assert outcome.reward == ZERO
+    assert outcome.reward == NO_CALLS
     assert "no readable call (3 corrupt lines)" in outcome.details["reason"]
 
 
 def test_missing_intents_scores_zero_with_reason(trial: Trial) -> None:
     outcome = trial.verify()
-    assert outcome.reward == ZERO
+    assert outcome.reward == NO_CALLS
     assert "missing" in outcome.details["reason"]
     assert str(trial.intents) in outcome.details["reason"]
 
@@ -127,7 +135,7 @@ def test_missing_intents_scores_zero_with_reason(trial: Trial) -> None:
 def test_empty_intents_scores_zero_with_reason(trial: Trial) -> None:
     trial.write_intents()
     outcome = trial.verify()
-    assert outcome.reward == ZERO
+    assert outcome.reward == NO_CALLS
     assert "empty" in outcome.details["reason"]
 
 
@@ -141,8 +149,9 @@ def test_nothing_expected_and_nothing_called_is_perfect(trial: Trial) -> None:
     )
     reward = trial.verify().reward
     assert reward == dict(
-        ZERO, tsq=1.0, precision=1.0, recall=1.0, multiset_f1=1.0, goal_coverage=1.0, solved=1.0
-    )  # no calls: param_validity stays 0
+        ZERO, tsq=1.0, precision=1.0, recall=1.0, multiset_f1=1.0, goal_coverage=1.0, solved=1.0,
+        goals_served=1.0, goals_declined=1.0, goal_score=1.0,
+    )  # no calls: param_validity stays 0; no judged goal: the goal shares are goal_coverage's
 
 
 @pytest.mark.parametrize(
@@ -235,8 +244,16 @@ def test_bank_calls_score_end_to_end(trial: Trial) -> None:
             "multiset_f1": 2 / 3,  # {balance, transfer x2} vs {balance x2, transfer}: 2 shared
             "goal_coverage": 1.0,
             "solved": 1.0,
+            "goals_served": 1.0,  # by name: the invalid transfer still serves its goal
+            "goals_declined": 1.0,
+            "goal_score": 1.0,
+            "n_goals_servable": 3.0,
+            "n_goals_no_tool": 0.0,
         }
     )
+    goals = outcome.details["goals"]
+    assert [g["status"] for g in goals] == ["served", "served", "served", "unlabelled"]
+    assert [g.get("served_valid") for g in goals] == [True, False, True, None]
 
 
 def test_odd_characters_in_calls_survive_into_the_details(trial: Trial) -> None:

@@ -11,6 +11,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 
+from contracts.reward import REWARD_KEYS  # noqa: F401  (re-exported to the tests)
+
 REPO_ROOT = Path(__file__).resolve().parents[2]
 TEMPLATE = REPO_ROOT / "tasks/banking/template"
 VERIFY_SCRIPT = TEMPLATE / "tests/verify.py"
@@ -18,8 +20,6 @@ TEST_SH = TEMPLATE / "tests/test.sh"
 BANK_SCRIPT = TEMPLATE / "environment/bank"
 EXPECTED_FIXTURE = Path(__file__).resolve().parent / "fixtures/expected.json"
 BANK_FIXTURES = REPO_ROOT / "tests/bank/fixtures"
-REWARD_KEYS = {"tsq", "precision", "recall", "param_validity", "multiset_f1", "goal_coverage",
-               "solved"}
 SCHEMA_MODULE = TEMPLATE / "environment/toolschema.py"
 TOOLS_FIXTURE = BANK_FIXTURES / "tools.json"
 # Arguments that satisfy each fixture tool's schema (the verifier checks every call again).

@@ -13,7 +13,7 @@ status=$?
 
 if [ "$status" -ne 0 ] || [ ! -s "$out_dir/reward.json" ]; then
     echo "verify.py failed (exit $status); writing a zero reward" >&2
-    printf '{"tsq": 0.0, "precision": 0.0, "recall": 0.0, "param_validity": 0.0, "multiset_f1": 0.0, "goal_coverage": 0.0, "solved": 0.0}\n' \
+    printf '{"tsq": 0.0, "precision": 0.0, "recall": 0.0, "param_validity": 0.0, "multiset_f1": 0.0, "goal_coverage": 0.0, "solved": 0.0, "goals_served": 0.0, "goals_declined": 0.0, "goal_score": 0.0, "n_goals_servable": 0.0, "n_goals_no_tool": 0.0}\n' \
         > "$out_dir/reward.json"
     printf '{"reward": null, "reason": "verify.py failed with exit code %s before writing a reward"}\n' \
         "$status" > "$out_dir/tsq.json"

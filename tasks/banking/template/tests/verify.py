@@ -6,7 +6,8 @@ script, else /app/tools.json) and the intents log the bank wrote (/logs/agent/in
 picks the attempt to score (the last `accept` line, else the highest attempt seen), and writes:
 
 - <out-dir>/reward.json: flat numbers only (tsq, precision, recall, param_validity,
-  multiset_f1, goal_coverage, solved), one Harbor metric each;
+  multiset_f1, goal_coverage, solved, goals_served, goals_declined, goal_score and the counts
+  n_goals_servable, n_goals_no_tool), one Harbor metric each;
 - <out-dir>/tsq.json: how those numbers came about (names actual vs expected, per-goal
   matches, every attempt's calls and scores, which attempt was scored and why, any reason
   for a zero).
@@ -36,8 +37,10 @@ if TYPE_CHECKING:
     from typing import Any, Iterable
 
 VERIFIER_VERSION = "1"
+# Scores (0-1) then the two goal counts that tell a reader which goal shares are vacuous.
 REWARD_KEYS = ("tsq", "precision", "recall", "param_validity", "multiset_f1", "goal_coverage",
-               "solved")
+               "solved", "goals_served", "goals_declined", "goal_score", "n_goals_servable",
+               "n_goals_no_tool")
 DEFAULT_INTENTS = "/logs/agent/intents.jsonl"
 DEFAULT_OUT_DIR = "/logs/verifier"
 DEFAULT_TOOLS = ("tools.json beside verify.py", "/app/tools.json")
@@ -105,36 +108,75 @@ def param_validity(calls: list[dict[str, Any]]) -> float:
     return sum(1 for call in calls if call["valid"]) / len(calls)
 
 
-def solved(actual: Iterable[str], expected: Iterable[str]) -> float:
+def solved_by_names(actual: Iterable[str], expected: Iterable[str]) -> float:
     """1.0 when the attempt called every expected tool and nothing else (by normalised name),
-    else 0.0: the binary outcome pass@k and pass^k are computed on."""
+    else 0.0: `solved` when the goals are not all labelled."""
     return float({normalise_tool_name(n) for n in actual}
                  == {normalise_tool_name(n) for n in expected})
 
 
-def goal_matches(goals: list[dict[str, Any]], actual: Iterable[str]) -> list[dict[str, Any]]:
-    """Per goal: which of its expected tools were called (None where the goal has no tools)."""
-    called = {normalise_tool_name(n) for n in actual}
+def goal_kind(goal: dict[str, Any]) -> str:
+    """'servable' (alternatives listed), 'no_tool' (no tool serves it) or 'unlabelled' (tools
+    null: the method does not map goals; or [] without no_tool: it found none)."""
+    tools = goal.get("tools")
+    if tools:
+        return "servable"
+    if goal.get("no_tool") is True and not tools:
+        return "no_tool"
+    return "unlabelled"
+
+
+def goal_matches(goals: list[dict[str, Any]], calls: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per goal: which of its alternatives were called, and its status.
+
+    served: a call of any one of its alternatives was made (by normalised name; whether its
+      arguments were valid is `served_valid`, and param_validity scores arguments);
+    missed: a servable goal none of whose alternatives was called;
+    declined / wrongly_served: a no-tool goal, declined when no call of the attempt named a
+      tool outside the alternatives of the servable goals. The bank cannot tell which goal a
+      call was for, so any such call is taken as an attempt at the no-tool goals: all of them
+      are then wrongly_served (`outside` lists those calls);
+    unlabelled: not judged.
+    """
+    outside = outside_calls(goals, calls)
     rows = []
     for goal in goals:
-        tools = goal.get("tools")
-        known = bool(tools)
-        hit = [t for t in tools if normalise_tool_name(t) in called] if known else []
-        rows.append({
+        tools, kind = goal.get("tools"), goal_kind(goal)
+        alternatives = {normalise_tool_name(t) for t in tools or []}
+        hits = [c for c in calls if normalise_tool_name(c["tool"]) in alternatives]
+        called = {normalise_tool_name(c["tool"]) for c in hits}
+        row: dict[str, Any] = {
             "index": goal.get("index"),
             "text": goal.get("text"),
             "tools": tools,
-            "called": hit,
-            "covered": bool(hit) if known else None,
-        })
+            "no_tool": kind == "no_tool",
+            "called": [t for t in tools or [] if normalise_tool_name(t) in called],
+            "covered": bool(hits) if tools else None,
+        }
+        if kind == "servable":
+            row["status"] = "served" if hits else "missed"
+            row["served_valid"] = any(c["valid"] for c in hits)
+        elif kind == "no_tool":
+            row["status"] = "wrongly_served" if outside else "declined"
+            row["outside"] = outside
+        else:
+            row["status"] = "unlabelled"
+        rows.append(row)
     return rows
+
+
+def outside_calls(goals: list[dict[str, Any]], calls: list[dict[str, Any]]) -> list[str]:
+    """Names of the calls (valid or not) that are no alternative of any servable goal."""
+    servable = {normalise_tool_name(t) for g in goals if goal_kind(g) == "servable"
+                for t in g["tools"]}
+    return [c["tool"] for c in calls if normalise_tool_name(c["tool"]) not in servable]
 
 
 def goal_coverage(matches: list[dict[str, Any]], recall: float) -> float:
     """Share of goals with known tools where one of them was called; none known -> recall.
 
     A goal's tools are known when they are a non-empty list: null (the labelling method does
-    not map tools to goals) and [] (it found none for this goal) leave the goal out.
+    not map tools to goals) and [] (no tool serves it, or it found none) leave the goal out.
     """
     known = [m for m in matches if m["covered"] is not None]
     if not known:
@@ -142,21 +184,50 @@ def goal_coverage(matches: list[dict[str, Any]], recall: float) -> float:
     return sum(1 for m in known if m["covered"]) / len(known)
 
 
+def goal_rewards(matches: list[dict[str, Any]], outside: list[str], coverage: float,
+                 names_solved: float) -> dict[str, float]:
+    """goals_served, goals_declined, goal_score, solved and the two counts.
+
+    A share with no goal to count is vacuous: goals_declined is 1.0 without no-tool goals, and
+    goals_served and goal_score fall back to goal_coverage without any judged goal; the counts
+    say which (analysis averages each share only over trials whose count is > 0).
+    solved: every goal served or declined and no call outside the servable alternatives, when
+    every goal is labelled; otherwise the name-set comparison with expected_tools.
+    """
+    status = Counter(m["status"] for m in matches)
+    n_servable = status["served"] + status["missed"]
+    n_no_tool = status["declined"] + status["wrongly_served"]
+    handled = status["served"] + status["declined"]
+    all_labelled = bool(matches) and not status["unlabelled"]
+    return {
+        "solved": float(handled == len(matches) and not outside) if all_labelled
+        else names_solved,
+        "goals_served": status["served"] / n_servable if n_servable else coverage,
+        "goals_declined": status["declined"] / n_no_tool if n_no_tool else 1.0,
+        "goal_score": handled / (n_servable + n_no_tool) if n_servable + n_no_tool
+        else coverage,
+        "n_goals_servable": float(n_servable),
+        "n_goals_no_tool": float(n_no_tool),
+    }
+
+
 def score_calls(calls: list[dict[str, Any]], expected: dict[str, Any]) -> dict[str, Any]:
     """Every reward number for one attempt's calls, plus the per-goal matches."""
     names = [call["tool"] for call in calls]
     tsq, precision, recall = tool_selection_quality(names, expected["expected_tools"])
-    matches = goal_matches(expected["goals"], names)
+    matches = goal_matches(expected["goals"], calls)
+    coverage = goal_coverage(matches, recall)
     reward = {
         "tsq": tsq,
         "precision": precision,
         "recall": recall,
         "param_validity": param_validity(calls),
         "multiset_f1": multiset_f1(names, expected["expected_tools"]),
-        "goal_coverage": goal_coverage(matches, recall),
-        "solved": solved(names, expected["expected_tools"]),
+        "goal_coverage": coverage,
     }
-    return {"reward": reward, "goals": matches}
+    reward.update(goal_rewards(matches, outside_calls(expected["goals"], calls), coverage,
+                               solved_by_names(names, expected["expected_tools"])))
+    return {"reward": {key: reward[key] for key in REWARD_KEYS}, "goals": matches}
 
 
 # ---------------------------------------------------------------- reading inputs
@@ -188,6 +259,11 @@ def load_expected(path: str) -> dict[str, Any]:
         ):
             raise InputError(
                 f"expected file {path}: goals[{position}].tools must be null or a list of names"
+            )
+        if goal.get("no_tool", False) not in (True, False) or (goal.get("no_tool") and goal_tools):
+            raise InputError(
+                f"expected file {path}: goals[{position}].no_tool must be a boolean, and true "
+                "only with no tools listed"
             )
     return dict(data, expected_tools=tools, goals=goals)
 
@@ -372,6 +448,7 @@ def build_report(expected_path: str, intents_path: str, tools_path: str | None =
         "missing": sorted(set(expected_norm) - set(actual_norm)),
         "extra": sorted(set(actual_norm) - set(expected_norm)),
         "goals": scored["goals"],
+        "outside": outside_calls(expected["goals"], scored_calls),
     })
     if not scored_calls:
         report["reason"] = no_calls_reason(log) or f"attempt {attempt} made no bank call"
