@@ -35,10 +35,23 @@ _REWARDS = {
                        "Share of recorded calls whose arguments satisfy the tool schema."),
     "multiset_f1": ("Multiset F1", "F1 counting repeated calls of a tool."),
     "goal_coverage": ("Goal coverage", "Share of the customer's goals with a matching call."),
-    "solved": ("Solved", "Share of trials that solved the scenario: every expected tool "
-               "called and no unexpected one (reward.json `solved` when present, else "
-               "precision = recall = 1 of the scored attempt; `solved_from` says which)."),
+    "solved": ("Solved", "Share of trials that solved the scenario: with every goal labelled, "
+               "every goal served or declined and no call outside the goals' alternatives; "
+               "otherwise every expected tool called and no unexpected one (reward.json "
+               "`solved` when present, else precision = recall = 1 of the scored attempt; "
+               "`solved_from` says which)."),
+    "goals_served": ("Goals served", "Share of a trial's servable goals (alternatives listed) "
+                     "where one alternative was called; over trials with such goals."),
+    "goals_declined": ("Goals declined", "Share of a trial's no-tool goals declined (no call "
+                       "outside every servable goal's alternatives); over trials with such "
+                       "goals only."),
+    "goal_score": ("Goal score", "Share of a trial's labelled goals handled right (served or "
+                   "declined); over trials with labelled goals."),
 }
+# A goal share is vacuous in a trial without the goals it counts (reward.json then holds 1.0
+# or goal_coverage): those trials are left out of its mean, by these counts.
+_GOAL_COUNTS = {"goals_served": ("n_goals_servable",), "goals_declined": ("n_goals_no_tool",),
+                "goal_score": ("n_goals_servable", "n_goals_no_tool")}
 REWARD_METRICS = tuple(
     Metric(key, header, "score 0–1" if key != "solved" else "share", True,
            f"{text} {_CI.format(key=key)}")
@@ -134,12 +147,24 @@ def quality_metrics(trials: pd.DataFrame) -> dict[str, float | str]:
     out: dict[str, float | str] = {"solved_from": solved_from,
                                    "n_scenarios": float(counted["scenario_id"].nunique())}
     for metric in REWARD_METRICS:
-        _put_ci(out, metric.key, counted, metric.key)
+        _put_ci(out, metric.key, _with_goals(counted, metric.key), metric.key)
     infra0 = view(trials, "infra0")
     _put_ci(out, TSQ_INFRA0.key, infra0, "tsq")
     _put_ci(out, SOLVED_INFRA0.key, infra0, "solved")
     out.update(repeat_spread(counted))
     return out
+
+
+def _with_goals(rows: pd.DataFrame, key: str) -> pd.DataFrame:
+    """The rows a goal share is averaged over: trials with the goals it counts, and trials
+    scored 0 without a reward file (reward_imputed). Other keys: all rows."""
+    counts = _GOAL_COUNTS.get(key)
+    if counts is None or key not in rows.columns:
+        return rows
+    present = [c for c in counts if c in rows.columns]
+    has_goals = rows[present].fillna(0).sum(axis=1) > 0 if present else False
+    imputed = rows["reward_imputed"].astype(bool) if "reward_imputed" in rows else False
+    return rows[has_goals | imputed]
 
 
 def _put_ci(out: dict[str, float | str], key: str, rows: pd.DataFrame, column: str) -> None:

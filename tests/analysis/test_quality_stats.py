@@ -16,7 +16,12 @@ from analysis.metrics.base import (
     bootstrap_mean_ci,
     cluster_bootstrap_mean_ci,
 )
-from analysis.metrics.quality import SOLVED_DERIVED, SOLVED_FROM_REWARD, with_solved
+from analysis.metrics.quality import (
+    SOLVED_DERIVED,
+    SOLVED_FROM_REWARD,
+    quality_metrics,
+    with_solved,
+)
 from analysis.report import write_report
 from analysis.summary import summarize
 from analysis.tables import load
@@ -139,3 +144,23 @@ def test_resampled_percentile_equals_numpy_on_the_replicated_sample():
     expected = [[np.percentile(np.repeat(ordered, row[codes]), q) for q in (50, 99)]
                 for row in drawn]
     assert got == pytest.approx(np.array(expected))
+
+
+def test_goal_shares_leave_out_trials_without_those_goals():
+    """goals_declined is 1.0 in reward.json for a trial with no no-tool goal: such trials are
+    left out of its mean (they would raise it), while a trial scored 0 without a reward file
+    still counts."""
+    trials = pd.DataFrame({
+        "scenario_id": ["a", "b", "c", "d"], "in_quality": [True] * 4, "status": ["scored"] * 4,
+        "reward_imputed": [False, False, False, True],
+        "tsq": [1.0, 1.0, 0.5, 0.0], "precision": [1.0] * 3 + [0.0],
+        "recall": [1.0] * 3 + [0.0], "solved": [1.0, 0.0, 0.0, 0.0],
+        "param_validity": [1.0] * 4, "multiset_f1": [1.0] * 4, "goal_coverage": [1.0] * 4,
+        "goals_served": [1.0, 1.0, 0.5, 0.0], "goals_declined": [1.0, 0.0, 1.0, 0.0],
+        "goal_score": [1.0, 0.5, 0.5, 0.0], "n_goals_servable": [2.0, 1.0, 2.0, 0.0],
+        "n_goals_no_tool": [0.0, 1.0, 0.0, 0.0],
+    })
+    out = quality_metrics(trials)
+    assert out["goals_declined_mean"] == pytest.approx(0.0)  # trial b, and imputed d
+    assert out["goals_served_mean"] == pytest.approx(2.5 / 4)
+    assert out["goal_score_mean"] == pytest.approx(2.0 / 4)
