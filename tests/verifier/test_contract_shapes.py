@@ -32,3 +32,8 @@ def test_bank_lines_and_reward_validate_against_the_contracts(trial: Trial) -> N
     reward = trial.verify().reward
     assert tuple(reward) == REWARD_KEYS
     Reward.model_validate(reward)
+
+
+def test_the_verifiers_reward_keys_are_the_contracts(verify) -> None:
+    assert tuple(verify.REWARD_KEYS) == REWARD_KEYS
+    assert set(Reward.model_fields) == set(REWARD_KEYS)
