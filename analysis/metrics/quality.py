@@ -34,7 +34,9 @@ _REWARDS = {
     "param_validity": ("Param validity",
                        "Share of recorded calls whose arguments satisfy the tool schema."),
     "multiset_f1": ("Multiset F1", "F1 counting repeated calls of a tool."),
-    "goal_coverage": ("Goal coverage", "Share of the customer's goals with a matching call."),
+    "goal_coverage": ("Goal coverage", "Share of the customer's goals listing tools where one "
+                      "was called (= goals served when any goal lists tools; recall when none "
+                      "does)."),
     "solved": ("Solved", "Share of trials that solved the scenario: with every goal labelled, "
                "every goal served or declined and no call outside the goals' alternatives; "
                "otherwise every expected tool called and no unexpected one (reward.json "
