@@ -111,7 +111,8 @@ def test_the_oracle_still_scores_one(job):
 def test_scores_are_what_the_honest_bank_calls_earn(job):
     tasks = Path(json.loads((job.parent.parent / "job.json").read_text())["tasks"][0]["path"])
     for (agent, task), trial in trials(job).items():
-        assert scored(trial) == honest_reward(trial, tasks.parent / task), (agent, task)
+        rewards = result(trial).verifier_result.rewards  # every key, the goal scores too
+        assert rewards == honest_reward(trial, tasks.parent / task), (agent, task)
 
 
 def test_answers_stay_out_of_reach(job):
