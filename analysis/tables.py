@@ -62,6 +62,7 @@ class _Sink:
     jobs: list[dict[str, Any]] = field(default_factory=list)
     issues: list[tuple[str, files.Issue]] = field(default_factory=list)
     sweeps: dict[str, SweepManifest] = field(default_factory=dict)
+    router_state: dict[str, Path] = field(default_factory=dict)  # thompson sweeps' server/
 
 
 def load(path: Path | str, label: str | None = None) -> Tables:
@@ -108,6 +109,8 @@ def _read_root(path: Path, source: str, sink: _Sink) -> None:
         sink.issues.extend((source, i) for i in issues)
         if manifest is not None:
             sink.sweeps[source] = manifest
+            if manifest.router == "thompson" and (path / "server").is_dir():
+                sink.router_state[source] = path / "server"
             for level in manifest.levels:
                 if level not in {lv for lv, _ in level_dirs}:
                     sink.issues.append((source, files.Issue(
@@ -179,6 +182,7 @@ def _build(sink: _Sink) -> Tables:
     requests = pd.concat([keys, req], axis=1)
     trials = _add_trial_aggregates(trials, requests, trial_idx)
     requests["repeat"] = trials["repeat"].to_numpy()[trial_idx] if len(trials) else []
+    _add_router_decisions(requests, sink.router_state)
     itl = pd.DataFrame({"request_row": np.repeat(np.arange(len(n_itl)), n_itl),
                         "itl_ms": rows.itl_values})
     issues = pd.DataFrame(
@@ -261,3 +265,22 @@ _JOB_COLUMNS = [
     "source", "job", "level", "configured_concurrency", "n_attempts_configured",
     "n_total_trials", "n_trial_folders", "finished", "path", "metrics_before", "metrics_after",
 ]
+
+
+def _add_router_decisions(requests: pd.DataFrame, router_state: dict[str, Path]) -> None:
+    """`router_worker` and `router_reason` on each call a thompson router routed (which worker,
+    why); empty for other routers, which keep no decision record."""
+    requests["router_worker"] = pd.Series(pd.NA, index=requests.index, dtype="Int64")
+    requests["router_reason"] = pd.Series(pd.NA, index=requests.index, dtype=object)
+    for source, state_dir in router_state.items():
+        from analysis.router_decisions import read_decisions
+
+        decisions = read_decisions(state_dir)
+        if decisions.empty:
+            continue
+        decisions = decisions.dropna(subset=["request_id"]).drop_duplicates("request_id")
+        by_id = decisions.set_index("request_id")
+        rows = (requests["source"] == source) & requests["request_id"].isin(by_id.index)
+        ids = requests.loc[rows, "request_id"]
+        requests.loc[rows, "router_worker"] = by_id.loc[ids, "worker"].to_numpy()
+        requests.loc[rows, "router_reason"] = by_id.loc[ids, "reason"].to_numpy()

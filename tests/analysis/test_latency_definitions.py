@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 
+import pandas as pd
 import pytest
 from pytest import approx
 
@@ -112,3 +113,31 @@ def test_tokens_without_usage_are_unknown_not_zero(tmp_path):
                                 cached_tokens=None)])
     trial = load(job).trials.iloc[0]
     assert trial[["prompt_tokens", "completion_tokens", "cached_tokens"]].isna().all()
+
+
+def test_a_thompson_sweep_names_the_worker_and_reason_of_each_call(tmp_path):
+    from analysis.synthetic import write_sweep_manifest
+    from contracts.sweep import level_dir
+
+    sweep = write_sweep_manifest(tmp_path / "sweep", [1], router="thompson")
+    job = write_job(level_dir(sweep, 1), 1)
+    write_trial(job, "banking-000__a", scenario_id="banking-000", rewards={"tsq": 1.0},
+                records=[record(request_id="a"), record(request_id="b")])
+    router = sweep / "server" / "router"
+    router.mkdir(parents=True)
+    # the router keys decisions by the frontend's id; the frontend's trace maps it to ours
+    (router / "decisions-1.jsonl").write_text(json.dumps(
+        {"request_id": "fe-1", "chosen": 2, "reason": "lowest sampled TTFT"}) + "\n")
+    (router / "request_trace-1.jsonl").write_text(json.dumps(
+        {"event": {"request": {"request_id": "fe-1", "x_request_id": "a"}}}) + "\n")
+    req = load(sweep).requests.set_index("request_id")
+    assert req.loc["a", "router_worker"] == 2
+    assert req.loc["a", "router_reason"] == "lowest sampled TTFT"
+    assert req.loc["b", "router_worker"] is pd.NA  # a call the router never saw
+
+
+def test_other_routers_leave_the_router_columns_empty(tmp_path):
+    job = write_job(tmp_path / "job", 1)
+    write_trial(job, "banking-000__a", scenario_id="banking-000", rewards={"tsq": 1.0},
+                records=[record(request_id="a")])
+    assert load(job).requests["router_worker"].isna().all()
