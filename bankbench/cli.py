@@ -14,7 +14,8 @@ import sys
 from bankbench import __version__
 
 # Order here is the order in `--help`.
-COMMANDS = ("tasks", "serve", "check", "sweep", "capacity", "report", "judge", "export")
+COMMANDS = ("tasks", "serve", "check", "sweep", "capacity", "report", "judge", "export",
+            "agent-server")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -29,7 +30,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"bankbench {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for name in COMMANDS:
-        importlib.import_module(f"bankbench.commands.{name}").register(sub)
+        importlib.import_module(f"bankbench.commands.{name.replace('-', '_')}").register(sub)
     return parser
 
 
