@@ -109,6 +109,14 @@ def _allowed_steps(filter_steps: str | None) -> set[str] | None:
     return {t.strip() for t in filter_steps.split(",") if t.strip()}
 
 
+async def _stop(task: asyncio.Task, why: str) -> None:
+    """Cancel an episode once and wait for it to write its records. The wait is shielded: the
+    server cancels a stream's code again at each await once its client has gone, and a second
+    cancel would cut the episode's own clean-up (status file, bank copy) short."""
+    task.cancel(why)
+    await asyncio.shield(asyncio.gather(task, return_exceptions=True))
+
+
 class _SlotStream(StreamingResponse):
     """A streaming response that frees its slot however the stream ends (even unstarted)."""
 
@@ -176,13 +184,11 @@ def create_app(config: ServerConfig) -> FastAPI:
             try:
                 result = await asyncio.wait_for(asyncio.shield(task), config.request_timeout_s)
             except TimeoutError:
-                task.cancel()
-                await asyncio.gather(task, return_exceptions=True)
+                await _stop(task, f"request timeout ({config.request_timeout_s:g} s)")
                 return _error(504, "timeout",
                               f"episode exceeded {config.request_timeout_s:g} s and was stopped")
             except asyncio.CancelledError:
-                task.cancel()
-                await asyncio.gather(task, return_exceptions=True)
+                await _stop(task, "request cancelled")
                 raise
         finally:
             release()
@@ -222,8 +228,7 @@ def create_app(config: ServerConfig) -> FastAPI:
                 try:
                     step = await asyncio.wait_for(queue.get(), deadline - time.monotonic())
                 except TimeoutError:
-                    task.cancel()
-                    await asyncio.gather(task, return_exceptions=True)
+                    await _stop(task, f"request timeout ({config.request_timeout_s:g} s)")
                     yield _nat_final("", {"code": "timeout", "message": "episode exceeded "
                                           f"{config.request_timeout_s:g} s and was stopped"})
                     return
@@ -241,8 +246,7 @@ def create_app(config: ServerConfig) -> FastAPI:
             yield _nat_final(result.answer)
         finally:
             if not task.done():  # the client left: stop the episode, keep its records
-                task.cancel()
-                await asyncio.gather(task, return_exceptions=True)
+                await _stop(task, "request cancelled: the client disconnected")
 
     return app
 

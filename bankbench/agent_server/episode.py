@@ -7,6 +7,7 @@ options, same records): `<out>/<request id>/agent/` receives `llm_calls.jsonl`,
 
 from __future__ import annotations
 
+import asyncio
 import json
 import uuid
 from collections.abc import Callable
@@ -17,6 +18,7 @@ from harbor.models.agent.context import AgentContext
 from agents.attempt import TrialIdentity
 from agents.banking import AGENT_NAME, AGENT_VERSION
 from agents.episode import Episode
+from agents.records import write_status
 from agents.trajectory import TrajectoryBuilder
 from bankbench.agent_server.bankenv import BankEnvironment, BankEvent
 from bankbench.agent_server.models import InvokeResponse, ServerConfig, ToolStep
@@ -88,7 +90,16 @@ async def run_episode(config: ServerConfig, scenario: str, instruction: str | No
                               extra={"options": opts.model_dump(mode="json")})
     episode = Episode(opts, config.model, logs, ident, trace, AgentContext())
     async with BankEnvironment(task / "environment", logs, on_call) as env:
-        outcome = await episode.run(instruction, env)
+        try:
+            outcome = await episode.run(instruction, env)
+        except asyncio.CancelledError as exc:
+            # The episode calls any cancellation Harbor's agent timeout; say what it was.
+            status = episode.outcome.status
+            doing = (status.reason or "").rpartition(" while ")[2] or "running"
+            why = exc.args[0] if exc.args else "request cancelled"
+            status.reason = f"{why} while {doing}"
+            write_status(logs, status)
+            raise
     status = outcome.status
     chosen = next((a for a in outcome.attempts if a.attempt == status.accepted_attempt),
                   outcome.attempts[-1] if outcome.attempts else None)

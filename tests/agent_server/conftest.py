@@ -1,0 +1,112 @@
+"""One real stack for the agent-server tests: the Dynamo frontend + mocker (replay-scripted)
+and `bankbench agent-server` itself as a subprocess on a free port, reached with httpx."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+import pytest
+
+from bankbench.serve.replay import tool_call_text as tc
+
+PREFIX = "as-"
+SECRET = "sk-bankbench-agent-server-secret-0123456789"
+KEY_ENV = "BANKBENCH_AGENT_SERVER_TEST_KEY"
+LONG_TURNS = 10  # the slow scenario: one tool call per turn, for disconnects and parallel load
+MAX_CONCURRENCY = 2
+
+
+def task_calls(task: Path) -> list[tuple[str, dict]]:
+    """(tool, schema-valid arguments) for each expected tool of a task, in goal order."""
+    from tasks.banking.arguments import arguments_for
+
+    expected = json.loads((task / "tests" / "expected.json").read_text())["expected_tools"]
+    schemas = {t["function"]["name"]: t["function"]["parameters"]
+               for t in json.loads((task / "environment" / "tools.json").read_text())}
+    return [(name, arguments_for(schemas[name].get("properties") or {},
+                                 schemas[name].get("required") or [])) for name in expected]
+
+
+@dataclass
+class Served:
+    url: str
+    out: Path
+    tmp: Path  # the server's TMPDIR: where the private bank copies live
+    scenarios: list[str]
+    calls: dict[str, list[tuple[str, dict]]]
+    answers: dict[str, str]
+    log: Path
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="session")
+def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
+    from bankbench.serve import api, replay
+    from tasks.banking.build import build_tasks
+
+    root = tmp_path_factory.mktemp("agent-server")
+    tasks = root / "tasks"
+    build_tasks(source="sample", out=tasks, limit=3, log=lambda line: None)
+    scenarios = sorted(p.name for p in tasks.iterdir() if p.is_dir())
+    first, second, slow = scenarios[:3]
+    calls = {sid: task_calls(tasks / sid) for sid in scenarios}
+    answers = {first: "All done for you.", second: "Handled, in two turns.",
+               slow: "That took a while."}
+    slow_call = calls[slow][0]
+    sessions = {
+        # all calls in one turn, then the answer
+        PREFIX + first: ["\n".join(tc(*c) for c in calls[first]), answers[first]],
+        # one call per turn
+        PREFIX + second: [*(tc(*c) for c in calls[second]), answers[second]],
+        PREFIX + slow: [*(tc(*slow_call) for _ in range(LONG_TURNS)), answers[slow]],
+    }
+    trace = replay.write_trace(root / "trace.jsonl", sessions)
+    out, tmp = root / "runs", root / "server-tmp"
+    tmp.mkdir()
+    log = root / "agent-server.log"
+    with api.running("cpu-mocker", workers=1, state_dir=root / "state",
+                     options={"speedup_ratio": 1.0, "replay_trace": str(trace)}) as stack:
+        port = free_port()
+        env = {**os.environ, KEY_ENV: SECRET, "TMPDIR": str(tmp)}
+        cmd = [sys.executable, "-m", "bankbench", "agent-server", "--tasks", str(tasks),
+               "-m", stack.model, "--port", str(port), "--out", str(out),
+               "--max-concurrency", str(MAX_CONCURRENCY),
+               "--ak", f"base_url={stack.base_url}", "--ak", f"api_key_env={KEY_ENV}",
+               "--ak", f"nvext_annotations=output_replay_id:{PREFIX}{{scenario_id}}:"
+                       "{request_index}"]
+        with log.open("w") as sink:
+            proc = subprocess.Popen(cmd, env=env, stdout=sink, stderr=subprocess.STDOUT)
+        url = f"http://127.0.0.1:{port}"
+        try:
+            deadline = time.monotonic() + 60
+            while True:
+                assert proc.poll() is None, log.read_text()[-3000:]
+                try:
+                    if httpx.get(f"{url}/health", timeout=2).status_code == 200:
+                        break
+                except httpx.TransportError:
+                    pass
+                assert time.monotonic() < deadline, "agent-server did not answer in 60 s"
+                time.sleep(0.2)
+            yield Served(url, out, tmp, scenarios, calls, answers, log)
+        finally:
+            proc.terminate()
+            try:
+                proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
