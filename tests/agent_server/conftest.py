@@ -45,6 +45,9 @@ class Served:
     calls: dict[str, list[tuple[str, dict]]]
     answers: dict[str, str]
     log: Path
+    tasks: Path
+    base_url: str  # the LLM server's
+    model: str
 
 
 def free_port() -> int:
@@ -102,7 +105,8 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
                     pass
                 assert time.monotonic() < deadline, "agent-server did not answer in 60 s"
                 time.sleep(0.2)
-            yield Served(url, out, tmp, scenarios, calls, answers, log)
+            yield Served(url, out, tmp, scenarios, calls, answers, log, tasks, stack.base_url,
+                         stack.model)
         finally:
             proc.terminate()
             try:
