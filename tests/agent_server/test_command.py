@@ -1,0 +1,46 @@
+"""`bankbench agent-server` refuses bad start-up input with one line, before it listens."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+
+def run(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "bankbench", "agent-server", *args],
+                          capture_output=True, text=True, timeout=60)
+
+
+@pytest.fixture(scope="module")
+def tasks(tmp_path_factory) -> Path:
+    from tasks.banking.build import build_tasks
+
+    out = tmp_path_factory.mktemp("tasks")
+    build_tasks(source="sample", out=out, limit=1, log=lambda line: None)
+    return out
+
+
+@pytest.mark.parametrize(("extra", "message"), [
+    (["--ak", "no_such_option=1"], "unknown option --ak no_such_option"),
+    (["--ak", "max_steps=0"], "--ak max_steps:"),
+    (["--ak", "oops"], "expected key=value"),
+    (["--max-concurrency", "0"], "greater than or equal to 1"),
+])
+def test_bad_options_fail_with_one_line(tasks: Path, extra, message):
+    done = run("--tasks", str(tasks), "-m", "m", *extra)
+    assert done.returncode == 2
+    # one error line (argparse's own errors come after its usage lines)
+    said = [line for line in done.stderr.splitlines() if line.startswith("bankbench")]
+    assert len(said) == 1 and message in said[0], done.stderr
+
+
+def test_no_model_and_no_tasks_are_refused(tasks: Path, tmp_path: Path):
+    done = run("--tasks", str(tasks))
+    assert done.returncode == 2 and "no model" in done.stderr
+    done = run("--tasks", str(tmp_path / "missing"), "-m", "m")
+    assert done.returncode == 2 and "is not a folder" in done.stderr
+    done = run("--tasks", str(tmp_path), "-m", "m")
+    assert done.returncode == 2 and "holds no task" in done.stderr
