@@ -78,6 +78,9 @@ class BankEnvironment:
         app = self._root / "app"
         child_env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(self._root),
                      "BANK_DIR": str(app), "BANK_INTENTS": str(self.intents),
+                     # a socket in a folder that does not exist: the bank runs in-process,
+                     # never handing the call to a bank service that may run on this host
+                     "BANK_SOCKET": str(self._root / "no-service" / "bank.sock"),
                      **(env or {})}
         # argv, not a shell: the model's text never meets a shell here.
         proc = await asyncio.create_subprocess_exec(
