@@ -3,7 +3,6 @@ and `bankbench agent-server` itself as a subprocess on a free port, reached with
 
 from __future__ import annotations
 
-import json
 import os
 import socket
 import subprocess
@@ -17,23 +16,13 @@ import httpx
 import pytest
 
 from bankbench.serve.replay import tool_call_text as tc
+from tests.support.task_calls import task_calls
 
 PREFIX = "as-"
 SECRET = "sk-bankbench-agent-server-secret-0123456789"
 KEY_ENV = "BANKBENCH_AGENT_SERVER_TEST_KEY"
 LONG_TURNS = 10  # the slow scenario: one tool call per turn, for disconnects and parallel load
 MAX_CONCURRENCY = 2
-
-
-def task_calls(task: Path) -> list[tuple[str, dict]]:
-    """(tool, schema-valid arguments) for each expected tool of a task, in goal order."""
-    from tasks.banking.arguments import arguments_for
-
-    expected = json.loads((task / "tests" / "expected.json").read_text())["expected_tools"]
-    schemas = {t["function"]["name"]: t["function"]["parameters"]
-               for t in json.loads((task / "environment" / "tools.json").read_text())}
-    return [(name, arguments_for(schemas[name].get("properties") or {},
-                                 schemas[name].get("required") or [])) for name in expected]
 
 
 @dataclass

@@ -21,6 +21,7 @@ import pytest
 from analysis.export.writer import INDEX_FILE, export_nemo
 from bankbench.serve.replay import tool_call_text as tc
 from tests.export.ragas_venv import ragas_read_back
+from tests.support.task_calls import task_calls
 
 pytestmark = [pytest.mark.dynamo, pytest.mark.harbor, pytest.mark.slow,
               pytest.mark.timeout(900)]
@@ -33,17 +34,6 @@ ANSWER_A = "Everything you asked for is done."
 def verdict(ok: bool) -> str:
     return json.dumps({"is_sufficient": ok, "confidence": 0.9, "reasoning": "scripted",
                        "missing_steps": [] if ok else ["the rest"]})
-
-
-def task_calls(task: Path) -> list[tuple[str, dict]]:
-    """(tool, schema-valid arguments) for each expected tool, in goal order."""
-    from tasks.banking.arguments import arguments_for
-
-    expected = json.loads((task / "tests" / "expected.json").read_text())["expected_tools"]
-    schemas = {t["function"]["name"]: t["function"]["parameters"]
-               for t in json.loads((task / "environment" / "tools.json").read_text())}
-    return [(name, arguments_for(schemas[name].get("properties") or {},
-                                 schemas[name].get("required") or [])) for name in expected]
 
 
 @pytest.fixture(scope="module")
