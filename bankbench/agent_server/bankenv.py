@@ -82,9 +82,11 @@ class BankEnvironment:
                      # never handing the call to a bank service that may run on this host
                      "BANK_SOCKET": str(self._root / "no-service" / "bank.sock"),
                      **(env or {})}
-        # argv, not a shell: the model's text never meets a shell here.
+        # argv, not a shell: the model's text never meets a shell here. -I -S: the bank is
+        # standard library only, as inside a task, and skipping the venv's site saves ~15 ms
+        # of start-up per call.
         proc = await asyncio.create_subprocess_exec(
-            sys.executable, str(app / "bank"), *argv[1:], cwd=str(app),
+            sys.executable, "-I", "-S", str(app / "bank"), *argv[1:], cwd=str(app),
             env=child_env, stdin=asyncio.subprocess.DEVNULL,
             stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
         try:
