@@ -190,6 +190,8 @@ def create_app(config: ServerConfig) -> FastAPI:
             except asyncio.CancelledError:
                 await _stop(task, "request cancelled")
                 raise
+            except Exception as exc:  # ours, not the agent's (it never raises for those)
+                return _error(500, "server_error", f"episode failed: {type(exc).__name__}")
         finally:
             release()
         return JSONResponse(result.model_dump(mode="json"))
