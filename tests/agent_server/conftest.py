@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 import socket
-import subprocess
 import sys
 import time
 from collections.abc import Iterator
@@ -47,6 +46,7 @@ def free_port() -> int:
 
 @pytest.fixture(scope="session")
 def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
+    from bankbench import procs
     from bankbench.serve import api, replay
     from tasks.banking.build import build_tasks
 
@@ -80,8 +80,7 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
                "--ak", f"base_url={stack.base_url}", "--ak", f"api_key_env={KEY_ENV}",
                "--ak", f"nvext_annotations=output_replay_id:{PREFIX}{{scenario_id}}:"
                        "{request_index}"]
-        with log.open("w") as sink:
-            proc = subprocess.Popen(cmd, env=env, stdout=sink, stderr=subprocess.STDOUT)
+        proc = procs.spawn(cmd, log, env=env)
         url = f"http://127.0.0.1:{port}"
         try:
             deadline = time.monotonic() + 60
@@ -97,9 +96,4 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
             yield Served(url, out, tmp, scenarios, calls, answers, log, tasks, stack.base_url,
                          stack.model)
         finally:
-            proc.terminate()
-            try:
-                proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+            procs.stop_group(proc.pid)
