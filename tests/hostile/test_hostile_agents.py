@@ -8,7 +8,6 @@ tasks, with tight bounds (--ek) so the disk and process attacks end quickly.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -16,11 +15,11 @@ from pathlib import Path
 import pytest
 from harbor.models.trial.result import TrialResult
 
+from tests.support.sample_job import run_sample_job
+
 pytestmark = [pytest.mark.harbor, pytest.mark.timeout(900)]
 
-REPO = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).resolve().parent
-BIN = Path(sys.executable).parent
 TASKS = ("banking-002", "banking-008")
 HOSTILE = ("AnswerReader", "IntentForger", "ScoreWriter", "ForkBomber", "DiskFiller")
 BOUNDS = {"scratch_mb": 64, "max_file_mb": 16, "max_processes": 128}
@@ -30,28 +29,12 @@ REWARD_KEYS = ("tsq", "precision", "recall", "param_validity", "multiset_f1", "g
 
 @pytest.fixture(scope="module")
 def job(tmp_path_factory) -> Path:
-    base = tmp_path_factory.mktemp("hostile")
-    tasks = base / "tasks"
-    subprocess.run(
-        [str(BIN / "bankbench"), "tasks", "build", "--source", "sample", "--out", str(tasks),
-         "--scenarios", ",".join(TASKS)],
-        check=True, capture_output=True, text=True, timeout=300,
-    )
-    config = {
-        "job_name": "hostile", "jobs_dir": str(base / "jobs"), "n_concurrent_trials": 4,
-        "quiet": True,
-        "environment": {"import_path": "environments.local:LocalEnvironment", "kwargs": BOUNDS},
-        "agents": [{"import_path": f"hostile_agents:{name}"} for name in HOSTILE]
+    return run_sample_job(
+        tmp_path_factory.mktemp("hostile"), "hostile", TASKS,
+        agents=[{"import_path": f"hostile_agents:{name}"} for name in HOSTILE]
         + [{"name": "oracle"}],
-        "tasks": [{"path": str(tasks / name)} for name in TASKS],
-    }
-    (base / "job.json").write_text(json.dumps(config))
-    env = {**os.environ, "HARBOR_TELEMETRY": "0", "LITELLM_LOCAL_MODEL_COST_MAP": "True",
-           "PYTHONPATH": os.pathsep.join([str(HERE), str(REPO)])}
-    done = subprocess.run([str(BIN / "harbor"), "run", "-c", str(base / "job.json")], cwd=base,
-                          env=env, capture_output=True, text=True, timeout=800)
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    return base / "jobs" / "hostile"
+        n_concurrent=4, env_kwargs=BOUNDS, pythonpath=(HERE,), timeout=800,
+    )
 
 
 def trials(job: Path) -> dict[tuple[str, str], Path]:

@@ -6,10 +6,6 @@ every no-tool goal: every score in reward.json is 1.0, and tsq.json says so goal
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -18,9 +14,8 @@ from harbor.models.trial.result import TrialResult
 from contracts.expected import Expected
 from contracts.reward import SCORE_KEYS
 from contracts.tsq import TsqDetails
+from tests.support.sample_job import run_sample_job
 
-REPO = Path(__file__).resolve().parents[2]
-BIN = Path(sys.executable).parent
 # banking-007 has two goals no tool serves, banking-002 one, banking-000 none.
 TASKS = ("banking-000", "banking-002", "banking-007")
 
@@ -28,25 +23,7 @@ TASKS = ("banking-000", "banking-002", "banking-007")
 @pytest.fixture(scope="module")
 def job(tmp_path_factory: pytest.TempPathFactory) -> Path:
     base = tmp_path_factory.mktemp("goals")
-    tasks = base / "tasks"
-    subprocess.run(
-        [str(BIN / "bankbench"), "tasks", "build", "--source", "sample", "--out", str(tasks),
-         "--scenarios", ",".join(TASKS)],
-        check=True, capture_output=True, text=True, timeout=300,
-    )
-    config = {
-        "job_name": "goals", "jobs_dir": str(base / "jobs"), "n_concurrent_trials": 3,
-        "quiet": True,
-        "environment": {"import_path": "environments.local:LocalEnvironment"},
-        "agents": [{"name": "oracle"}],
-        "tasks": [{"path": str(tasks / name)} for name in TASKS],
-    }
-    (base / "job.json").write_text(json.dumps(config))
-    env = {**os.environ, "HARBOR_TELEMETRY": "0", "LITELLM_LOCAL_MODEL_COST_MAP": "True",
-           "PYTHONPATH": str(REPO)}
-    done = subprocess.run([str(BIN / "harbor"), "run", "-c", str(base / "job.json")], cwd=base,
-                          env=env, capture_output=True, text=True, timeout=600)
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    run_sample_job(base, "goals", TASKS, agents=[{"name": "oracle"}], n_concurrent=3)
     return base
 
 
