@@ -269,8 +269,9 @@ _JOB_COLUMNS = [
 
 def _add_router_decisions(requests: pd.DataFrame, router_state: dict[str, Path]) -> None:
     """`router_worker` and `router_reason` on each call a thompson router routed (which worker,
-    why); empty for other routers, which keep no decision record."""
-    requests["router_worker"] = pd.Series(pd.NA, index=requests.index, dtype="Int64")
+    why); empty for other routers, which keep no decision record. Dynamo's worker ids are
+    unsigned 64-bit (real ones pass 2**63), hence UInt64."""
+    requests["router_worker"] = pd.Series(pd.NA, index=requests.index, dtype="UInt64")
     requests["router_reason"] = pd.Series(pd.NA, index=requests.index, dtype=object)
     for source, state_dir in router_state.items():
         from analysis.router_decisions import read_decisions

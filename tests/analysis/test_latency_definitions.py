@@ -115,6 +115,10 @@ def test_tokens_without_usage_are_unknown_not_zero(tmp_path):
     assert trial[["prompt_tokens", "completion_tokens", "cached_tokens"]].isna().all()
 
 
+# a worker id of the size Dynamo hands out: unsigned 64-bit, above the signed range
+WORKER = 2**63 + 12345
+
+
 def test_a_thompson_sweep_names_the_worker_and_reason_of_each_call(tmp_path):
     from analysis.synthetic import write_sweep_manifest
     from contracts.sweep import level_dir
@@ -127,11 +131,11 @@ def test_a_thompson_sweep_names_the_worker_and_reason_of_each_call(tmp_path):
     router.mkdir(parents=True)
     # the router keys decisions by the frontend's id; the frontend's trace maps it to ours
     (router / "decisions-1.jsonl").write_text(json.dumps(
-        {"request_id": "fe-1", "chosen": 2, "reason": "lowest sampled TTFT"}) + "\n")
+        {"request_id": "fe-1", "chosen": WORKER, "reason": "lowest sampled TTFT"}) + "\n")
     (router / "request_trace-1.jsonl").write_text(json.dumps(
         {"event": {"request": {"request_id": "fe-1", "x_request_id": "a"}}}) + "\n")
     req = load(sweep).requests.set_index("request_id")
-    assert req.loc["a", "router_worker"] == 2
+    assert req.loc["a", "router_worker"] == WORKER
     assert req.loc["a", "router_reason"] == "lowest sampled TTFT"
     assert req.loc["b", "router_worker"] is pd.NA  # a call the router never saw
 
