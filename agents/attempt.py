@@ -21,6 +21,10 @@ class BankCall:
     name: str
     arguments: str
     ok: bool
+    turn: int = 0  # the customer turn the agent was working on
+
+
+Speaker = Literal["customer", "agent"]
 
 
 @dataclass
@@ -30,3 +34,7 @@ class AttemptResult:
     final_answer: str | None = None
     steps: int = 0
     stop_reason: Literal["final_answer", "max_steps"] = "max_steps"
+    # Conversation mode: the exchange as it went, the agent's `say`s, why the customer ended.
+    transcript: list[tuple[Speaker, str]] = field(default_factory=list)
+    turns: int = 0
+    end_reason: str | None = None

@@ -38,13 +38,14 @@ def tool_choice_for(mode: str, step: int) -> str:
     return mode
 
 
-def opening_messages(user: str, tools: list[dict], tool_mode: str) -> list[dict[str, Any]]:
+def opening_messages(user: str, tools: list[dict], tool_mode: str,
+                     intro: str = SYSTEM_INTRO) -> list[dict[str, Any]]:
     """The system and user messages an attempt starts with (text mode puts the tool schemas
     in the system prompt). `bankbench check` sends the same ones."""
     if tool_mode == "text":
-        system = text_protocol.system_prompt(tools, SYSTEM_INTRO)
+        system = text_protocol.system_prompt(tools, intro)
     else:
-        system = SYSTEM_INTRO
+        system = intro
     return [{"role": "system", "content": system}, {"role": "user", "content": user}]
 
 
@@ -77,36 +78,54 @@ class AttemptRunner:
                  ident: TrialIdentity, options: LoopOptions, trace: TrajectoryBuilder) -> None:
         self.client, self.log, self.env, self.tools = client, log, env, tools
         self.ident, self.s, self.trace = ident, options, trace
+        self._turn = 0  # the customer turn run_turn works on (bank calls are stamped with it)
 
     async def run(self, instruction: str, attempt: int, feedback: str | None) -> AttemptResult:
+        """One attempt on a request given whole: one customer turn."""
         result = AttemptResult(attempt=attempt)
         user = instruction if not feedback else f"{instruction}\n\n{feedback}"
-        messages = opening_messages(user, self.tools, self.s.tool_mode)
-        system = messages[0]["content"]
-        self.trace.add("system", system, extra={"attempt": attempt})
-        self.trace.add("user", user, extra={"attempt": attempt})
-        for number in range(1, self.s.max_steps + 1):
-            result.steps = number
-            info = CallInfo(self.ident.trial_name, self.ident.scenario_id, attempt, number,
-                            "agent", self.ident.session_id,
-                            request_index=self.log.next_request_index())
+        messages = self.open(opening_messages(user, self.tools, self.s.tool_mode), attempt)
+        await self.run_turn(messages, result, turn=0)
+        return result
+
+    def open(self, messages: list[dict[str, Any]], attempt: int) -> list[dict[str, Any]]:
+        """Start an attempt's history with its system and first user message (also into the
+        trajectory); the history it returns is the one every later step appends to."""
+        for message in messages:
+            self.trace.add(message["role"], message["content"],
+                           extra={"attempt": attempt, "turn": 0})
+        return messages
+
+    async def run_turn(self, messages: list[dict[str, Any]], result: AttemptResult,
+                       turn: int) -> str | None:
+        """ReAct steps on the shared history `messages` until the model replies in text (the
+        reply, returned) or max_steps steps of this turn pass (None). Steps count on across
+        the attempt's turns."""
+        for _ in range(self.s.max_steps):
+            result.steps += 1
+            number = result.steps
+            info = CallInfo(self.ident.trial_name, self.ident.scenario_id, result.attempt,
+                            number, "agent", self.ident.session_id,
+                            request_index=self.log.next_request_index(), turn=turn)
             if self.s.tool_mode == "text":
                 step = await self._text_step(messages, info, result)
             else:
                 step = await self._native_step(messages, info, result)
-            if self._commit(step, messages, result, number):
+            if self._commit(step, messages, result, info):
                 result.stop_reason = "final_answer"
-                break
-        return result
+                return step.final_answer
+        result.stop_reason = "max_steps"
+        return None
 
     def _commit(self, step: StepResult, messages: list[dict[str, Any]], result: AttemptResult,
-                number: int) -> bool:
-        """The one place a turn enters both the history and the trajectory; True when it
-        ended the attempt with a final answer."""
+                info: CallInfo) -> bool:
+        """The one place a model step enters both the history and the trajectory; True when
+        it ended the turn with a reply to the customer."""
         messages.append(step.assistant)
         messages.extend(step.after)
         self.trace.add_model_turn(step.reply.record, step.text, step.calls, step.observations,
-                                  extra={"attempt": result.attempt, "react_step": number})
+                                  extra={"attempt": result.attempt, "turn": info.turn,
+                                         "react_step": info.step})
         if step.final_answer is not None:
             result.final_answer = step.final_answer
             return True
@@ -198,7 +217,8 @@ class AttemptRunner:
                           "not sent")
         reply = await bank_bridge.call_tool(self.env, name, arguments or "{}", result.attempt,
                                             timeout_sec=self.s.bank_timeout_s)
-        result.calls.append(BankCall(name=name, arguments=arguments, ok=reply.ok))
+        result.calls.append(BankCall(name=name, arguments=arguments, ok=reply.ok,
+                                     turn=self._turn))
         return reply.text
 
 
