@@ -122,8 +122,34 @@ class SelfEvalOptions(_Options):
     )
 
 
-class BankingAgentOptions(ClientOptions, LoopOptions, SelfEvalOptions):
-    """Every `--ak` option of the agent: the three groups above plus where to send."""
+class ConversationOptions(_Options):
+    """Who plays the customer in a conversation-mode task (ignored in the other modes). The
+    customer runs inside the task environment; these pick it for `bank say`."""
+
+    user_simulator: Literal["scripted", "llm"] = Field(
+        "scripted", description="scripted: the environment's deterministic customer (no "
+        "model); llm: Galileo's user-simulator protocol on user_base_url/user_model.")
+    user_base_url: str | None = Field(
+        None, description="user_simulator=llm: OpenAI-compatible endpoint of the customer's "
+        "model, as the environment reaches it.")
+    user_model: str | None = Field(None, description="user_simulator=llm: the customer's model.")
+    user_api_key_env: str | None = Field(
+        None, description="user_simulator=llm: environment variable holding the customer "
+        "endpoint's key (read from the agent's environment when `bank say` runs, passed only "
+        "in that command's environment; unset: no key).")
+
+    @model_validator(mode="after")
+    def _llm_needs_an_endpoint(self) -> Self:
+        if self.user_simulator == "llm":
+            missing = [n for n in ("user_base_url", "user_model") if not getattr(self, n)]
+            if missing:
+                raise ValueError("user_simulator=llm needs " + " and ".join(
+                    f"--ak {n}=…" for n in missing))
+        return self
+
+
+class BankingAgentOptions(ClientOptions, LoopOptions, SelfEvalOptions, ConversationOptions):
+    """Every `--ak` option of the agent: the four groups above plus where to send."""
 
     base_url: str = Field(
         default_factory=lambda: os.environ.get("OPENAI_BASE_URL") or DEFAULT_BASE_URL,
@@ -140,8 +166,10 @@ def parse_options(kwargs: dict[str, Any]) -> BankingAgentOptions:
     except ValidationError as exc:
         problems = []
         for err in exc.errors(include_url=False, include_input=False):
-            name = ".".join(str(p) for p in err["loc"]) or "kwargs"
-            if err["type"] == "extra_forbidden":
+            name = ".".join(str(p) for p in err["loc"])
+            if not name:  # a check across options says which ones itself
+                problems.append(err["msg"].removeprefix("Value error, "))
+            elif err["type"] == "extra_forbidden":
                 problems.append(f"unknown option --ak {name}")
             else:
                 problems.append(f"--ak {name}: {err['msg']}")
