@@ -3,7 +3,10 @@
 Tools are listed with `/app/bank tools`; each call runs `/app/bank call <tool> '<json>'
 --attempt N`, so the bank (not the agent) records the intent the verifier scores. The bank's
 stdout goes back to the model as the observation, errors included: a wrong call is something
-the model should see and may correct, never a crash of the agent.
+the model should see and may correct, never a crash of the agent. In conversation mode the
+agent's replies to the customer go through `/app/bank say '<message>' --attempt N`, whose
+answer (the customer's next message) is a `contracts.conversation.SayReply`; a failed `say`
+is no model error but a broken environment (or customer endpoint), so it raises.
 """
 
 from __future__ import annotations
@@ -12,6 +15,10 @@ import json
 import shlex
 from dataclasses import dataclass
 from typing import Any, Protocol
+
+from pydantic import ValidationError
+
+from contracts.conversation import EXIT_CUSTOMER_MODEL_FAILED, SayReply
 
 BANK = "/app/bank"
 MAX_OBSERVATION_CHARS = 4000  # keeps one odd reply from flooding the context
@@ -24,6 +31,15 @@ class ExecLike(Protocol):
 
 class BankUnavailable(Exception):
     """`bank tools` failed: the environment is broken, not the agent."""
+
+
+class CustomerFailed(Exception):
+    """`bank say` gave no customer message. `endpoint` is True when the llm customer's model
+    endpoint failed (the serving side's fault), False when the bank/customer machinery did."""
+
+    def __init__(self, message: str, endpoint: bool = False) -> None:
+        super().__init__(message)
+        self.endpoint = endpoint
 
 
 @dataclass
@@ -68,3 +84,26 @@ async def call_tool(env: ExecLike, tool: str, arguments_json: str, attempt: int,
 async def accept(env: ExecLike, attempt: int, timeout_sec: int = 60) -> bool:
     result = await env.exec(f"{BANK} accept {int(attempt)}", timeout_sec=timeout_sec)
     return result.return_code == 0
+
+
+def say_command(message: str, attempt: int, bank: str = BANK) -> str:
+    return f"{bank} say {shlex.quote(message)} --attempt {int(attempt)}"
+
+
+async def say(env: ExecLike, message: str, attempt: int, customer_env: dict[str, str] | None,
+              timeout_sec: int = 60) -> SayReply:
+    """Send the agent's reply to the customer; the customer's answer. `customer_env` goes
+    into that one command's environment only (it may hold the customer endpoint's key)."""
+    result = await env.exec(say_command(message, attempt), env=customer_env or None,
+                            timeout_sec=timeout_sec)
+    detail = ((result.stderr or "").strip() or (result.stdout or "").strip())[:300]
+    if result.return_code != 0:
+        raise CustomerFailed(f"`{BANK} say` exited {result.return_code}: {detail or '(no output)'}",
+                             endpoint=result.return_code == EXIT_CUSTOMER_MODEL_FAILED)
+    try:
+        return SayReply.model_validate_json(result.stdout or "")
+    except ValidationError as exc:
+        first = exc.errors(include_url=False)[0]
+        where = ".".join(str(p) for p in first["loc"]) or "reply"
+        raise CustomerFailed(f"`{BANK} say` printed no valid reply ({where}: {first['msg']}): "
+                             f"{(result.stdout or '').strip()[:200]!r}") from None

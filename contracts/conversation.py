@@ -31,6 +31,10 @@ PROTOCOL_LINE = "Protocol: conversation"
 # Environment variables `bank say` forwards to the bank service to pick the customer (the
 # bank client sends them inside the request, never to a file). Unset: the scripted customer.
 CUSTOMER_ENV = ("BANK_CUSTOMER", "BANK_USER_BASE_URL", "BANK_USER_MODEL", "BANK_USER_API_KEY")
+# `bank say`'s exit status when the llm customer's model endpoint failed (sysexits'
+# EX_TEMPFAIL): the serving side's fault, not the environment's. Any other non-zero status
+# means the bank/customer machinery failed.
+EXIT_CUSTOMER_MODEL_FAILED = 75
 
 EndReason = Literal["satisfied", "turn_limit"]
 CustomerKind = Literal["scripted", "llm"]
