@@ -5,11 +5,12 @@ Never raises for something the agent or the server did: the outcome goes to
 metadata, and the trial proceeds to verification with whatever the bank recorded.
 
 How a failure is classed:
-- harness_error: the bank could not list tools. The task environment is the benchmark's own
+- harness_error: the bank could not list tools, or (conversation mode) `bank say` failed or
+  the instruction holds no customer message. The task environment is the benchmark's own
   machinery, so neither the model nor the server is to blame.
 - infra_error: an LLM request failed with 429/5xx/timeout/
   dropped connection after every retry; the server refused the setup (401/403/404: bad key,
-  URL or model name).
+  URL or model name); the llm customer's endpoint failed (`bank say` said so).
 - agent_error: the server rejected a request as invalid (other 4xx, e.g. context too long),
   or the attempt hit max_steps without a final answer.
 - Harbor's agent timeout (the task is cancelled): infra_error when an LLM request was under
@@ -26,6 +27,7 @@ from typing import Any
 
 from agents import bank_bridge
 from agents.attempt import AttemptResult, TrialIdentity
+from agents.conversation import ConversationRunner, first_message, is_conversation
 from agents.llm import CallInfo, LLMCallFailed, StreamingClient
 from agents.options import BankingAgentOptions, ClientSettings
 from agents.react import AttemptRunner
@@ -104,8 +106,9 @@ class Episode:
         self.context.n_input_tokens = prompt
         self.context.n_cache_tokens = cached
         self.context.n_output_tokens = completion
-        self.outcome.status.llm_calls = len(self.log.records)
-        self.outcome.status.failed_llm_calls = sum(1 for r in self.log.records if r.error)
+        measured = self.log.measured()
+        self.outcome.status.llm_calls = len(measured)
+        self.outcome.status.failed_llm_calls = sum(1 for r in measured if r.error)
 
     async def run(self, instruction: str, environment: Any) -> EpisodeOutcome:
         status = self.outcome.status
@@ -113,6 +116,9 @@ class Episode:
             await self._run(instruction, environment)
         except bank_bridge.BankUnavailable as exc:
             status.status, status.reason = "harness_error", f"bank unavailable: {exc}"
+        except bank_bridge.CustomerFailed as exc:
+            status.status = "infra_error" if exc.endpoint else "harness_error"
+            status.reason = f"customer unavailable: {exc}"
         except LLMCallFailed as exc:
             status.status, status.reason = classify_llm_failure(exc)
         except asyncio.CancelledError:
@@ -135,10 +141,17 @@ class Episode:
         self.trace.set_tools(tools)
         runner = AttemptRunner(self.client, self.log, environment, tools, self.ident,
                                opts, self.trace)
+        run_attempt = runner.run
+        if is_conversation(instruction):
+            instruction = first_message(instruction)
+            if not instruction:
+                raise bank_bridge.CustomerFailed("the conversation-mode instruction holds no "
+                                                 "customer message")
+            run_attempt = ConversationRunner(runner, opts, self.log).run
         total = 1 + (opts.max_retries if opts.self_eval else 0)
         feedback: str | None = None
         for attempt in range(1, total + 1):
-            result = await runner.run(instruction, attempt, feedback)
+            result = await run_attempt(instruction, attempt, feedback)
             self.outcome.attempts.append(result)
             status.attempts = attempt
             self._publish()
@@ -156,11 +169,13 @@ class Episode:
         if last.stop_reason == "max_steps":
             status.status = "agent_error"
             status.reason = f"attempt {last.attempt} reached max_steps={opts.max_steps} " \
-                            "without a final answer"
+                            "without a " + ("reply to the customer" if last.transcript
+                                            else "final answer")
 
     async def _evaluate(self, instruction: str, tools: list[dict],
                         result: AttemptResult) -> Verdict:
-        messages = evaluator_messages(instruction, tools, result.calls, result.final_answer)
+        messages = evaluator_messages(instruction, tools, result.calls, result.final_answer,
+                                      result.transcript)
         info = CallInfo(self.ident.trial_name, self.ident.scenario_id, result.attempt, 0,
                         "evaluator", self.ident.session_id,
                         request_index=self.log.next_request_index())
@@ -187,10 +202,18 @@ class Episode:
             "accepted_attempt": status.accepted_attempt,
             "verdicts": [v.model_dump(mode="json") for v in self.outcome.verdicts],
             "tool_calls_per_attempt": [len(a.calls) for a in self.outcome.attempts],
-            "llm_calls": len(self.log.records),
+            **self._conversation_metadata(),
+            "llm_calls": len(self.log.measured()),
             "tool_mode": self.opts.tool_mode,
             "self_eval": self.opts.self_eval,
         }
         write_status(self.logs_dir, status)
-        self.trace.write(self.logs_dir, self.log.records)
+        self.trace.write(self.logs_dir, self.log.measured())
+
+    def _conversation_metadata(self) -> dict[str, Any]:
+        attempts = [a for a in self.outcome.attempts if a.transcript]
+        if not attempts:
+            return {}
+        return {"turns_per_attempt": [a.turns for a in attempts],
+                "end_reason_per_attempt": [a.end_reason for a in attempts]}
 

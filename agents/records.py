@@ -12,7 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from contracts.agent_status import AGENT_STATUS_FILE, AgentStatus, Status
-from contracts.llm_calls import LLM_CALLS_FILE, LLMCallRecord
+from contracts.llm_calls import LLM_CALLS_FILE, MEASURED_ROLES, LLMCallRecord
 
 __all__ = ["AGENT_STATUS_FILE", "AgentStatus", "CallLog", "Status", "token_sum", "write_status"]
 
@@ -37,14 +37,20 @@ class CallLog:
             fh.write(record.model_dump_json() + "\n")
             fh.flush()
 
+    def measured(self) -> list[LLMCallRecord]:
+        """The agent's and evaluator's calls: a simulated customer's are logged, not counted."""
+        return [r for r in self.records if r.role in MEASURED_ROLES]
+
     def token_totals(self) -> tuple[int | None, int | None, int | None]:
-        """(prompt incl. cached, cached, completion) over every call, from the server's usage.
+        """(prompt incl. cached, cached, completion) over the measured calls, from the
+        server's usage.
 
         None (unknown) when a successful call came without that count: a server that sends
         no usage must not read as 0 tokens. Failed calls have no usage and add nothing.
         """
-        return (token_sum(self.records, "prompt_tokens"), token_sum(self.records, "cached_tokens"),
-                token_sum(self.records, "completion_tokens"))
+        measured = self.measured()
+        return (token_sum(measured, "prompt_tokens"), token_sum(measured, "cached_tokens"),
+                token_sum(measured, "completion_tokens"))
 
 
 def token_sum(records: list[LLMCallRecord], field: str) -> int | None:

@@ -1,9 +1,10 @@
 """Self-evaluation: a judge call after each attempt, and the feedback a retry starts from.
 
-The evaluator sees the customer's request, the tools on offer and the calls the attempt made,
-and answers `{is_sufficient, confidence, reasoning, missing_steps}`. Its reply is parsed
-tolerantly; a reply that cannot be read counts as "insufficient, confidence 0" (recorded as
-unparsed) so a broken judge never accepts an attempt by accident.
+The evaluator sees the customer's request (in conversation mode: the whole transcript of the
+attempt), the tools on offer and the calls the attempt made, and answers
+`{is_sufficient, confidence, reasoning, missing_steps}`. Its reply is parsed tolerantly; a
+reply that cannot be read counts as "insufficient, confidence 0" (recorded as unparsed) so a
+broken judge never accepts an attempt by accident.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import json
 
 from pydantic import BaseModel, Field
 
-from agents.attempt import BankCall
+from agents.attempt import BankCall, Speaker
 from agents.jsontext import first_json_object
 
 
@@ -36,23 +37,40 @@ EVALUATOR_SYSTEM = (
     '{"is_sufficient": true|false, "confidence": 0.0-1.0, "reasoning": "...", '
     '"missing_steps": ["..."]}'
 )
+EVALUATOR_CONVERSATION = (
+    " The agent held a conversation with the customer. A request counts as handled when the "
+    "right tools were called for it, or when the agent told the customer that no tool serves "
+    "it or that a required detail was missing and the customer could not give it."
+)
 
 
 def evaluator_messages(instruction: str, tools: list[dict], calls: list[BankCall],
-                       final_answer: str | None) -> list[dict[str, str]]:
+                       final_answer: str | None,
+                       transcript: list[tuple[Speaker, str]] | None = None
+                       ) -> list[dict[str, str]]:
+    """The judge's request. With a transcript (conversation mode) the judge reads the whole
+    exchange and each call's turn instead of the request and the final answer."""
     names = ", ".join(str(t.get("function", t).get("name")) for t in tools)
     if calls:
         made = "\n".join(
-            f"{i}. {c.name}({c.arguments}) -> {'ok' if c.ok else 'rejected by the bank'}"
+            f"{i}. {'' if not transcript else f'[turn {c.turn}] '}{c.name}({c.arguments}) -> "
+            f"{'ok' if c.ok else 'rejected by the bank'}"
             for i, c in enumerate(calls, 1)
         )
     else:
         made = "(no tool calls)"
-    user = (
-        f"Customer request:\n{instruction}\n\nTools available: {names}\n\n"
-        f"Tool calls made:\n{made}\n\nAgent's final answer: {final_answer or '(none)'}"
-    )
-    return [{"role": "system", "content": EVALUATOR_SYSTEM}, {"role": "user", "content": user}]
+    system = EVALUATOR_SYSTEM
+    if transcript:
+        system += EVALUATOR_CONVERSATION
+        said = "\n".join(f"{speaker.capitalize()}: {text}" for speaker, text in transcript)
+        user = (f"Conversation:\n{said}\n\nTools available: {names}\n\n"
+                f"Tool calls made:\n{made}")
+    else:
+        user = (
+            f"Customer request:\n{instruction}\n\nTools available: {names}\n\n"
+            f"Tool calls made:\n{made}\n\nAgent's final answer: {final_answer or '(none)'}"
+        )
+    return [{"role": "system", "content": system}, {"role": "user", "content": user}]
 
 
 def parse_verdict(text: str, attempt: int, min_confidence: float) -> Verdict:
