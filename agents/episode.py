@@ -178,7 +178,7 @@ class Episode:
                                       result.transcript)
         info = CallInfo(self.ident.trial_name, self.ident.scenario_id, result.attempt, 0,
                         "evaluator", self.ident.session_id,
-                        request_index=self.log.next_request_index())
+                        request_index=self.log.next_request_index(), turn=result.turns)
         params = self.opts.sampling()
         if self.opts.eval_json_mode:
             params["response_format"] = {"type": "json_object"}

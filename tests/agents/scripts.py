@@ -96,6 +96,28 @@ TEXT: dict[str, list[str]] = {
     ],
 }
 
+# Conversation mode against the environment stand-in (test_conversation.py). The customer's
+# side is the stand-in's; these are the model's outputs across the turns of each trial.
+CONVERSATION: dict[str, list[str]] = {
+    # Turn 0: a call, then a reply; turn 1: a call, then a reply the customer ends on.
+    "banking-000": [
+        tc("get_account_balance", {"account_number": ACCT_A, "account_type": "checking"}),
+        "Your checking balance is 1,250 dollars. Anything else?",
+        tc("transfer_funds", {"from_account": ACCT_B, "to_account": ACCT_A, "amount": 800}),
+        "The 800 dollars are on their way to your checking account.",
+    ],
+    # Self-evaluation: attempt 1 only asks and is rejected; attempt 2 calls and is accepted.
+    "banking-001": [
+        "Which card is it, and what happened to it?",
+        verdict(False, 0.9, ["freeze_card"]),
+        tc("freeze_card", {"card_last4": "4821", "reason": "lost"}),
+        "Your card ending 4821 is frozen.",
+        verdict(True, 0.9, []),
+    ],
+    # One reply, then `bank say` fails (how, each test decides).
+    "banking-002": ["Let me look into that for you."],
+}
+
 # Direct client tests.
 CLIENT: dict[str, list[str]] = {
     "timing": [
@@ -104,12 +126,12 @@ CLIENT: dict[str, list[str]] = {
     ],
 }
 
-PREFIX_NATIVE, PREFIX_SELF_EVAL, PREFIX_TEXT = "n-", "se-", "tx-"
+PREFIX_NATIVE, PREFIX_SELF_EVAL, PREFIX_TEXT, PREFIX_CONVERSATION = "n-", "se-", "tx-", "cv-"
 
 
 def all_sessions() -> dict[str, list[str]]:
     sessions: dict[str, list[str]] = dict(CLIENT)
     for prefix, scripts in ((PREFIX_NATIVE, NATIVE), (PREFIX_SELF_EVAL, SELF_EVAL),
-                            (PREFIX_TEXT, TEXT)):
+                            (PREFIX_TEXT, TEXT), (PREFIX_CONVERSATION, CONVERSATION)):
         sessions.update({prefix + sid: turns for sid, turns in scripts.items()})
     return sessions
