@@ -37,9 +37,11 @@ class CustomerFailed(Exception):
     """`bank say` gave no customer message. `endpoint` is True when the llm customer's model
     endpoint failed (the serving side's fault), False when the bank/customer machinery did."""
 
-    def __init__(self, message: str, endpoint: bool = False) -> None:
+    def __init__(self, message: str, endpoint: bool = False,
+                 simulator_calls: list[dict[str, Any]] | None = None) -> None:
         super().__init__(message)
         self.endpoint = endpoint
+        self.simulator_calls = simulator_calls or []  # the endpoint's failed requests
 
 
 @dataclass
@@ -97,9 +99,11 @@ async def say(env: ExecLike, message: str, attempt: int, customer_env: dict[str,
     result = await env.exec(say_command(message, attempt), env=customer_env or None,
                             timeout_sec=timeout_sec)
     detail = ((result.stderr or "").strip() or (result.stdout or "").strip())[:300]
+    if result.return_code == EXIT_CUSTOMER_MODEL_FAILED:
+        raise CustomerFailed(f"the llm customer's endpoint failed: {detail or '(no output)'}",
+                             endpoint=True, simulator_calls=_failed_calls(result.stdout))
     if result.return_code != 0:
-        raise CustomerFailed(f"`{BANK} say` exited {result.return_code}: {detail or '(no output)'}",
-                             endpoint=result.return_code == EXIT_CUSTOMER_MODEL_FAILED)
+        raise CustomerFailed(f"`{BANK} say` exited {result.return_code}: {detail or '(no output)'}")
     try:
         return SayReply.model_validate_json(result.stdout or "")
     except ValidationError as exc:
@@ -107,3 +111,13 @@ async def say(env: ExecLike, message: str, attempt: int, customer_env: dict[str,
         where = ".".join(str(p) for p in first["loc"]) or "reply"
         raise CustomerFailed(f"`{BANK} say` printed no valid reply ({where}: {first['msg']}): "
                              f"{(result.stdout or '').strip()[:200]!r}") from None
+
+
+def _failed_calls(stdout: str | None) -> list[dict[str, Any]]:
+    """The llm customer's failed requests, which `say` prints as `{"error", "simulator_calls"}`
+    when its endpoint failed; none when the output says nothing readable."""
+    try:
+        calls = json.loads(stdout or "").get("simulator_calls")
+    except (json.JSONDecodeError, AttributeError):
+        return []
+    return [c for c in calls if isinstance(c, dict)] if isinstance(calls, list) else []

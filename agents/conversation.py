@@ -68,21 +68,21 @@ def customer_env(opts: ConversationOptions) -> dict[str, str] | None:
     return env
 
 
-def simulator_records(reply: SayReply, ident: TrialIdentity, attempt: int
-                      ) -> list[LLMCallRecord]:
-    """The llm customer's requests for this turn as call records of this trial."""
+def simulator_records(calls: list[dict[str, Any]], ident: TrialIdentity, attempt: int,
+                      turn: int) -> list[LLMCallRecord]:
+    """The llm customer's requests for customer turn `turn` as call records of this trial."""
     records = []
-    for n, raw in enumerate(reply.simulator_calls):
+    for n, raw in enumerate(calls):
         stamped: dict[str, Any] = {"step": 0, **raw, "trial_name": ident.trial_name,
                                    "scenario_id": ident.scenario_id, "attempt": attempt,
-                                   "turn": reply.turn, "role": USER_SIMULATOR_ROLE}
+                                   "turn": turn, "role": USER_SIMULATOR_ROLE}
         try:
             records.append(LLMCallRecord.model_validate(stamped))
         except ValidationError as exc:
             first = exc.errors(include_url=False)[0]
             where = ".".join(str(p) for p in first["loc"])
             raise bank_bridge.CustomerFailed(
-                f"`bank say` turn {reply.turn}: simulator call {n} is no call record "
+                f"`bank say` turn {turn}: simulator call {n} is no call record "
                 f"({where}: {first['msg']})") from None
     return records
 
@@ -93,6 +93,9 @@ class ConversationRunner:
     def __init__(self, runner: AttemptRunner, opts: BankingAgentOptions, log: CallLog) -> None:
         self.runner, self.opts, self.log = runner, opts, log
         self.env_vars = customer_env(opts)
+        # An llm customer waits on its own model request inside `say`.
+        self.timeout_s = opts.bank_timeout_s + (
+            round(opts.request_timeout_s) if opts.user_simulator == "llm" else 0)
 
     async def run(self, first: str, attempt: int, feedback: str | None) -> AttemptResult:
         runner = self.runner
@@ -108,11 +111,8 @@ class ConversationRunner:
             if reply is None:  # max_steps without a word to the customer
                 return result
             result.transcript.append(("agent", reply))
-            said = await bank_bridge.say(runner.env, reply, attempt, self.env_vars,
-                                         timeout_sec=self.opts.bank_timeout_s)
+            said = await self._say(reply, attempt, result.turns + 1)
             result.turns += 1
-            for record in simulator_records(said, runner.ident, attempt):
-                self.log.append(record)
             result.transcript.append(("customer", said.customer))
             runner.trace.add("user", said.customer, extra={
                 "attempt": attempt, "turn": said.turn, "customer_kind": said.customer_kind,
@@ -122,3 +122,20 @@ class ConversationRunner:
                 return result
             messages.append({"role": "user", "content": said.customer})
             turn = said.turn
+
+    async def _say(self, message: str, attempt: int, turn: int) -> SayReply:
+        """`bank say`, and the llm customer's requests into the call log (failed ones too)."""
+        ident = self.runner.ident
+        try:
+            said = await bank_bridge.say(self.runner.env, message, attempt, self.env_vars,
+                                         timeout_sec=self.timeout_s)
+        except bank_bridge.CustomerFailed as exc:
+            try:
+                for record in simulator_records(exc.simulator_calls, ident, attempt, turn):
+                    self.log.append(record)
+            except bank_bridge.CustomerFailed:
+                pass  # the failure at hand is the one to report
+            raise
+        for record in simulator_records(said.simulator_calls, ident, attempt, said.turn):
+            self.log.append(record)
+        return said

@@ -142,8 +142,10 @@ async def test_a_rejected_conversation_starts_again_with_the_feedback(scripted_s
 @pytest.mark.dynamo
 @pytest.mark.parametrize("failure, status, words", [
     (SayFailure(1, stderr="bank: no customer.json"), "harness_error", "exited 1"),
-    (SayFailure(EXIT_CUSTOMER_MODEL_FAILED, stderr="customer model: HTTP 503"), "infra_error",
-     "HTTP 503"),
+    (SayFailure(EXIT_CUSTOMER_MODEL_FAILED, stderr="customer model: HTTP 503", stdout=json.dumps(
+        {"error": "HTTP 503", "simulator_calls": [{"request_id": "sim-x", "model": "sim",
+                                                   "start_unix_ns": 1, "http_status": 503}]})),
+     "infra_error", "HTTP 503"),
     (SayFailure(0, stdout='{"turn": 1}'), "harness_error", "printed no valid reply"),
 ])
 async def test_a_failed_say_is_no_agent_error(scripted_stack, tmp_path, failure, status, words):
@@ -153,6 +155,10 @@ async def test_a_failed_say_is_no_agent_error(scripted_stack, tmp_path, failure,
     assert written["status"] == status and words in written["reason"], written
     assert "customer unavailable" in written["reason"]
     assert context.metadata["status"] == status
+    simulated = [(r.request_id, r.turn, r.http_status) for r in _records(logs)
+                 if r.role == "user_simulator"]
+    # The llm customer's failed request is kept, stamped with the turn it was for.
+    assert simulated == ([("sim-x", 1, 503)] if status == "infra_error" else [])
 
 
 @pytest.mark.dynamo
