@@ -13,6 +13,9 @@ INTENTS_FILE = "intents.jsonl"
 class Intent(BaseModel):
     seq: int = Field(description="Order of the call within the trial, 1-based.")
     attempt: int = Field(description="Self-evaluation attempt that made the call, 1-based.")
+    turn: int = Field(0, description="The customer turn the attempt was on: how many times it "
+                      "had said something with `bank say` (0 before the first say, and always "
+                      "in single-turn tasks). Records from before conversations lack it: 0.")
     tool: str
     arguments: Any = Field(description="Arguments as the agent sent them (may be non-object).")
     valid: bool = Field(

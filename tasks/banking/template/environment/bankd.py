@@ -9,8 +9,10 @@ delete its record, and cannot stand in for the service: the socket's folder is r
     python3 bankd.py [--socket PATH]      (default $BANK_SOCKET, else /run/bank/bank.sock)
 
 One request per connection: a JSON line {"argv": [...], "stdin": text|null, "attempt":
-text|null}; one JSON line back {"code": int, "out": text, "err": text}. Standard library only;
-runs on Python 3.8+.
+text|null, "customer_env": {name: text}|absent}; one JSON line back {"code": int, "out": text,
+"err": text}. `customer_env` (only the CUSTOMER_ENV names `bank say` forwards: the llm
+customer's endpoint and key among them) is passed to the command and never written anywhere.
+Standard library only; runs on Python 3.8+.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ import socketserver
 import sys
 import threading
 
-from mockbank import run
+from mockbank import CUSTOMER_ENV, run
 
 DEFAULT_SOCKET = "/run/bank/bank.sock"
 MAX_REQUEST_BYTES = 1024 * 1024  # stdin arguments included; the log keeps at most 16 kB of them
@@ -37,8 +39,9 @@ def socket_path() -> str:
     return os.environ.get("BANK_SOCKET") or DEFAULT_SOCKET
 
 
-def parse_request(raw: bytes) -> tuple[list[str], str, str | None]:
-    """(argv, stdin text, $BANK_ATTEMPT) from one request line, or ValueError."""
+def parse_request(raw: bytes) -> tuple[list[str], str, str | None, dict[str, str]]:
+    """(argv, stdin text, $BANK_ATTEMPT, customer settings) from one request line, or
+    ValueError."""
     request = json.loads(raw.decode("utf-8", "surrogatepass"))
     if not isinstance(request, dict):
         raise ValueError("request must be a JSON object")
@@ -49,16 +52,20 @@ def parse_request(raw: bytes) -> tuple[list[str], str, str | None]:
         raise ValueError("stdin must be text")
     if attempt is not None and not isinstance(attempt, str):
         raise ValueError("attempt must be text")
-    return argv, stdin or "", attempt
+    customer_env = request.get("customer_env") or {}
+    if not isinstance(customer_env, dict) or not all(
+            k in CUSTOMER_ENV and isinstance(v, str) for k, v in customer_env.items()):
+        raise ValueError(f"customer_env must map names of {', '.join(CUSTOMER_ENV)} to text")
+    return argv, stdin or "", attempt, customer_env
 
 
 def answer(raw: bytes) -> dict[str, object]:
     try:
-        argv, stdin, attempt = parse_request(raw)
+        argv, stdin, attempt, customer_env = parse_request(raw)
     except (ValueError, UnicodeDecodeError, RecursionError) as exc:
         return {"code": 64, "out": "", "err": f"bank: bad request to the bank service: {exc}\n"}
     with _calls:
-        reply = run(argv, lambda: stdin, attempt)
+        reply = run(argv, lambda: stdin, attempt, customer_env)
     return {"code": reply.code, "out": reply.out.decode("utf-8", "replace"),
             "err": reply.err.decode("utf-8", "replace")}
 

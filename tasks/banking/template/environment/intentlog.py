@@ -61,7 +61,7 @@ def append_record(record: dict[str, Any], with_seq: bool, path: str | None = Non
 
 
 def _ordered_keys(record: dict[str, Any]) -> list[str]:
-    first = ["seq", "attempt", "tool", "arguments", "valid", "errors", "ts"]
+    first = ["seq", "attempt", "turn", "tool", "arguments", "valid", "errors", "ts"]
     return [k for k in first if k in record] + [k for k in record if k not in first]
 
 

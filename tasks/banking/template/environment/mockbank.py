@@ -4,6 +4,8 @@
     bank call <tool> ['<json args>'] [--attempt N]
                                                 validate, record one intent, print a mock reply
     bank accept <N>                             record that self-evaluation attempt N was kept
+    bank say '<message>'|- [--attempt N]        (conversation-mode tasks) say something to the
+                                                customer, print its answer (a SayReply)
 
 Nothing is ever executed: a call is a recorded decision plus a plausible, deterministic reply
 shaped by the tool's response schema. `'<json args>'` may be `-` to read the arguments from
@@ -15,8 +17,14 @@ as a service (bankd.py, started by entrypoint.sh as root), `bank` hands the comm
 and the service writes the log, which the agent's user cannot write; otherwise `bank` runs it
 in-process. Attempt default: env BANK_ATTEMPT,
 else 1. Exit codes: 0 ok, 2 call rejected (unknown tool, bad JSON, invalid arguments),
-64 usage error, 74 intents log not writable, 78 tools.json unreadable (without a readable
-responses.json, replies are only generic).
+64 usage error, 74 intents or conversation log not writable, 75 the llm customer's endpoint
+failed (nothing recorded; the failed request is in the reply), 78 tools.json or customer.json
+unreadable (without a readable responses.json, replies are only generic).
+
+`say` (see customer.py and docs/conversation.md): the customer brief is customer.json beside
+this script, readable by the service (root) only; the exchange goes to
+/logs/agent/conversation.jsonl (env BANK_CONVERSATION overrides). Every `call` record carries
+`turn`: how many times the attempt has said something so far (the customer turn it works on).
 
 Standard library only; runs on Python 3.8+.
 """
@@ -28,6 +36,7 @@ import os
 import sys
 import time
 
+from convlog import current_turn
 from intentlog import append_record, intent_record, intents_path, to_utf8
 from toolschema import check_call, parse_arguments, tool_index
 
@@ -39,12 +48,19 @@ EXIT_OK = 0
 EXIT_REJECTED = 2
 EXIT_USAGE = 64
 EXIT_IOERR = 74
+EXIT_CUSTOMER = 75
 EXIT_CONFIG = 78
+CUSTOMER_FILE = "customer.json"
+CUSTOMER_KINDS = ("scripted", "llm")
+MAX_SAY_BYTES = 16 * 1024  # the log keeps at most this much of one agent message
+# What `say` takes from the caller's environment (contracts/conversation.py CUSTOMER_ENV).
+CUSTOMER_ENV = ("BANK_CUSTOMER", "BANK_USER_BASE_URL", "BANK_USER_MODEL", "BANK_USER_API_KEY")
 
 USAGE = (
     "usage: bank tools\n"
     "       bank call <tool> ['<json args>'|-] [--attempt N]\n"
     "       bank accept <N>\n"
+    "       bank say '<message>'|- [--attempt N]\n"
 )
 
 
@@ -54,6 +70,10 @@ class UsageError(Exception):
 
 class ConfigError(Exception):
     pass
+
+
+class LogError(Exception):
+    """A log could not be written (the message names it)."""
 
 
 class Reply:
@@ -104,9 +124,8 @@ def parse_positive_int(text: str, what: str) -> int:
     return value
 
 
-def split_call_args(argv: list[str], read_stdin: Callable[[], str], env_attempt: str | None
-                    ) -> tuple[str, str, int]:
-    """`<tool> [json|-] [--attempt N]` -> (tool, raw json, attempt)."""
+def split_attempt(argv: list[str], env_attempt: str | None) -> tuple[list[str], int]:
+    """(the positional words, the attempt) from `... [--attempt N]` and $BANK_ATTEMPT."""
     positional: list[str] = []
     attempt_text: str | None = None
     i = 0
@@ -123,6 +142,17 @@ def split_call_args(argv: list[str], read_stdin: Callable[[], str], env_attempt:
         else:
             positional.append(arg)
         i += 1
+    if attempt_text is None:
+        attempt = parse_positive_int(env_attempt, "BANK_ATTEMPT") if env_attempt else 1
+    else:
+        attempt = parse_positive_int(attempt_text, "--attempt")
+    return positional, attempt
+
+
+def split_call_args(argv: list[str], read_stdin: Callable[[], str], env_attempt: str | None
+                    ) -> tuple[str, str, int]:
+    """`<tool> [json|-] [--attempt N]` -> (tool, raw json, attempt)."""
+    positional, attempt = split_attempt(argv, env_attempt)
     if not positional:
         raise UsageError("call needs a tool name")
     # JSON the shell split into several words is still this call's arguments: rejoin them and
@@ -130,10 +160,6 @@ def split_call_args(argv: list[str], read_stdin: Callable[[], str], env_attempt:
     raw = " ".join(positional[1:]) if len(positional) > 1 else "{}"
     if raw == "-":
         raw = read_stdin()
-    if attempt_text is None:
-        attempt = parse_positive_int(env_attempt, "BANK_ATTEMPT") if env_attempt else 1
-    else:
-        attempt = parse_positive_int(attempt_text, "--attempt")
     return positional[0], raw, attempt
 
 
@@ -153,12 +179,15 @@ def command_call(argv: list[str], reply: Reply, context: dict[str, Any]) -> None
         index = tool_index(load_tools())
     except ConfigError as exc:
         # Keep the decision on record even though it cannot be checked.
-        append_record(intent_record(tool, attempt, arguments, [f"bank misconfigured: {exc}"]),
-                      with_seq=True)
+        record = intent_record(tool, attempt, arguments, [f"bank misconfigured: {exc}"])
+        record["turn"] = conversation_turn(attempt)
+        append_record(record, with_seq=True)
         raise
     headline, details = check_call(tool, parsed_ok, arguments, parse_error, index)
     errors = [headline] + details if headline else []
-    record = append_record(intent_record(tool, attempt, arguments, errors), with_seq=True)
+    record = intent_record(tool, attempt, arguments, errors)
+    record["turn"] = conversation_turn(attempt)
+    record = append_record(record, with_seq=True)
     if headline:
         reply.emit({"error": headline, "details": details, "seq": record["seq"]})
         reply.code = EXIT_REJECTED
@@ -180,11 +209,107 @@ def command_accept(argv: list[str], reply: Reply, context: dict[str, Any]) -> No
     reply.emit({"accepted": attempt})
 
 
-COMMANDS = {"tools": command_tools, "call": command_call, "accept": command_accept}
+def conversation_turn(attempt: int) -> int:
+    """The customer turn the attempt works on (0 without a conversation); an unreadable
+    conversation log counts as none, so a call is never lost over it."""
+    try:
+        return current_turn(attempt)
+    except OSError:
+        return 0
 
 
-def run(argv: list[str], read_stdin: Callable[[], str], attempt: str | None) -> Reply:
-    """One command line; `read_stdin` gives the arguments for `-`, `attempt` is $BANK_ATTEMPT."""
+def command_say(argv: list[str], reply: Reply, context: dict[str, Any]) -> None:
+    positional, attempt = split_attempt(argv, context["attempt"])
+    if not positional:
+        raise UsageError("say needs a message for the customer")
+    message = " ".join(positional)
+    if message == "-":
+        message = context["read_stdin"]()
+    if not message.strip():
+        raise UsageError("say needs a non-empty message")
+    settings = context.get("customer_env") or {}
+    kind = settings.get("BANK_CUSTOMER") or "scripted"
+    if kind not in CUSTOMER_KINDS:
+        raise UsageError(f"BANK_CUSTOMER must be one of {', '.join(CUSTOMER_KINDS)}, got {kind!r}")
+    from convlog import Locked, agent_says, attempt_history, conversation_path
+    from customer import BriefError, CustomerError, load_brief
+
+    try:
+        brief = load_brief(os.path.join(bank_dir(), CUSTOMER_FILE))
+    except BriefError as exc:
+        raise ConfigError(f"{exc} (say needs a conversation-mode task)") from None
+    try:
+        with Locked() as log:
+            history = attempt_history(log.entries, attempt)
+            said = [e for e in history if e.get("speaker") == "customer" and e.get("turn", 0) > 0]
+            if said and said[-1].get("ended"):
+                # Over: the same last answer again, and nothing recorded.
+                reply.emit(say_reply(said[-1], kind, []))
+                return
+            turn = agent_says(history) + 1
+            try:
+                line, calls = customer_line(kind, brief, history, message, attempt, turn,
+                                            settings)
+            except CustomerError as exc:
+                reply.emit({"error": str(exc), "simulator_calls": exc.calls})
+                reply.code, reply.err = EXIT_CUSTOMER, to_utf8(f"bank: {exc}\n")
+                return
+            lines = [] if history else [
+                {"attempt": attempt, "turn": 0, "speaker": "customer",
+                 "text": brief["first_message"], "goal_index": None, "kind": "first_message"}]
+            lines.append({"attempt": attempt, "turn": turn - 1, "speaker": "agent",
+                          "text": clip_message(message)})
+            lines.append(dict(line, attempt=attempt, turn=turn, speaker="customer",
+                              customer_kind=kind))
+            written = log.append(lines)
+    except OSError as exc:
+        raise LogError(f"cannot write the conversation log {conversation_path()}: {exc}"
+                       ) from None
+    reply.emit(say_reply(written[-1], kind, calls))
+
+
+def customer_line(kind: str, brief: dict[str, Any], history: list[dict[str, Any]],
+                  message: str, attempt: int, turn: int, settings: dict[str, str]
+                  ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """The customer's answer at `turn` (the turn limit applied) and the model calls made."""
+    from customer import scripted_reply, turn_limit_line
+
+    calls: list[dict[str, Any]] = []
+    if kind == "llm":
+        from customer_llm import llm_reply
+
+        line, calls = llm_reply(brief, history, message, settings, attempt, turn)
+    else:
+        line = scripted_reply(brief, history, message)
+    if turn >= brief["max_turns"] and not line["ended"]:
+        line = dict(line, ended=True, end_reason="turn_limit")
+        if kind == "scripted":
+            line.update(text=turn_limit_line(brief), goal_index=None, kind="turn_limit")
+    return line, calls
+
+
+def clip_message(message: str) -> str:
+    data = to_utf8(message)
+    if len(data) <= MAX_SAY_BYTES:
+        return message
+    return data[:MAX_SAY_BYTES].decode("utf-8", "ignore") + " [...]"
+
+
+def say_reply(line: dict[str, Any], kind: str, calls: list[dict[str, Any]]) -> dict[str, Any]:
+    """The SayReply printed for a customer line (contracts/conversation.py)."""
+    return {"turn": line["turn"], "customer": line["text"], "ended": bool(line.get("ended")),
+            "end_reason": line.get("end_reason"),
+            "customer_kind": line.get("customer_kind") or kind, "simulator_calls": calls}
+
+
+COMMANDS = {"tools": command_tools, "call": command_call, "accept": command_accept,
+            "say": command_say}
+
+
+def run(argv: list[str], read_stdin: Callable[[], str], attempt: str | None,
+        customer_env: dict[str, str] | None = None) -> Reply:
+    """One command line; `read_stdin` gives the arguments for `-`, `attempt` is $BANK_ATTEMPT,
+    `customer_env` the caller's CUSTOMER_ENV variables (`say` only; never recorded)."""
     reply = Reply()
     if argv and argv[0] in ("-h", "--help", "help"):
         reply.out = to_utf8(__doc__ or USAGE)
@@ -195,11 +320,14 @@ def run(argv: list[str], read_stdin: Callable[[], str], attempt: str | None) -> 
         command = COMMANDS.get(argv[0])
         if command is None:
             raise UsageError(f"unknown command {argv[0]!r}")
-        command(argv[1:], reply, {"read_stdin": read_stdin, "attempt": attempt})
+        command(argv[1:], reply, {"read_stdin": read_stdin, "attempt": attempt,
+                                  "customer_env": customer_env})
     except UsageError as exc:
         reply.code, reply.err = EXIT_USAGE, to_utf8(f"bank: {exc}\n{USAGE}")
     except ConfigError as exc:
         reply.code, reply.err = EXIT_CONFIG, to_utf8(f"bank: {exc}\n")
+    except LogError as exc:
+        reply.code, reply.err = EXIT_IOERR, to_utf8(f"bank: {exc}\n")
     except OSError as exc:
         reply.code = EXIT_IOERR
         reply.err = to_utf8(f"bank: cannot write the intents log {intents_path()}: {exc}\n")
@@ -222,7 +350,8 @@ def write_reply(reply: Reply) -> int:
 
 def main(argv: list[str]) -> int:
     """Run one command in this process (no bank service) and print its reply."""
-    return write_reply(run(argv, sys.stdin.read, os.environ.get("BANK_ATTEMPT")))
+    customer_env = {k: os.environ[k] for k in CUSTOMER_ENV if k in os.environ}
+    return write_reply(run(argv, sys.stdin.read, os.environ.get("BANK_ATTEMPT"), customer_env))
 
 
 if __name__ == "__main__":
