@@ -118,6 +118,26 @@ CONVERSATION: dict[str, list[str]] = {
     "banking-002": ["Let me look into that for you."],
 }
 
+# Conversation mode end to end (test_conversation_e2e.py), sample scenario banking-000 (four
+# goals) against the environment's scripted customer: the model's outputs grouped by the
+# customer turn they answer. Turn 0 greets, each later turn serves the goal the customer has
+# just revealed; one clarifying question; the last goal is declined (no alert tool).
+CONVERSATION_E2E_TURNS: list[list[str]] = [
+    ["Happy to help you get things sorted before rent is due. Tell me the first thing."],
+    [tc("get_account_balance", {"account_number": ACCT_A, "account_type": "checking"}),
+     "Your checking account holds 1,250 dollars right now."],
+    ["Which account number is your savings account?"],
+    [tc("transfer_funds", {"from_account": ACCT_B, "to_account": ACCT_A, "amount": 800}),
+     "Done: 800 dollars moved from savings to checking."],
+    [tc("schedule_bill_payment", {"account_number": ACCT_A, "payee_name": "Metro Power",
+                                  "amount": 96.4, "payment_date": "2026-11-27"}),
+     "Your Metro Power bill of 96.40 dollars is scheduled for Friday."],
+    ["I'm sorry, I cannot set up text alerts: no tool I have does that."],
+]
+# The llm customer end to end: two replies, the task's turn limit is 2.
+CONVERSATION_LLM = {"banking-002": ["Glad to help with your trip money.",
+                                    "Thanks for the details, all noted."]}
+
 # Direct client tests.
 CLIENT: dict[str, list[str]] = {
     "timing": [
@@ -127,11 +147,15 @@ CLIENT: dict[str, list[str]] = {
 }
 
 PREFIX_NATIVE, PREFIX_SELF_EVAL, PREFIX_TEXT, PREFIX_CONVERSATION = "n-", "se-", "tx-", "cv-"
+PREFIX_CONVERSATION_E2E, PREFIX_CONVERSATION_LLM = "ce-", "cl-"
 
 
 def all_sessions() -> dict[str, list[str]]:
     sessions: dict[str, list[str]] = dict(CLIENT)
+    e2e = {"banking-000": [out for turn in CONVERSATION_E2E_TURNS for out in turn]}
     for prefix, scripts in ((PREFIX_NATIVE, NATIVE), (PREFIX_SELF_EVAL, SELF_EVAL),
-                            (PREFIX_TEXT, TEXT), (PREFIX_CONVERSATION, CONVERSATION)):
+                            (PREFIX_TEXT, TEXT), (PREFIX_CONVERSATION, CONVERSATION),
+                            (PREFIX_CONVERSATION_E2E, e2e),
+                            (PREFIX_CONVERSATION_LLM, CONVERSATION_LLM)):
         sessions.update({prefix + sid: turns for sid, turns in scripts.items()})
     return sessions

@@ -16,11 +16,11 @@ import httpx
 import pytest
 from harbor.models.trajectories.trajectory import Trajectory
 from harbor.models.trial.result import TrialResult
-from tokenizers import Tokenizer
 
 from analysis.metrics.latency import timing_ms
 from contracts.llm_calls import LLMCallRecord
 from tests.agents import scripts
+from tests.agents.harbor_run import read_jsonl, run_job, token_count, trials
 
 pytestmark = [pytest.mark.dynamo, pytest.mark.harbor]
 
@@ -56,13 +56,6 @@ def scripted_calls(turns: list[str]) -> list[str]:
     return names
 
 
-def _token_count(text: str) -> int:
-    from bankbench.serve.smollm2 import model_dir
-
-    tok = Tokenizer.from_file(str(model_dir() / "tokenizer.json"))
-    return len(tok.encode(text, add_special_tokens=False).ids)
-
-
 def _server_token_sums(base_url: str) -> tuple[float, float]:
     text = httpx.get(base_url.removesuffix("/v1") + "/metrics", timeout=10).text
     def total(metric: str) -> float:
@@ -70,36 +63,6 @@ def _server_token_sums(base_url: str) -> tuple[float, float]:
                    if line.startswith(metric + "{") or line.startswith(metric + " "))
     return (total("dynamo_frontend_input_sequence_tokens_sum"),
             total("dynamo_frontend_output_sequence_tokens_sum"))
-
-
-def run_job(tasks: Path, stack, jobs: Path, name: str, include: list[str], prefix: str,
-            extra_ak: list[str], key: str, extra_args: list[str] | None = None) -> Path:
-    harbor = Path(sys.executable).parent / "harbor"
-    cmd = [str(harbor), "run", "-p", str(tasks), "-n", str(len(include)),
-           "--agent", "agents.banking:BankingAgent", "-m", f"openai/{stack.model}",
-           "--env", "environments.local:LocalEnvironment", "-o", str(jobs), "--job-name", name,
-           "--ak", f"base_url={stack.base_url}", "--ak", "api_key_env=BANKBENCH_E2E_KEY",
-           "--ak", f"nvext_annotations=output_replay_id:{prefix}{{scenario_id}}:{{request_index}}"]
-    for task in include:
-        cmd += ["-i", task]
-    for ak in extra_ak:
-        cmd += ["--ak", ak]
-    cmd += extra_args or []
-    env = {**os.environ, "HARBOR_TELEMETRY": "0", "LITELLM_LOCAL_MODEL_COST_MAP": "True",
-           "BANKBENCH_E2E_KEY": key}
-    proc = subprocess.run(cmd, env=env, cwd=jobs, capture_output=True, text=True, timeout=600)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    return jobs / name
-
-
-def trials(job: Path) -> dict[str, Path]:
-    found = {p.name.split("__")[0]: p for p in job.iterdir() if (p / "result.json").exists()
-             and "__" in p.name}
-    return found
-
-
-def read_jsonl(path: Path) -> list[dict]:
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
 def expected_tools(tasks: Path, scenario: str) -> list[str]:
@@ -153,7 +116,7 @@ def test_every_request_is_recorded_with_the_servers_token_counts(native_job):
                    for r in read_jsonl(trial / "agent/llm_calls.jsonl")]
         turns = scripts.NATIVE[scenario]
         assert len(records) == len(turns)
-        assert [r.completion_tokens for r in records] == [_token_count(t) for t in turns]
+        assert [r.completion_tokens for r in records] == [token_count(t) for t in turns]
         assert {r.trial_name for r in records} == {trial.name}
         assert {r.session_id for r in records} == {trial.name}
         assert {r.scenario_id for r in records} == {scenario}
