@@ -16,7 +16,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from agents import bank_bridge
+from agents import bank_bridge, text_protocol
 from agents.attempt import AttemptResult, TrialIdentity
 from agents.options import BankingAgentOptions, ConversationOptions
 from agents.react import AttemptRunner, opening_messages
@@ -103,7 +103,7 @@ class ConversationRunner:
         # The reviewer's feedback is no customer's word: it goes to the system prompt.
         intro = CONVERSATION_INTRO if not feedback else f"{CONVERSATION_INTRO}\n\n{feedback}"
         messages = runner.open(opening_messages(first, runner.tools, self.opts.tool_mode,
-                                                intro), attempt)
+                                                intro, text_protocol.SPEAK_RULE), attempt)
         result.transcript.append(("customer", first))
         turn = 0
         while True:

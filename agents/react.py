@@ -38,12 +38,14 @@ def tool_choice_for(mode: str, step: int) -> str:
     return mode
 
 
-def opening_messages(user: str, tools: list[dict], tool_mode: str,
-                     intro: str = SYSTEM_INTRO) -> list[dict[str, Any]]:
+def opening_messages(user: str, tools: list[dict], tool_mode: str, intro: str = SYSTEM_INTRO,
+                     final_rule: tuple[str, str, str] = text_protocol.DONE_RULE
+                     ) -> list[dict[str, Any]]:
     """The system and user messages an attempt starts with (text mode puts the tool schemas
-    in the system prompt). `bankbench check` sends the same ones."""
+    and `final_rule`, when to give a Final Answer, in the system prompt). `bankbench check`
+    sends the same ones."""
     if tool_mode == "text":
-        system = text_protocol.system_prompt(tools, intro)
+        system = text_protocol.system_prompt(tools, intro, final_rule)
     else:
         system = intro
     return [{"role": "system", "content": system}, {"role": "user", "content": user}]

@@ -36,7 +36,17 @@ class TextReply:
     error: str | None = None
 
 
-def system_prompt(tools: list[dict], intro: str) -> str:
+# (when to give a Final Answer, its Thought line, what the Final Answer holds)
+DONE_RULE = ("When every request of the customer has been handled, reply with:",
+             "I am done", "a short summary for the customer")
+# Conversation mode: the final answer is whatever goes to the customer this turn.
+SPEAK_RULE = ("To speak to the customer (to answer, to ask for a missing detail, or to say "
+              "that a request cannot be served), reply with:", "I reply to the customer",
+              "your message to the customer")
+
+
+def system_prompt(tools: list[dict], intro: str,
+                  final_rule: tuple[str, str, str] = DONE_RULE) -> str:
     lines = [intro, "", "You can use these tools:", ""]
     for tool in tools:
         fn = tool.get("function", tool)
@@ -51,9 +61,9 @@ def system_prompt(tools: list[dict], intro: str) -> str:
         'Action Input: the arguments as one JSON object, e.g. {"account_number": "123"}',
         "",
         "You will then receive `Observation: <the tool's result>`. Repeat as needed. "
-        "When every request of the customer has been handled, reply with:",
-        "Thought: I am done",
-        "Final Answer: a short summary for the customer",
+        + final_rule[0],
+        f"Thought: {final_rule[1]}",
+        f"Final Answer: {final_rule[2]}",
     ]
     return "\n".join(lines)
 

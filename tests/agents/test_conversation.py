@@ -12,6 +12,7 @@ import pytest
 from harbor.models.agent.context import AgentContext
 from harbor.models.trajectories.trajectory import Trajectory
 
+from agents import text_protocol
 from agents.attempt import BankCall
 from agents.banking import BankingAgent
 from agents.conversation import CONVERSATION_INTRO, customer_env, first_message, is_conversation
@@ -187,3 +188,15 @@ async def test_llm_customer_calls_are_logged_apart(scripted_stack, tmp_path, mon
     assert leaks == []
     options = json.loads((logs / "trajectory.json").read_text())["agent"]["extra"]["options"]
     assert options["user_api_key_env"] == "SIM_KEY"
+
+
+@pytest.mark.dynamo
+async def test_text_mode_speaks_its_final_answer(scripted_stack, tmp_path):
+    env = ConversationBankStandIn(["Good, bye."])
+    logs, _ = await _run(scripted_stack, tmp_path, "banking-003", env, tool_mode="text")
+    assert env.calls == [(1, 0, "get_account_balance")]
+    assert [text for _, text, _ in env.says] == ["Your checking balance is fine."]
+    steps = Trajectory.model_validate_json((logs / "trajectory.json").read_text()).steps
+    assert steps[0].message.startswith(CONVERSATION_INTRO)
+    assert f"Final Answer: {text_protocol.SPEAK_RULE[2]}" in steps[0].message
+    assert _status(logs)["status"] == "ok"
