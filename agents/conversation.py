@@ -99,6 +99,7 @@ class ConversationRunner:
 
     async def run(self, first: str, attempt: int, feedback: str | None) -> AttemptResult:
         runner = self.runner
+        runner.speaking = True
         result = AttemptResult(attempt=attempt)
         # The reviewer's feedback is no customer's word: it goes to the system prompt.
         intro = CONVERSATION_INTRO if not feedback else f"{CONVERSATION_INTRO}\n\n{feedback}"

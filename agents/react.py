@@ -31,6 +31,10 @@ EMPTY_REPLY_NUDGE = (
 )
 
 
+EMPTY_SAY_NUDGE = ("Your Final Answer was empty, and an empty message cannot go to the "
+                   "customer. Write the Final Answer you want the customer to read.")
+
+
 def tool_choice_for(mode: str, step: int) -> str:
     """The request's `tool_choice` for the agent option `tool_choice` at a turn (1-based)."""
     if mode == "first":
@@ -81,6 +85,7 @@ class AttemptRunner:
         self.client, self.log, self.env, self.tools = client, log, env, tools
         self.ident, self.s, self.trace = ident, options, trace
         self._turn = 0  # the customer turn run_turn works on (bank calls are stamped with it)
+        self.speaking = False  # conversation mode: a turn's final answer goes to the customer
 
     async def run(self, instruction: str, attempt: int, feedback: str | None) -> AttemptResult:
         """One attempt on a request given whole: one customer turn."""
@@ -196,8 +201,12 @@ class AttemptRunner:
         parsed = text_protocol.parse_reply(reply.content)
         content = reply.content.strip()
         assistant = {"role": "assistant", "content": content}
-        if parsed.final_answer is not None:
+        if parsed.final_answer is not None and (parsed.final_answer.strip() or not self.speaking):
             return StepResult(reply, assistant, content, final_answer=parsed.final_answer)
+        if parsed.final_answer is not None:  # an empty message cannot go to the customer
+            return StepResult(reply, assistant, content,
+                              after=[{"role": "user", "content": EMPTY_SAY_NUDGE}],
+                              observations=[(None, EMPTY_SAY_NUDGE)])
         call_id = f"{reply.record.request_id[:12]}-0"
         calls: list[tuple[str, str, str]] = []
         if parsed.action is None:

@@ -116,10 +116,12 @@ CONVERSATION: dict[str, list[str]] = {
     ],
     # One reply, then `bank say` fails (how, each test decides).
     "banking-002": ["Let me look into that for you."],
-    # Text tool mode: an Action, then a Final Answer that is the reply to the customer.
+    # Text tool mode: an Action, an empty Final Answer (nothing to send: the model is told),
+    # then a Final Answer that is the reply to the customer.
     "banking-003": [
         "Thought: look first\nAction: get_account_balance\nAction Input: "
         + json.dumps({"account_number": ACCT_A, "account_type": "checking"}),
+        "Thought: I reply to the customer\nFinal Answer: ",
         "Thought: I reply to the customer\nFinal Answer: Your checking balance is fine.",
     ],
 }

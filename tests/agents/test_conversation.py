@@ -17,6 +17,7 @@ from agents.attempt import BankCall
 from agents.banking import BankingAgent
 from agents.conversation import CONVERSATION_INTRO, customer_env, first_message, is_conversation
 from agents.options import parse_options
+from agents.react import EMPTY_SAY_NUDGE
 from agents.self_eval import evaluator_messages
 from contracts.conversation import CUSTOMER_ENV, EXIT_CUSTOMER_MODEL_FAILED
 from contracts.llm_calls import LLMCallRecord
@@ -199,4 +200,7 @@ async def test_text_mode_speaks_its_final_answer(scripted_stack, tmp_path):
     steps = Trajectory.model_validate_json((logs / "trajectory.json").read_text()).steps
     assert steps[0].message.startswith(CONVERSATION_INTRO)
     assert f"Final Answer: {text_protocol.SPEAK_RULE[2]}" in steps[0].message
+    nudged = [s for s in steps if s.observation and any(
+        r.content == EMPTY_SAY_NUDGE for r in s.observation.results)]
+    assert len(nudged) == 1 and nudged[0].extra["react_step"] == 2
     assert _status(logs)["status"] == "ok"
