@@ -21,7 +21,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
-from bank_harness import BANK_SCRIPT, FIXTURES, Bank, import_task_modules
+from bank_harness import BANK_SCRIPT, FIXTURES, Bank, import_task_modules, write_brief
 
 from contracts.conversation import SayReply
 from contracts.llm_calls import USER_SIMULATOR_ROLE, LLMCallRecord
@@ -89,17 +89,8 @@ def fake() -> Iterator[FakeChatServer]:
 def talk(tmp_path: Path, python: str) -> Bank:
     folder = tmp_path / "app"
     shutil.copytree(FIXTURES, folder)
-    write_brief(folder, max_turns=10)
+    write_brief(folder, GOALS, name="Walter Brennan", tone="formal")
     return Bank(bank_dir=folder, intents=tmp_path / "logs" / "intents.jsonl", python=python)
-
-
-def write_brief(folder: Path, max_turns: int) -> None:
-    persona = {"name": "Walter Brennan", "age": 67, "occupation": "retired teacher",
-               "personality_traits": ["methodical"], "tone": "formal",
-               "detail_level": "detailed"}
-    (folder / "customer.json").write_text(json.dumps({
-        "scenario_id": "banking-005", "persona": persona, "first_message": "Good afternoon.",
-        "goals": GOALS, "max_turns": max_turns}))
 
 
 def llm_env(fake: FakeChatServer, **extra: str) -> dict[str, str]:
@@ -123,7 +114,7 @@ def test_the_customer_speaks_through_the_endpoint_and_the_call_is_timed(talk, fa
     [record] = [LLMCallRecord.model_validate(r) for r in reply.simulator_calls]
     assert record.role == USER_SIMULATOR_ROLE and record.model == "sim-model"
     assert (record.attempt, record.turn, record.step, record.scenario_id) == (
-        1, 1, 0, "banking-005")
+        1, 1, 0, "banking-000")
     assert record.send_ns is not None and record.end_ns is not None
     assert record.send_ns <= record.read_ns[0] == record.end_ns
     assert before <= record.start_unix_ns <= time.time_ns()
@@ -138,7 +129,7 @@ def test_the_customer_speaks_through_the_endpoint_and_the_call_is_timed(talk, fa
     assert body["model"] == "sim-model" and body["temperature"] == 0.0
     assert body["stream"] is False
     prompt = "\n".join(m["content"] for m in body["messages"])
-    for text in ("Walter Brennan", *GOALS, "Customer: Good afternoon.",
+    for text in ("Walter Brennan", *GOALS, "Customer: Hi, I got paid.",
                  "Agent: Good afternoon, how may I help?", "CONVERSATION_COMPLETE"):
         assert text in prompt
     assert conversation(talk)[-1]["customer_kind"] == "llm"
@@ -159,7 +150,7 @@ def test_the_end_signal_ends_the_conversation_satisfied(talk, fake):
 
 
 def test_the_turn_limit_applies_to_the_llm_customer(talk, fake):
-    write_brief(talk.bank_dir, max_turns=1)
+    write_brief(talk.bank_dir, GOALS, max_turns=1, name="Walter Brennan")
     fake.answer("And I want to move money too.")
     reply = SayReply.model_validate_json(talk.run("say", "Hi", **llm_env(fake)).stdout)
     assert reply.ended and reply.end_reason == "turn_limit"

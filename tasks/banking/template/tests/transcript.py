@@ -33,19 +33,26 @@ def load_spec(path: str) -> dict[str, Any] | None:
     return spec
 
 
-def read_log(path: str) -> dict[str, Any]:
-    """The log's readable lines and what went wrong reading it."""
-    log: dict[str, Any] = {"path": path, "exists": False, "entries": [], "corrupt_lines": 0}
+def read_bytes(path: str, log: dict[str, Any]) -> bytes | None:
+    """A log's bytes, noting in `log` whether it `exists` or why it could not be read
+    (`read_error`); None when there is nothing to read."""
     try:
         with open(path, "rb") as handle:
             content = handle.read()
     except FileNotFoundError:
-        return log
+        return None
     except OSError as exc:
         log["read_error"] = str(exc)
-        return log
+        return None
     log["exists"] = True
-    for raw in content.splitlines():
+    return content
+
+
+def read_log(path: str) -> dict[str, Any]:
+    """The log's readable lines and what went wrong reading it."""
+    log: dict[str, Any] = {"path": path, "exists": False, "entries": [], "corrupt_lines": 0}
+    content = read_bytes(path, log)
+    for raw in (content or b"").splitlines():
         if not raw.strip():
             continue
         try:

@@ -283,16 +283,8 @@ def read_intents(path: str) -> dict[str, Any]:
     """Calls and acceptances from the intents log; unreadable lines are skipped and counted."""
     log: dict[str, Any] = {"path": path, "exists": False, "lines": 0, "calls": [],
                            "accepts": [], "corrupt_lines": 0, "corrupt_examples": []}
-    try:
-        with open(path, "rb") as handle:
-            content = handle.read()
-    except FileNotFoundError:
-        return log
-    except OSError as exc:
-        log["read_error"] = str(exc)
-        return log
-    log["exists"] = True
-    for number, raw in enumerate(content.splitlines(), start=1):
+    content = transcript.read_bytes(path, log)
+    for number, raw in enumerate((content or b"").splitlines(), start=1):
         if not raw.strip():
             continue
         log["lines"] += 1
