@@ -59,6 +59,7 @@ class BuildSummary(BaseModel):
     source: str
     domain: str
     mode: str
+    max_turns: int | None = Field(None, description="Conversation mode: the turn limit.")
     labels: str = Field(description="'<method>@<version>' used for every task.")
     dataset_revision: str
     scenario_ids: list[str] = Field(description="Tasks written (or confirmed unchanged).")
@@ -76,7 +77,8 @@ class BuildSummary(BaseModel):
         """Human summary, one fact per line."""
         out = [
             f"{self.tasks_written} tasks in {self.out} ({self.tasks_changed} changed, "
-            f"{self.tasks_unchanged} unchanged); labels {self.labels}; mode {self.mode}; "
+            f"{self.tasks_unchanged} unchanged); labels {self.labels}; mode {self.mode}"
+            + (f" (at most {self.max_turns} turns)" if self.max_turns else "") + "; "
             f"dataset {self.source} @ {self.dataset_revision}",
         ]
         if self.skipped_rows:
@@ -291,6 +293,7 @@ def build_tasks(
         source=source,
         domain=domain,
         mode=mode,
+        max_turns=max_turns if mode == "conversation" else None,
         labels=labelset.tag,
         dataset_revision=dataset.revision,
         scenario_ids=[sid for sid, _ in rendered],

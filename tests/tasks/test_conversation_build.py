@@ -98,4 +98,4 @@ def test_the_cli_takes_mode_and_max_turns(tmp_path: Path) -> None:
          "--max-turns", "4"], capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
     brief = json.loads((tmp_path / "banking-001/environment/customer.json").read_text())
-    assert brief["max_turns"] == 4 and "mode conversation" in done.stderr
+    assert brief["max_turns"] == 4 and "mode conversation (at most 4 turns)" in done.stderr
