@@ -7,9 +7,10 @@ from pydantic import BaseModel, Field
 REWARD_KEYS = (
     "tsq", "precision", "recall", "param_validity", "multiset_f1", "goal_coverage", "solved",
     "goals_served", "goals_declined", "goal_score", "n_goals_servable", "n_goals_no_tool",
+    "turns",
 )
-# The goal counts: not scores (a perfect agent does not get 1.0 on them).
-COUNT_KEYS = ("n_goals_servable", "n_goals_no_tool")
+# Counts, not scores (a perfect agent does not get 1.0 on them): the goal counts and turns.
+COUNT_KEYS = ("n_goals_servable", "n_goals_no_tool", "turns")
 SCORE_KEYS = tuple(key for key in REWARD_KEYS if key not in COUNT_KEYS)
 
 
@@ -45,3 +46,7 @@ class Reward(BaseModel):
     )
     n_goals_servable: float = Field(ge=0, description="How many goals list alternatives.")
     n_goals_no_tool: float = Field(ge=0, description="How many goals no tool serves.")
+    turns: float = Field(
+        ge=0, description="Conversation mode: how many times the scored attempt spoke to the "
+        "customer (`bank say`), from the bank's conversation log. 1.0 in single-turn modes "
+        "(the one exchange); 0.0 when the verifier failed.")

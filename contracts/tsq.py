@@ -25,6 +25,8 @@ class _Open(BaseModel):
 class RecordedCall(_Open):
     seq: Any = None
     attempt: int = Field(description="Self-evaluation attempt the call belongs to (1-based).")
+    turn: int = Field(0, description="Customer turn the attempt was on (0 before its first "
+                      "`bank say`, and always in single-turn tasks).")
     tool: str = Field(description="Tool name as the agent called it.")
     arguments: Any = None
     valid: bool = Field(
@@ -69,6 +71,28 @@ class GoalMatch(_Open):
     )
 
 
+class ConversationSummary(_Open):
+    """Conversation-mode tasks: the scored attempt's conversation, from the bank's log."""
+
+    mode: str = "conversation"
+    max_turns: int | None = None
+    attempt: int = Field(description="The attempt summarised (the scored one).")
+    attempts: list[int] = Field(default_factory=list,
+                                description="Every attempt with lines in the log.")
+    turns: int = Field(description="How many times the attempt spoke (`bank say`); "
+                       "reward.json's `turns`.")
+    ended: bool = Field(description="The customer ended the conversation.")
+    end_reason: Literal["satisfied", "turn_limit"] | None = None
+    customer_kind: Any = Field(None, description="'scripted' or 'llm' (a list if mixed).")
+    goals_revealed: list[int] | None = Field(
+        None, description="Indexes of the goals the scripted customer brought up; null for "
+        "an llm customer, whose lines are not tied to goals.")
+    n_goals_revealed: int | None = None
+    n_lines: int = Field(0, description="The attempt's lines in the log, both speakers.")
+    log: dict[str, Any] = Field(default_factory=dict,
+                                description="path, exists, corrupt_lines[, read_error].")
+
+
 class TsqDetails(_Open):
     # Defaults on what every verifier writes, so a reader still gets the attempts of a file
     # trimmed to them (as test fixtures and hand-made examples are).
@@ -95,6 +119,8 @@ class TsqDetails(_Open):
         default_factory=list, description="Calls naming no alternative of any servable goal "
         "(all the calls when no goal lists tools)."
     )
+    conversation: ConversationSummary | None = Field(
+        None, description="Conversation-mode tasks only: the scored attempt's conversation.")
 
     def tsq_by_attempt(self) -> dict[int, float]:
         return {a.attempt: a.reward["tsq"] for a in self.attempts if "tsq" in a.reward}

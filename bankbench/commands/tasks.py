@@ -45,11 +45,15 @@ def register(sub: argparse._SubParsersAction) -> None:
     b.add_argument("--out", required=True, type=Path, help="directory to write task dirs into")
     b.add_argument(
         "--mode",
-        choices=("goals", "first-message"),
+        choices=("goals", "first-message", "conversation"),
         default="goals",
         help="instruction content: first message plus the goals as requests (default), "
-        "or the first message alone",
+        "the first message alone, or the first message with a simulated customer who brings "
+        "up the goals over later turns (`/app/bank say`; see docs/conversation.md)",
     )
+    b.add_argument("--max-turns", type=int, default=10, metavar="N",
+                   help="--mode conversation: the most answers the customer gives in one "
+                   "attempt; its N-th answer ends the conversation (default: 10)")
     b.add_argument("--labels", default="intent", help=LABELS_HELP)
     m = b.add_argument_group("--labels model")
     m.add_argument("--labels-endpoint", metavar="URL",
@@ -131,6 +135,7 @@ def _build(args: argparse.Namespace) -> int:
             prune_stale=args.prune_stale,
             progress_every=args.progress_every,
             model_options=model_options,
+            max_turns=args.max_turns,
         )
     except (DatasetError, LabelsError, WriteError) as exc:
         print(f"bankbench tasks build: {exc}", file=sys.stderr)

@@ -18,6 +18,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from contracts.conversation import CUSTOMER_FILE, DEFAULT_MAX_TURNS
 from contracts.expected import Expected, GoalLabel, LabelsInfo, Provenance
 from tasks.banking import render
 from tasks.banking.arguments import arguments_for
@@ -47,6 +48,7 @@ TEMPLATE_FILES = {
     "environment/toolschema.py": 0o644,
     "tests/test.sh": 0o755,
     "tests/verify.py": 0o644,
+    "tests/transcript.py": 0o644,
 }
 # One source, shipped twice: the bank validates calls with it, the verifier re-validates them.
 SHIPPED_TWICE = {"environment/toolschema.py": "tests/toolschema.py"}
@@ -57,6 +59,7 @@ class BuildSummary(BaseModel):
     source: str
     domain: str
     mode: str
+    max_turns: int | None = Field(None, description="Conversation mode: the turn limit.")
     labels: str = Field(description="'<method>@<version>' used for every task.")
     dataset_revision: str
     scenario_ids: list[str] = Field(description="Tasks written (or confirmed unchanged).")
@@ -74,7 +77,8 @@ class BuildSummary(BaseModel):
         """Human summary, one fact per line."""
         out = [
             f"{self.tasks_written} tasks in {self.out} ({self.tasks_changed} changed, "
-            f"{self.tasks_unchanged} unchanged); labels {self.labels}; mode {self.mode}; "
+            f"{self.tasks_unchanged} unchanged); labels {self.labels}; mode {self.mode}"
+            + (f" (at most {self.max_turns} turns)" if self.max_turns else "") + "; "
             f"dataset {self.source} @ {self.dataset_revision}",
         ]
         if self.skipped_rows:
@@ -171,6 +175,7 @@ def task_files(
     mode: render.Mode,
     template: dict[str, tuple[bytes, int]],
     shared: dict[str, bytes],
+    max_turns: int = DEFAULT_MAX_TURNS,
 ) -> TaskFiles:
     labels = labelset.scenarios[scenario.scenario_id]
     goals = scenario.row.user_goals
@@ -192,14 +197,22 @@ def task_files(
         dataset_revision=dataset.revision,
         mode=mode,
         builder=builder_tag(),
+        max_turns=max_turns if mode == "conversation" else None,
     )
     calls = oracle_calls(scenario, labels, dataset)
+    talking = mode == "conversation"
     text = {
         "task.toml": render.task_toml(meta),
         "instruction.md": render.instruction_md(scenario, mode),
         "tests/expected.json": render.expected_json(expected),
-        "solution/solve.sh": render.solve_sh(scenario.scenario_id, labelset.tag, calls),
+        "solution/solve.sh": render.solve_sh(scenario.scenario_id, labelset.tag, calls,
+                                             len(goals) if talking else None),
     }
+    if talking:
+        # The customer's brief, for the bank service only (entrypoint.sh makes it root's,
+        # 0600); tests/conversation.json tells the verifier the task is a conversation.
+        text[f"environment/{CUSTOMER_FILE}"] = render.customer_json(scenario, max_turns)
+        text["tests/conversation.json"] = render.dumps({"mode": mode, "max_turns": max_turns})
     files: TaskFiles = {rel: (body.encode(), 0o644) for rel, body in text.items()}
     files["solution/solve.sh"] = (files["solution/solve.sh"][0], 0o755)
     files.update({rel: (data, 0o644) for rel, data in shared.items()})
@@ -224,14 +237,18 @@ def build_tasks(
     progress_every: int = 10,
     log: Callable[[str], None] | None = None,
     model_options: ModelOptions | None = None,
+    max_turns: int = DEFAULT_MAX_TURNS,
 ) -> BuildSummary:
     """Build one task per selected scenario under `out`; see the module docstring.
 
-    `model_options` is where `labels="model"` asks and where its labels file goes.
+    `model_options` is where `labels="model"` asks and where its labels file goes;
+    `max_turns` is the conversation mode's turn limit (other modes ignore it).
     """
     say = log or (lambda line: print(line, file=sys.stderr, flush=True))
     if mode not in render.MODES:
         raise DatasetError(f"--mode {mode!r}: expected one of {', '.join(render.MODES)}")
+    if not 1 <= max_turns <= 100:
+        raise DatasetError(f"--max-turns {max_turns}: must be between 1 and 100")
     dataset = load(source, domain, on_bad_row=on_bad_row, offline=offline, hub_cache=hub_cache)
     for bad in dataset.bad_rows:
         say(f"skipping bad row {bad.line()}")
@@ -246,7 +263,8 @@ def build_tasks(
     }
     # Render everything first: a problem in any task stops the build before a file is written.
     rendered = [
-        (s.scenario_id, task_files(s, dataset, labelset, mode, template, shared)) for s in chosen
+        (s.scenario_id, task_files(s, dataset, labelset, mode, template, shared, max_turns))
+        for s in chosen
     ]
     for sid, files in rendered:
         named = tools_named_in(files["instruction.md"][0].decode(), dataset.tool_names)
@@ -275,6 +293,7 @@ def build_tasks(
         source=source,
         domain=domain,
         mode=mode,
+        max_turns=max_turns if mode == "conversation" else None,
         labels=labelset.tag,
         dataset_revision=dataset.revision,
         scenario_ids=[sid for sid, _ in rendered],

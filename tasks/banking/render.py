@@ -13,14 +13,17 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+from contracts.conversation import PROTOCOL_LINE, CustomerBrief, Persona
 from contracts.expected import Expected
 from tasks.banking.dataset import Scenario
 from tasks.banking.rows import ToolRow
 
-Mode = Literal["goals", "first-message"]
-MODES: tuple[str, ...] = ("goals", "first-message")
+Mode = Literal["goals", "first-message", "conversation"]
+MODES: tuple[str, ...] = ("goals", "first-message", "conversation")
 DATASET_ID = "galileo-ai/agent-leaderboard-v2"
 AGENT_TIMEOUT_SEC = 600.0
+# A conversation is up to max_turns ReAct episodes, one per customer message.
+CONVERSATION_TIMEOUT_PER_TURN_SEC = 120.0
 VERIFIER_TIMEOUT_SEC = 60.0
 
 TOOLS_PARAGRAPH = (
@@ -29,6 +32,18 @@ TOOLS_PARAGRAPH = (
     "`/app/bank call <tool> '<json arguments>'` calls one. Make every call the requests need, "
     "with arguments that satisfy the tool's schema; where the customer has not given a detail, "
     "use a reasonable value."
+)
+CONVERSATION_PARAGRAPH = (
+    "You are the bank's customer-service agent, in a conversation with this customer. Act for "
+    "them only through the bank's tools: `/app/bank tools` lists them with their parameters "
+    "(OpenAI function schemas) and `/app/bank call <tool> '<json arguments>'` calls one. "
+    "Speak to the customer only with `/app/bank say '<message>'`: it prints the customer's "
+    "answer as JSON (`turn`, `customer`, `ended`, `end_reason`). Serve each request as the "
+    "customer makes it, with arguments that satisfy the tool's schema. When a detail a call "
+    "needs is missing, ask the customer for it; never invent a value. When no tool can serve "
+    "a request, say so to the customer. Carry on until the answer says `\"ended\": true`. "
+    "If you start over (a new attempt), pass `--attempt N` to `call` and `say` alike: each "
+    "attempt is a fresh conversation."
 )
 
 
@@ -44,6 +59,8 @@ class TaskMetadata(BaseModel):
     mode: str
     dataset: str = DATASET_ID
     builder: str
+    max_turns: int | None = Field(None, description="Conversation mode only: the most `say` "
+                                  "answers the customer gives in one attempt.")
 
 
 def dumps(value: Any) -> str:
@@ -76,6 +93,8 @@ def responses_json(tools: list[ToolRow]) -> str:
 
 def instruction_md(scenario: Scenario, mode: Mode) -> str:
     lines = [f"Customer: {scenario.persona.name}", "", scenario.row.first_message.strip(), ""]
+    if mode == "conversation":
+        return "\n".join([*lines, "---", "", CONVERSATION_PARAGRAPH, "", PROTOCOL_LINE, ""])
     if mode == "goals":
         lines.append("Here is everything I need today:")
         lines += [f"{n}. {goal.strip()}" for n, goal in enumerate(scenario.row.user_goals, 1)]
@@ -100,11 +119,12 @@ def task_toml(meta: TaskMetadata) -> str:
         "",
         "[metadata]",
     ]
-    lines += [f"{key} = {_toml_value(value)}" for key, value in meta.model_dump().items()]
+    lines += [f"{key} = {_toml_value(value)}"
+              for key, value in meta.model_dump(exclude_none=True).items()]
     lines += [
         "",
         "[agent]",
-        f"timeout_sec = {AGENT_TIMEOUT_SEC!r}",
+        f"timeout_sec = {agent_timeout_sec(meta.max_turns)!r}",
         "",
         "[verifier]",
         f"timeout_sec = {VERIFIER_TIMEOUT_SEC!r}",
@@ -113,19 +133,45 @@ def task_toml(meta: TaskMetadata) -> str:
     return "\n".join(lines)
 
 
+def agent_timeout_sec(max_turns: int | None) -> float:
+    """The single-turn budget, plus a per-turn share for each customer message."""
+    return AGENT_TIMEOUT_SEC + CONVERSATION_TIMEOUT_PER_TURN_SEC * (max_turns or 0)
+
+
+def customer_json(scenario: Scenario, max_turns: int) -> str:
+    """environment/customer.json: what the simulated customer knows (never the tools)."""
+    brief = CustomerBrief(
+        scenario_id=scenario.scenario_id,
+        persona=Persona.model_validate(scenario.persona.model_dump()),
+        first_message=scenario.row.first_message.strip(),
+        goals=[goal.strip() for goal in scenario.row.user_goals],
+        max_turns=max_turns,
+    )
+    return dumps(brief.model_dump(mode="json"))
+
+
 def expected_json(expected: Expected) -> str:
     return dumps(expected.model_dump(mode="json"))
 
 
-def solve_sh(scenario_id: str, labels_tag: str, calls: list[tuple[str, dict[str, Any]]]) -> str:
+def solve_sh(scenario_id: str, labels_tag: str, calls: list[tuple[str, dict[str, Any]]],
+             conversation_goals: int | None = None) -> str:
+    """The oracle. In conversation mode it greets the customer first and, after its calls,
+    says it is done until the customer ends the conversation (`conversation_goals` + 1 says
+    end it with the scripted customer)."""
     lines = [
         "#!/bin/bash",
         f"# Oracle for {scenario_id} (labels {labels_tag}): one bank call per expected tool,",
         "# arguments valid against the tool's schema, then accept attempt 1.",
         "set -u",
     ]
+    if conversation_goals is not None:
+        lines.append("/app/bank say 'Hello, how can I help you today?' >/dev/null")
     for tool, arguments in calls:
         payload = json.dumps(arguments, ensure_ascii=False, sort_keys=True)
         lines.append(f"/app/bank call {shlex.quote(tool)} {shlex.quote(payload)}")
+    if conversation_goals is not None:
+        lines.append(f"for _ in $(seq {conversation_goals}); do "
+                     "/app/bank say 'Done.' | grep -q '\"ended\": true' && break; done")
     lines += ["/app/bank accept 1", ""]
     return "\n".join(lines)

@@ -88,3 +88,13 @@ class Bank:
 
     def records(self) -> list[dict]:
         return [json.loads(line) for line in self.intents.read_text().splitlines() if line]
+
+
+def write_brief(folder: Path, goals: list[str], max_turns: int = 10, **persona: object) -> None:
+    """A customer brief (customer.json) in a bank folder: a conversation-mode task's."""
+    who = {"name": "Maya Okafor", "age": 29, "occupation": "nurse",
+           "personality_traits": ["organised"], "tone": "friendly", "detail_level": "moderate",
+           **persona}
+    (folder / "customer.json").write_text(json.dumps({
+        "scenario_id": "banking-000", "persona": who, "first_message": "Hi, I got paid.",
+        "goals": goals, "max_turns": max_turns}))

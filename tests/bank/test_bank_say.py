@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from bank_harness import BANK_SCRIPT, FIXTURES, Bank
+from bank_harness import BANK_SCRIPT, FIXTURES, Bank, write_brief
 
 from contracts.conversation import ConversationEntry, SayReply
 
@@ -25,21 +25,12 @@ GOALS = ["Find out how much money is in my checking account right now",
 BALANCE = '{"account_number": "00123", "account_type": "checking"}'
 
 
-def write_brief(folder: Path, max_turns: int = 10) -> None:
-    persona = {"name": "Maya Okafor", "age": 29, "occupation": "nurse",
-               "personality_traits": ["organised"], "tone": "friendly",
-               "detail_level": "moderate"}
-    (folder / "customer.json").write_text(json.dumps({
-        "scenario_id": "banking-000", "persona": persona, "first_message": "Hi, I got paid.",
-        "goals": GOALS, "max_turns": max_turns}))
-
-
 @pytest.fixture
 def talk(tmp_path: Path, python: str) -> Bank:
     """A trial's bank whose folder holds a customer brief."""
     folder = tmp_path / "app"
     shutil.copytree(FIXTURES, folder)
-    write_brief(folder)
+    write_brief(folder, GOALS)
     return Bank(bank_dir=folder, intents=tmp_path / "logs" / "agent" / "intents.jsonl",
                 python=python)
 
@@ -100,7 +91,7 @@ def test_satisfied_then_nothing_changes(talk: Bank) -> None:
 
 
 def test_the_max_turns_th_say_ends_the_conversation(talk: Bank) -> None:
-    write_brief(talk.bank_dir, max_turns=3)
+    write_brief(talk.bank_dir, GOALS, max_turns=3)
     replies = [say(talk, "What account is that?") for _ in range(3)]
     assert [r.ended for r in replies] == [False, False, True]
     assert replies[-1].end_reason == "turn_limit" and replies[-1].turn == 3

@@ -92,6 +92,9 @@ def test_classify_reads_the_agents_message():
                              "it?") == "question"
     assert customer.classify("I can\u2019t help with that. Anything else?") == "refusal"
     assert customer.classify("Done. Anything else I can help you with?") == "offer"
+    assert customer.classify("Done, what else?") == "offer"
+    assert customer.classify("Sent. Let me know if you need anything.") == "offer"
+    assert customer.classify("Let me know the amount.") == "question"
     assert customer.classify("Your transfer is complete.") == "statement"
 
 

@@ -17,13 +17,15 @@ BIN = Path(sys.executable).parent
 def run_sample_job(base: Path, name: str, scenarios: tuple[str, ...], *,
                    agents: list[dict[str, Any]], n_concurrent: int,
                    env_kwargs: dict[str, Any] | None = None,
-                   pythonpath: tuple[Path, ...] = (), timeout: int = 600) -> Path:
-    """Build `scenarios` from the sample into `base/tasks`, run them with `agents` as job
-    `name` and return the job folder (`base/jobs/<name>`); fails the test if Harbor fails."""
+                   pythonpath: tuple[Path, ...] = (), timeout: int = 600,
+                   build_args: tuple[str, ...] = ()) -> Path:
+    """Build `scenarios` from the sample into `base/tasks` (`build_args` added to `tasks
+    build`, e.g. a --mode), run them with `agents` as job `name` and return the job folder
+    (`base/jobs/<name>`); fails the test if Harbor fails."""
     tasks = base / "tasks"
     subprocess.run(
         [str(BIN / "bankbench"), "tasks", "build", "--source", "sample", "--out", str(tasks),
-         "--scenarios", ",".join(scenarios)],
+         "--scenarios", ",".join(scenarios), *build_args],
         check=True, capture_output=True, text=True, timeout=300,
     )
     environment: dict[str, Any] = {"import_path": "environments.local:LocalEnvironment"}

@@ -134,6 +134,7 @@ def test_score_calls_combines_every_number(verify: ModuleType) -> None:
             "goal_score": 0.5,
             "n_goals_servable": 2.0,
             "n_goals_no_tool": 0.0,
+            "turns": 1.0,  # a single-turn task: the one exchange
         }
     )
 
@@ -188,6 +189,7 @@ def test_call_line_keeps_what_scoring_needs(verify: ModuleType) -> None:
     assert parsed == {
         "seq": 4,
         "attempt": 1,
+        "turn": 0,  # a line without a turn: before any conversation
         "tool": "a",
         "arguments": None,
         "bank_valid": False,  # only `true` counts, and only to report disagreements

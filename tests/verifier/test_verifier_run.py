@@ -14,7 +14,7 @@ from verifier_harness import REWARD_KEYS, Trial, call_line
 ZERO = dict.fromkeys(REWARD_KEYS, 0.0)
 # No call against the fixture (3 servable goals, 1 unmapped): every score 0 but the vacuous
 # goals_declined (no no-tool goal), and the counts.
-NO_CALLS = dict(ZERO, goals_declined=1.0, n_goals_servable=3.0)
+NO_CALLS = dict(ZERO, goals_declined=1.0, n_goals_servable=3.0, turns=1.0)
 BALANCE, TRANSFER, RECENT = "get_account_balance", "transfer_funds", "list_recent_transactions"
 
 
@@ -34,6 +34,7 @@ def test_reward_file_holds_exactly_the_flat_numbers(trial: Trial) -> None:
         "goal_score": 1.0,
         "n_goals_servable": 3.0,
         "n_goals_no_tool": 0.0,
+        "turns": 1.0,  # a single-turn task: the one exchange
     }
     assert all(type(v) is float for v in outcome.reward.values())
     assert outcome.details["reason"] is None
@@ -150,7 +151,7 @@ def test_nothing_expected_and_nothing_called_is_perfect(trial: Trial) -> None:
     reward = trial.verify().reward
     assert reward == dict(
         ZERO, tsq=1.0, precision=1.0, recall=1.0, multiset_f1=1.0, goal_coverage=1.0, solved=1.0,
-        goals_served=1.0, goals_declined=1.0, goal_score=1.0,
+        goals_served=1.0, goals_declined=1.0, goal_score=1.0, turns=1.0,
     )  # no calls: param_validity stays 0; no judged goal: the goal shares are goal_coverage's
 
 
@@ -249,6 +250,7 @@ def test_bank_calls_score_end_to_end(trial: Trial) -> None:
             "goal_score": 1.0,
             "n_goals_servable": 3.0,
             "n_goals_no_tool": 0.0,
+            "turns": 1.0,  # a single-turn task: the one exchange
         }
     )
     goals = outcome.details["goals"]

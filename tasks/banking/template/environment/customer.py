@@ -75,8 +75,9 @@ REFUSAL = re.compile(
     r"|outside (of )?what i can|beyond what i can)\b")
 # Questions that only offer more help: they ask for the next request, not for a detail.
 OFFER = re.compile(
-    r"\b(anything else|something else|any other|else (can|may|could) i|else i can"
-    r"|further (help|assist)|help you with today|how (can|may) i (help|assist))\b")
+    r"\b(anything else|something else|what else|any other|else (can|may|could) i|else i can"
+    r"|further (help|assist)|help you with today|how (can|may) i (help|assist)"
+    r"|if (you need|there is|there's) anything)\b")
 # Requests for a detail written without a question mark.
 ASKS = re.compile(
     r"\b(please (provide|confirm|tell|share|specify|give|send|let me know)|let me know"

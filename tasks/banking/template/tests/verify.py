@@ -6,11 +6,16 @@ script, else /app/tools.json) and the intents log the bank wrote (/logs/agent/in
 picks the attempt to score (the last `accept` line, else the highest attempt seen), and writes:
 
 - <out-dir>/reward.json: flat numbers only (tsq, precision, recall, param_validity,
-  multiset_f1, goal_coverage, solved, goals_served, goals_declined, goal_score and the counts
-  n_goals_servable, n_goals_no_tool), one Harbor metric each;
+  multiset_f1, goal_coverage, solved, goals_served, goals_declined, goal_score, the counts
+  n_goals_servable, n_goals_no_tool, and turns), one Harbor metric each;
 - <out-dir>/tsq.json: how those numbers came about (names actual vs expected, per-goal
   matches, every attempt's calls and scores, which attempt was scored and why, any reason
-  for a zero).
+  for a zero, and in conversation mode the scored attempt's conversation).
+
+Conversation-mode tasks (tests/conversation.json present) also read the conversation log the
+bank wrote (/logs/agent/conversation.jsonl): `turns` is how many times the scored attempt
+spoke to the customer (`bank say`); single-turn tasks have one exchange, turns 1.0. Goals are
+scored over all the scored attempt's calls, whatever turn they were made in.
 
 Every call's arguments are checked against its tool's schema again here (toolschema.py, the
 same validator the bank uses): the log's `valid` flag is not trusted. It never crashes:
@@ -31,6 +36,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 # toolschema.py is shipped beside this file; in the template it lives in ../environment.
 sys.path[:0] = [HERE, os.path.join(os.path.dirname(HERE), "environment")]
 from toolschema import check_call, normalise_name, tool_index  # noqa: E402
+import transcript  # noqa: E402
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -40,8 +46,10 @@ VERIFIER_VERSION = "1"
 # Scores (0-1) then the two goal counts that tell a reader which goal shares are vacuous.
 REWARD_KEYS = ("tsq", "precision", "recall", "param_validity", "multiset_f1", "goal_coverage",
                "solved", "goals_served", "goals_declined", "goal_score", "n_goals_servable",
-               "n_goals_no_tool")
+               "n_goals_no_tool", "turns")
 DEFAULT_INTENTS = "/logs/agent/intents.jsonl"
+CONVERSATION_FILE = "conversation.jsonl"  # beside the intents log
+SINGLE_TURN = 1.0  # `turns` of a single-turn task: the one exchange
 DEFAULT_OUT_DIR = "/logs/verifier"
 DEFAULT_TOOLS = ("tools.json beside verify.py", "/app/tools.json")
 MAX_CORRUPT_EXAMPLES = 10
@@ -211,8 +219,10 @@ def goal_rewards(matches: list[dict[str, Any]], outside: list[str], coverage: fl
     }
 
 
-def score_calls(calls: list[dict[str, Any]], expected: dict[str, Any]) -> dict[str, Any]:
-    """Every reward number for one attempt's calls, plus the per-goal matches."""
+def score_calls(calls: list[dict[str, Any]], expected: dict[str, Any],
+                turns: float = SINGLE_TURN) -> dict[str, Any]:
+    """Every reward number for one attempt's calls (and its number of turns), plus the
+    per-goal matches."""
     names = [call["tool"] for call in calls]
     tsq, precision, recall = tool_selection_quality(names, expected["expected_tools"])
     matches = goal_matches(expected["goals"], calls)
@@ -227,6 +237,7 @@ def score_calls(calls: list[dict[str, Any]], expected: dict[str, Any]) -> dict[s
     }
     reward.update(goal_rewards(matches, outside_calls(expected["goals"], calls), coverage,
                                solved_by_names(names, expected["expected_tools"])))
+    reward["turns"] = float(turns)
     return {"reward": {key: reward[key] for key in REWARD_KEYS}, "goals": matches}
 
 
@@ -272,16 +283,8 @@ def read_intents(path: str) -> dict[str, Any]:
     """Calls and acceptances from the intents log; unreadable lines are skipped and counted."""
     log: dict[str, Any] = {"path": path, "exists": False, "lines": 0, "calls": [],
                            "accepts": [], "corrupt_lines": 0, "corrupt_examples": []}
-    try:
-        with open(path, "rb") as handle:
-            content = handle.read()
-    except FileNotFoundError:
-        return log
-    except OSError as exc:
-        log["read_error"] = str(exc)
-        return log
-    log["exists"] = True
-    for number, raw in enumerate(content.splitlines(), start=1):
+    content = transcript.read_bytes(path, log)
+    for number, raw in enumerate((content or b"").splitlines(), start=1):
         if not raw.strip():
             continue
         log["lines"] += 1
@@ -317,9 +320,11 @@ def parse_intent_line(raw: bytes) -> dict[str, Any] | None:
     tool, attempt = entry.get("tool"), entry.get("attempt", 1)
     if not isinstance(tool, str) or isinstance(attempt, bool) or not isinstance(attempt, int):
         return None
+    turn = entry.get("turn", 0)
     return {
         "seq": entry.get("seq"),
         "attempt": attempt,
+        "turn": turn if isinstance(turn, int) and not isinstance(turn, bool) else 0,
         "tool": tool,
         "arguments": entry.get("arguments"),
         "bank_valid": entry.get("valid") is True,
@@ -396,10 +401,21 @@ def no_calls_reason(log: dict[str, Any]) -> str | None:
     return None
 
 
-def build_report(expected_path: str, intents_path: str, tools_path: str | None = None
+def build_report(expected_path: str, intents_path: str, tools_path: str | None = None,
+                 conversation_path: str | None = None, spec_path: str | None = None
                  ) -> dict[str, Any]:
-    """Everything tsq.json holds; its `reward` is what reward.json gets."""
+    """Everything tsq.json holds; its `reward` is what reward.json gets.
+
+    `spec_path` (tests/conversation.json) present makes the task a conversation, whose log
+    is `conversation_path` (default: beside the intents log)."""
     log = read_intents(intents_path)
+    spec = transcript.load_spec(spec_path or os.path.join(HERE, "conversation.json"))
+    talk = None if spec is None else transcript.read_log(
+        conversation_path or os.path.join(os.path.dirname(intents_path), CONVERSATION_FILE))
+
+    def turns_of(attempt: int) -> float:
+        return SINGLE_TURN if talk is None else float(transcript.turns(talk, attempt))
+
     report: dict[str, Any] = {
         "verifier_version": VERIFIER_VERSION,
         "expected_path": expected_path,
@@ -426,13 +442,16 @@ def build_report(expected_path: str, intents_path: str, tools_path: str | None =
     for call in log["calls"]:
         by_attempt.setdefault(call["attempt"], []).append(call)
     report["attempts"] = [
-        {"attempt": n, "calls": calls, "reward": score_calls(calls, expected)["reward"]}
+        {"attempt": n, "calls": calls,
+         "reward": score_calls(calls, expected, turns_of(n))["reward"]}
         for n, calls in sorted(by_attempt.items())
     ]
     scored_calls = by_attempt.get(attempt, [])
     if log["calls"] and not scored_calls:
         why += f"; attempt {attempt} has no recorded calls"
-    scored = score_calls(scored_calls, expected)
+    scored = score_calls(scored_calls, expected, turns_of(attempt))
+    if spec is not None and talk is not None:
+        report["conversation"] = transcript.summary(spec, talk, attempt)
     actual_names = [call["tool"] for call in scored_calls]
     actual_norm = sorted({normalise_tool_name(n) for n in actual_names})
     expected_norm = sorted({normalise_tool_name(n) for n in expected["expected_tools"]})
@@ -477,6 +496,12 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
                         help="expected calls (default: expected.json beside this script)")
     parser.add_argument("--intents", default=os.environ.get("BANK_INTENTS") or DEFAULT_INTENTS,
                         help="the bank's intents log (default: $BANK_INTENTS or %(default)s)")
+    parser.add_argument("--conversation", default=None,
+                        help="conversation-mode tasks: the bank's conversation log (default: "
+                        "$BANK_CONVERSATION, else conversation.jsonl beside --intents)")
+    parser.add_argument("--conversation-spec", default=os.path.join(HERE, "conversation.json"),
+                        help="the task's conversation spec; present only in conversation mode "
+                        "(default: conversation.json beside this script)")
     parser.add_argument("--tools", default=None,
                         help="tool schemas the calls are checked against "
                              f"(default: {' else '.join(DEFAULT_TOOLS)})")
@@ -500,7 +525,9 @@ def main(argv: list[str]) -> int:
     args = parse_args(argv)
     os.makedirs(args.out_dir, exist_ok=True)
     try:
-        report = build_report(args.expected, args.intents, args.tools)
+        report = build_report(args.expected, args.intents, args.tools,
+                              args.conversation or os.environ.get("BANK_CONVERSATION"),
+                              args.conversation_spec)
     except Exception:  # the reward file must exist whatever went wrong
         report = error_report("while scoring")
     write_json(os.path.join(args.out_dir, "reward.json"), report["reward"])
