@@ -6,17 +6,26 @@
 #   ./benchmark.sh                                   # embedded default, no GPU/Docker/API key
 #   ./benchmark.sh --profile cpu-mocker --levels 1,4,16
 #   ./benchmark.sh --base-url http://host:8000/v1 --model my-model --levels 1,8,32
+#   ./benchmark.sh --mode conversation               # the same, with a simulated customer
 #   ./benchmark.sh --resume jobs/sweep-20261122-101500
 #
-# Any option of `bankbench sweep --help` may be given; they replace the defaults below.
+# Any option of `bankbench sweep --help` may be given. Without --profile, --base-url or
+# --resume the embedded defaults below come first and the options given replace them.
 set -euo pipefail
 source "$(dirname "$0")/scripts/bootstrap.sh"
 cd "$BANKBENCH_ROOT"
 
-if [ "$#" -eq 0 ]; then
+server_given=no
+for arg in "$@"; do
+  case "$arg" in
+    --profile|--profile=*|--base-url|--base-url=*|--resume|--resume=*|-h|--help)
+      server_given=yes ;;
+  esac
+done
+if [ "$server_given" = no ]; then
   # SmolLM2-135M seldom calls a tool unless made to: force one on each attempt's first turn,
   # and keep replies short (2 CPU cores decode ~40 tokens/s, ~15/s under a tool grammar).
   set -- --profile cpu-tiny --levels 1,2,4 --limit 6 --source auto \
-         --ak tool_choice=first --ak max_tokens=128
+         --ak tool_choice=first --ak max_tokens=128 "$@"
 fi
 exec bankbench sweep "$@"

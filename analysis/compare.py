@@ -125,6 +125,8 @@ def _paired_requests(requests: pd.DataFrame, keys: tuple[str, ...], base: tuple[
     column share one bootstrap pass."""
     def side(source: str, level: int, column: str) -> tuple[np.ndarray, np.ndarray]:
         rows = requests[(requests["source"] == source) & (requests["level"] == level)]
+        if "measured" in rows:  # as in the summary: the system under test's calls only
+            rows = rows[rows["measured"].astype(bool)]
         if column == "failed":  # error rate: every request, 1 when it failed
             return (~rows["ok"].astype(bool)).to_numpy(float), rows["scenario_id"].to_numpy()
         rows = rows[rows["ok"].astype(bool)]

@@ -31,3 +31,12 @@ def table(frame: pd.DataFrame, headers: Sequence[str] | None = None) -> str:
     for row in frame.itertuples(index=False):
         lines.append("| " + " | ".join(fmt(v) for v in row) + " |")
     return "\n".join(lines)
+
+
+def fmt_ci(row: pd.Series, key: str, suffix: str = "_mean") -> str:
+    """`mean [low, high]` from a row's `<key><suffix>`, `<key>_ci_low`, `<key>_ci_high`;
+    `mean [—]` when there is no interval (one scenario or trial)."""
+    low, high = row.get(f"{key}_ci_low"), row.get(f"{key}_ci_high")
+    interval = "[—]" if pd.isna(low) or pd.isna(high) else f"[{fmt(low)}, {fmt(high)}]"
+    value = row.get(f"{key}{suffix}")
+    return "–" if pd.isna(value) else f"{fmt(value)} {interval}"

@@ -257,3 +257,26 @@ def capacity_frontier(levels: pd.DataFrame, bounds: dict[str, float], min_agreem
             ax.axvline(capacity, color="green", alpha=0.5, label=f"capacity c{capacity}")
         ax.legend(fontsize=8)
     return _save(fig, out)
+
+
+def by_turn(frame: pd.DataFrame, out: Path) -> Path:
+    """Conversation mode: TTFT p50 and cached prompt share against the turn index (the
+    `analysis.turns.by_turn` table), one line per source (and router) and level."""
+    sns.set_theme(style="whitegrid")
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4.2))
+    data = frame.assign(run=_hue(frame) if _hue(frame) is not None else "all")
+    if frame["router"].astype(bool).any() and frame["source"].nunique() > 1:
+        data["run"] = data["run"] + " (" + data["router"].astype(str) + ")"
+    for ax, (column, label) in zip(axes, (("ttft_p50_ms", "TTFT p50 (ms)"),
+                                          ("cached_share", "cached prompt share")),
+                                   strict=True):
+        sns.lineplot(data=data, x="turn", y=column, hue="run", marker="o", ax=ax)
+        ax.set_xlabel("turn (0 = first customer message)")
+        ax.set_ylabel(label)
+        ax.set_title(f"{label.split(' (')[0]} by conversation turn")
+        ax.xaxis.get_major_locator().set_params(integer=True)
+        if column == "cached_share":
+            ax.set_ylim(-0.03, 1.03)
+        if ax.get_legend() is not None:
+            ax.legend(fontsize=8)
+    return _save(fig, out)

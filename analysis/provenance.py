@@ -1,5 +1,9 @@
 """What made a TSQ figure: dataset, labels, instruction mode, judge, and the ceiling they allow.
 
+Runs compared side by side must share dataset, revision and labels (`COMPARABLE`, else
+`MixedRunsError` unless allowed); they may differ in instruction mode (`STATED`: goals vs
+conversation is a comparison of protocols over one measuring stick), which the report states.
+
 The judge column (and the judge figures beside it) come from the verdict
 files of `bankbench judge` (`analysis.judge.figures`); "none" when no judge pass ran.
 
@@ -31,8 +35,12 @@ from contracts.sweep import SweepManifest
 UNKNOWN = "unknown"
 NOT_MEASURED = "not measured"
 SAMPLE_FALLBACK = "bundled sample (hub unreachable)"
-# The fields two runs must share for their TSQ to be compared (`--allow-mixed` overrides).
-COMPARABLE = ("dataset", "dataset_revision", "labels", "mode")
+# The fields two runs must share for their TSQ to be compared (`--allow-mixed` overrides):
+# the measuring stick.
+COMPARABLE = ("dataset", "dataset_revision", "labels")
+# Fields two runs may differ in on purpose: the instruction mode is a protocol under test
+# (goals vs conversation over the same scenarios and labels), stated, never refused.
+STATED = ("mode",)
 COLUMNS = ("dataset", "dataset_source", "dataset_revision", "labels", "label_quality",
            "label_heldout_f1", "mode", "judge", "tsq_ceiling")
 
@@ -86,7 +94,7 @@ def _label_quality(path: Path) -> tuple[float | None, str]:
     return quality.heldout_micro_f1, text
 
 
-def _task_path(trial_dir: Path, job_dir: Path, scenario: str, tasks_dir: str | None
+def task_path(trial_dir: Path, job_dir: Path, scenario: str, tasks_dir: str | None
                ) -> Path | None:
     """Where the trial's task folder is now: its config's path (absolute, or relative to
     where Harbor ran), else the sweep's task folder."""
@@ -136,7 +144,7 @@ def level_provenance(trials: pd.DataFrame, jobs: pd.DataFrame,
             mine = trials[(trials["source"] == source) & (trials["job"] == job.job)]
             # One trial per scenario is enough: repeats run the same task folder.
             for row in mine.drop_duplicates("scenario_id").itertuples(index=False):
-                path = _task_path(job_dir / row.trial, job_dir, row.scenario_id,
+                path = task_path(job_dir / row.trial, job_dir, row.scenario_id,
                                   manifest.tasks_dir if manifest else None)
                 if path is None:
                     continue
@@ -175,14 +183,14 @@ def _summarise(found: list[TaskProvenance], manifest: SweepManifest | None) -> d
 
 
 class MixedRunsError(ValueError):
-    """Runs compared side by side were made against different labels, data or modes."""
+    """Runs compared side by side were made against different labels or data."""
 
 
-def mixed_fields(provenance: pd.DataFrame) -> list[str]:
-    """One phrase per comparable field on which the sources differ (unknowns are skipped:
+def mixed_fields(provenance: pd.DataFrame, fields: tuple[str, ...] = COMPARABLE) -> list[str]:
+    """One phrase per field of `fields` on which the sources differ (unknowns are skipped:
     a run whose tasks are gone cannot be checked, and the report says so)."""
     out = []
-    for field in COMPARABLE:
+    for field in fields:
         per_source = (provenance[provenance[field] != UNKNOWN]
                       .groupby("source", sort=False)[field].agg(lambda s: _one(list(s))))
         if per_source.nunique() > 1:

@@ -14,15 +14,15 @@ from typing import Any
 
 import pandas as pd
 
-from analysis import plots
+from analysis import plots, turns
 from analysis.compare import compare_table
 from analysis.consistency_report import write_consistency
-from analysis.markdown import fmt, table
+from analysis.markdown import fmt, fmt_ci, table
 from analysis.metrics import ALL
 from analysis.metrics.goodput import SLO
 from analysis.metrics.quality import per_scenario, with_solved
 from analysis.provenance import COLUMNS as PROVENANCE_COLUMNS
-from analysis.provenance import SAMPLE_FALLBACK, check_comparable
+from analysis.provenance import SAMPLE_FALLBACK, STATED, check_comparable, mixed_fields
 from analysis.request_trace import server_view_section
 from analysis.summary import summarize
 from analysis.tables import Tables, is_sweep_dir, load_many
@@ -40,9 +40,10 @@ def write_report(path: Path, out: Path | None = None, compare: Sequence[Path] = 
                  log: Callable[[str], None] | None = None) -> Path:
     """Read `path` (and `compare`), write every report file into `out`; returns report.md.
 
-    Runs made against different datasets, labels or instruction modes are refused
-    (`provenance.MixedRunsError`, nothing written) unless `allow_mixed`. `log`, when given,
-    receives one line per stage (the CLI prints them as progress).
+    Runs made against different datasets or labels are refused (`provenance.MixedRunsError`,
+    nothing written) unless `allow_mixed`; runs of different instruction modes (goals vs
+    conversation) are compared and the report says so. `log`, when given, receives one line
+    per stage (the CLI prints them as progress).
     """
     say = log or (lambda _line: None)
     path = Path(path)
@@ -55,9 +56,10 @@ def write_report(path: Path, out: Path | None = None, compare: Sequence[Path] = 
         f"{len(tables.requests):,} LLM calls, {len(tables.issues)} input problem(s)")
     summary = summarize(tables, slo)
     mixed = check_comparable(summary, allow_mixed) if len(inputs) > 1 else []
+    modes = mixed_fields(summary, STATED) if len(inputs) > 1 else []
     comparison = compare_table(summary, tables.trials, tables.requests)
     out.mkdir(parents=True, exist_ok=True)
-    write_data_files(tables, summary, comparison, out, inputs, slo, mixed)
+    write_data_files(tables, summary, comparison, out, inputs, slo, mixed, modes)
     say(f"wrote summary ({len(summary)} rows) and data files to {out}")
     figures = draw_figures(tables, summary, out / "plots") if draw else []
     if draw:
@@ -65,8 +67,10 @@ def write_report(path: Path, out: Path | None = None, compare: Sequence[Path] = 
     # Sections computed from the trials' own files (not the summary) are written by their
     # modules and slotted in before the figures.
     _, consistency = write_consistency(tables, out, draw=draw)
-    text = render_markdown(tables, summary, comparison, inputs, slo, figures, out, mixed,
-                           extra_sections=[*consistency, *server_view_section(tables)])
+    text = render_markdown(
+        tables, summary, comparison, inputs, slo, figures, out, mixed,
+        extra_sections=[*turns.section(tables.requests, tables.trials, tables.sweeps),
+                        *consistency, *server_view_section(tables)], modes=modes)
     report = out / "report.md"
     report.write_text(text, encoding="utf-8")
     return report
@@ -79,7 +83,7 @@ def _records(frame: pd.DataFrame) -> list[dict[str, Any]]:
 
 def write_data_files(tables: Tables, summary: pd.DataFrame, comparison: pd.DataFrame,
                      out: Path, inputs: list[Path], slo: SLO | None,
-                     mixed: list[str]) -> None:
+                     mixed: list[str], modes: Sequence[str] = ()) -> None:
     summary.to_csv(out / "summary.csv", index=False)
     with_solved(tables.trials)[0].to_csv(out / "trials.csv", index=False)
     per_scenario(tables.trials).to_csv(out / "scenarios.csv", index=False)
@@ -90,6 +94,7 @@ def write_data_files(tables: Tables, summary: pd.DataFrame, comparison: pd.DataF
         "inputs": [str(p) for p in inputs],
         "slo": slo.model_dump() if slo else None,
         "mixed_runs": mixed,
+        "mode_differences": list(modes),
         "sweeps": {k: json.loads(v.model_dump_json()) for k, v in tables.sweeps.items()},
         "jobs": _records(tables.jobs),
         "metrics": [{"key": m.key, "header": m.header, "unit": m.unit,
@@ -105,14 +110,17 @@ def write_data_files(tables: Tables, summary: pd.DataFrame, comparison: pd.DataF
 def draw_figures(tables: Tables, summary: pd.DataFrame, folder: Path) -> list[tuple[str, Path]]:
     figures: list[tuple[str, Path]] = []
     trials, requests, itl = tables.trials, tables.requests, tables.itl
-    ok = requests[requests["ok"]]
+    # Serving figures show the system under test: other roles' calls (a simulated customer)
+    # stay out, as in the summary.
+    serving = requests["ok"] & requests["measured"]
+    ok = requests[serving]
     if len(ok):
         groups = _group_labels(ok)
         figures.append(("TTFT distribution", plots.histogram(
             ok["ttft_ms"], groups, "TTFT (ms)", "TTFT distribution", folder / "ttft_hist.png")))
     if len(itl):
         rows = itl["request_row"].to_numpy()
-        keep = requests["ok"].to_numpy()[rows]
+        keep = serving.to_numpy()[rows]
         labels = _group_labels(requests)
         gap_groups = None if labels is None else pd.Series(labels.to_numpy()[rows][keep])
         figures.append(("ITL distribution", plots.histogram(
@@ -127,6 +135,9 @@ def draw_figures(tables: Tables, summary: pd.DataFrame, folder: Path) -> list[tu
             if counted[column].notna().any():
                 figures.append((title, plots.scatter_vs_tsq(
                     trials, column, folder / f"tsq_vs_{name}.png")))
+    if turns.is_multi_turn(requests, trials):
+        figures.append(("TTFT and cached prompt share by conversation turn", plots.by_turn(
+            turns.by_turn(requests, turns.routers_of(tables.sweeps)), folder / "by_turn.png")))
     if summary.groupby("source")["level"].nunique().max() > 1:
         figures += [
             ("Latency percentiles vs concurrency",
@@ -151,14 +162,6 @@ def _group_labels(frame: pd.DataFrame) -> pd.Series | None:
     return None
 
 
-def _ci(row: pd.Series, key: str, suffix: str = "_mean") -> str:
-    """`mean [low, high]`; `mean [—]` when there is no interval (one scenario or trial)."""
-    low, high = row.get(f"{key}_ci_low"), row.get(f"{key}_ci_high")
-    interval = "[—]" if pd.isna(low) or pd.isna(high) else f"[{fmt(low)}, {fmt(high)}]"
-    value = row.get(f"{key}{suffix}")
-    return "–" if pd.isna(value) else f"{fmt(value)} {interval}"
-
-
 def _section(summary: pd.DataFrame, columns: dict[str, str]) -> str:
     present = {k: v for k, v in columns.items() if k in summary.columns}
     frame = summary[["source", "level", *present]]
@@ -168,10 +171,11 @@ def _section(summary: pd.DataFrame, columns: dict[str, str]) -> str:
 def render_markdown(tables: Tables, summary: pd.DataFrame, comparison: pd.DataFrame,
                     inputs: list[Path], slo: SLO | None, figures: list[tuple[str, Path]],
                     out: Path, mixed: Sequence[str] = (),
-                    extra_sections: Sequence[str] = ()) -> str:
+                    extra_sections: Sequence[str] = (), modes: Sequence[str] = ()) -> str:
     parts = [f"# bankbench report: {', '.join(p.name for p in inputs)}", "",
              f"Generated {datetime.now(UTC):%Y-%m-%d %H:%M} UTC. Definitions of every figure: "
-             "see *Metric definitions* at the end.", "", *_measured_against(summary, mixed),
+             "see *Metric definitions* at the end.", "",
+             *_measured_against(summary, mixed, modes),
              "## Provenance", "", _provenance(tables), "", "## Trials", "",
              _section(summary, {"n_trials": "trials", "n_scored": "scored",
                                 "n_agent_failed": "agent failed", "n_infra_failed": "infra failed",
@@ -224,7 +228,7 @@ def render_markdown(tables: Tables, summary: pd.DataFrame, comparison: pd.DataFr
             "completion_tokens_per_trial": "completion tokens",
             "cached_token_share": "cached prompt share"}), ""]
     if len(comparison):
-        parts += _comparison(comparison, inputs[0].name, mixed)
+        parts += _comparison(comparison, inputs[0].name, [*mixed, *modes])
     parts += list(extra_sections)
     if figures:
         parts += ["## Figures", ""]
@@ -240,7 +244,8 @@ def render_markdown(tables: Tables, summary: pd.DataFrame, comparison: pd.DataFr
     return "\n".join(parts)
 
 
-def _measured_against(summary: pd.DataFrame, mixed: Sequence[str]) -> list[str]:
+def _measured_against(summary: pd.DataFrame, mixed: Sequence[str],
+                      modes: Sequence[str] = ()) -> list[str]:
     """The header block: which data, labels and mode every TSQ below is measured against."""
     present = [c for c in PROVENANCE_COLUMNS if c in summary.columns]
     if not present:
@@ -262,6 +267,11 @@ def _measured_against(summary: pd.DataFrame, mixed: Sequence[str]) -> list[str]:
         lines += ["**Warning: runs compared with `--allow-mixed` differ in "
                   + "; ".join(mixed) + ".** Their quality deltas mix a change of measuring "
                   "stick with a change of system.", ""]
+    if modes:
+        lines += ["**The runs compared differ in " + "; ".join(modes) + ".** Same data and "
+                  "labels, different protocols: the deltas below compare how the agent was "
+                  "asked (all goals at once, the first message only, or a conversation with a "
+                  "simulated customer) as well as the system that served it.", ""]
     return lines
 
 
@@ -279,13 +289,13 @@ def _quality(summary: pd.DataFrame) -> list[str]:
         rows.append({
             "source": row["source"], "level": row["level"], "counted": row["n_counted"],
             "scenarios": row.get("n_scenarios"), "infra failed": row.get("n_infra_failed"),
-            "TSQ (infra excl.)": _ci(row, "tsq"), "TSQ (infra as 0)": _ci(row, "tsq_infra0"),
-            "solved (infra excl.)": _ci(row, "solved"),
-            "solved (infra as 0)": _ci(row, "solved_infra0"),
-            "precision": _ci(row, "precision"), "recall": _ci(row, "recall"),
-            "param validity": _ci(row, "param_validity"), "pass@1": row.get("pass_at_1"),
-            "k": row.get("k"), "pass@k": _ci(row, "pass_at_k", ""),
-            "pass^k": _ci(row, "pass_hat_k", ""), "TSQ spread": row.get("tsq_scenario_std"),
+            "TSQ (infra excl.)": fmt_ci(row, "tsq"), "TSQ (infra as 0)": fmt_ci(row, "tsq_infra0"),
+            "solved (infra excl.)": fmt_ci(row, "solved"),
+            "solved (infra as 0)": fmt_ci(row, "solved_infra0"),
+            "precision": fmt_ci(row, "precision"), "recall": fmt_ci(row, "recall"),
+            "param validity": fmt_ci(row, "param_validity"), "pass@1": row.get("pass_at_1"),
+            "k": row.get("k"), "pass@k": fmt_ci(row, "pass_at_k", ""),
+            "pass^k": fmt_ci(row, "pass_hat_k", ""), "TSQ spread": row.get("tsq_scenario_std"),
         })
     frame = pd.DataFrame(rows)
     solved_from = ", ".join(sorted(set(summary.get("solved_from", pd.Series()).dropna())))
@@ -312,7 +322,7 @@ def _judge(summary: pd.DataFrame) -> list[str]:
     frame = pd.DataFrame([{
         "source": row["source"], "level": row["level"], "judge": row["judge"],
         "judged": row["judge_n"], "unparseable/failed": row["judge_unparseable"],
-        "judge TSQ": _ci(row, "judge_tsq"), "action completion": _ci(row, "judge_ac"),
+        "judge TSQ": fmt_ci(row, "judge_tsq"), "action completion": fmt_ci(row, "judge_ac"),
     } for _, row in summary.iterrows()])
     return ["## Judge metrics (mean, 95% scenario-cluster bootstrap CI)", "", table(frame), "",
             "A judge model read each counted trial's session (the customer's goals, the calls "

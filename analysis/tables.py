@@ -23,9 +23,14 @@ import numpy as np
 import pandas as pd
 
 from analysis import files
-from analysis.trial_rows import FLOAT_REQ, REQ_COLUMNS, TrialTask, read_trials
+from analysis.trial_rows import (
+    FLOAT_REQ,
+    REQ_COLUMNS,
+    TRIAL_REWARD_COLUMNS,
+    TrialTask,
+    read_trials,
+)
 from contracts.llm_calls import EVALUATOR_ROLE, MEASURED_ROLES
-from contracts.reward import REWARD_KEYS
 from contracts.sweep import (
     METRICS_AFTER,
     METRICS_BEFORE,
@@ -235,6 +240,11 @@ def _add_trial_aggregates(trials: pd.DataFrame, requests: pd.DataFrame,
     trials["n_requests"] = count(measured).astype(int)
     trials["n_failed_requests"] = count(~requests["ok"] & measured).astype(int)
     trials["n_other_role_requests"] = count(~measured).astype(int)
+    # The last customer turn the agent's calls reached (0 in single-turn runs; NaN: no call).
+    last = np.full(n, -1.0)
+    np.maximum.at(last, trial_idx[measured.to_numpy(bool)],
+                  requests.loc[measured, "turn"].to_numpy(dtype=float))
+    trials["last_turn"] = np.where(last < 0, np.nan, last)
     for col in ("prompt_tokens", "completion_tokens", "cached_tokens"):
         trials[col] = tokens_total(requests[col])
     trials["total_tokens"] = trials["prompt_tokens"] + trials["completion_tokens"]
@@ -256,7 +266,8 @@ def _add_trial_aggregates(trials: pd.DataFrame, requests: pd.DataFrame,
 
 _TRIAL_COLUMNS = [
     "source", "job", "level", "trial", "scenario_id", "status", "status_reason",
-    "exception_type", "agent_status", *REWARD_KEYS, "in_quality", "reward_imputed",
+    "exception_type", "agent_status", "mode", *TRIAL_REWARD_COLUMNS, "in_quality",
+    "reward_imputed",
     "n_attempts", "scored_attempt", "tsq_first_attempt", "tsq_scored_attempt",
     "started_at", "finished_at", "env_setup_s", "agent_setup_s", "setup_s", "agent_s",
     "verifier_s", "total_s", "harbor_input_tokens", "harbor_output_tokens",

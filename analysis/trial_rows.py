@@ -28,7 +28,9 @@ import numpy as np
 
 from analysis import files
 from analysis.metrics import latency
+from analysis.provenance import UNKNOWN, read_task, task_path
 from analysis.status import QUALITY_STATUSES, classify
+from contracts.conversation import CONVERSATION_FILE
 from contracts.llm_calls import LLMCallRecord
 from contracts.reward import REWARD_KEYS
 
@@ -49,6 +51,14 @@ _AS_RECORDED = ("request_id", "role", "attempt", "turn", "step", "model", "sessi
                 "start_unix_ns", "prompt_tokens", "completion_tokens", "cached_tokens",
                 "token_source", "finish_reason", "http_status", "retries")
 INT_REQ = ("attempt", "turn", "step", "start_unix_ns", "n_itl", "retries")
+# reward.json's count of the agent's `say`s in the scored attempt (1 in single-turn modes): a
+# count, not a 0..1 score, so never imputed as 0. Read whether or not REWARD_KEYS lists it.
+TURNS_KEY = "turns"
+TRIAL_REWARD_COLUMNS = (*REWARD_KEYS, *((TURNS_KEY,) if TURNS_KEY not in REWARD_KEYS else ()))
+# The instruction mode of runs whose tasks predate the mode field (or are gone) and that hold
+# no conversation transcript: the only mode there was.
+DEFAULT_MODE = "goals"
+CONVERSATION_MODE = "conversation"
 # Fewer trials than this are read in-process: a worker pool costs ~0.1 s to start.
 PARALLEL_FROM = 200
 CHUNK = 250
@@ -75,6 +85,9 @@ class Rows:
     itl_ns: array = field(default_factory=lambda: array("q"))
     itl_values: Any = None  # the gaps in ms (numpy), once packed
     issues: list[tuple[str, files.Issue]] = field(default_factory=list)
+    # (job folder, scenario) → its task's instruction mode, read once per chunk: every trial
+    # of a scenario in a job ran the same task folder.
+    task_modes: dict[tuple[Path, str], str] = field(default_factory=dict)
 
     def packed(self) -> Rows:
         """Numeric columns as numpy arrays: a worker's rows cross to the parent as buffers."""
@@ -174,9 +187,12 @@ def _read_trial(task: TrialTask, rows: Rows, issues: list[files.Issue]) -> None:
         "exception_type": exc_type, "agent_status": agent_status.status if agent_status else None,
     }
     imputed = status == "agent_failed" and not rewards
-    for key in REWARD_KEYS:
+    for key in TRIAL_REWARD_COLUMNS:
         value = (rewards or {}).get(key)
         row[key] = 0.0 if imputed else (float(value) if value is not None else np.nan)
+    if imputed:
+        row[TURNS_KEY] = np.nan  # a count: unknown without the verifier, not 0
+    row["mode"] = _trial_mode(trial_dir, scenario, records, rows.task_modes)
     row["in_quality"] = status in QUALITY_STATUSES
     row["reward_imputed"] = imputed
     row.update(_attempt_columns(attempts, records, row["tsq"],
@@ -184,6 +200,23 @@ def _read_trial(task: TrialTask, rows: Rows, issues: list[files.Issue]) -> None:
     row.update(_timing_columns(result))
     rows.trials.append(row)
     _add_requests(len(rows.trials) - 1, records, rows)
+
+
+def _trial_mode(trial_dir: Path, scenario: str, records: list[LLMCallRecord],
+                cache: dict[tuple[Path, str], str]) -> str:
+    """The instruction mode of the trial's task (task.toml `[metadata] mode`, found the way
+    the report's provenance finds it); for a task that is gone or predates the field:
+    conversation when the trial holds a transcript or calls past turn 0, else goals."""
+    key = (trial_dir.parent, scenario)
+    if key not in cache:
+        path = task_path(trial_dir, trial_dir.parent, scenario, None)
+        found = read_task(path) if path is not None else None
+        cache[key] = found.mode if found is not None else UNKNOWN
+    if cache[key] != UNKNOWN:
+        return cache[key]
+    if (trial_dir / "agent" / CONVERSATION_FILE).exists() or any(r.turn for r in records):
+        return CONVERSATION_MODE
+    return DEFAULT_MODE
 
 
 def _task_name_from_config(trial_dir: Path, issues: list[files.Issue]) -> str | None:

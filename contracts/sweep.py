@@ -25,6 +25,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field, field_validator, model_validator
 
+from contracts.conversation import DEFAULT_MAX_TURNS
+
 SWEEP_FILE = "sweep.json"
 ROUTERS_FILE = "routers.json"
 METRICS_BEFORE = "metrics_before.prom"
@@ -95,8 +97,14 @@ class SweepConfig(BaseModel):
         None, description="Existing task directory (skips building)."
     )
     limit: int | None = Field(None, ge=1, description="Use only the first N scenarios.")
-    mode: Literal["goals", "first-message"] = Field(
-        "goals", description="Instruction content of built tasks."
+    mode: Literal["goals", "first-message", "conversation"] = Field(
+        "goals", description="Instruction mode of built tasks: goals (first message and every "
+        "goal at once) | first-message | conversation (a simulated customer in the task "
+        "environment reveals the goals turn by turn; docs/conversation.md)."
+    )
+    max_turns: int = Field(
+        DEFAULT_MAX_TURNS, ge=1, le=100,
+        description="Conversation mode: most customer replies the agent gets per attempt.",
     )
     labels: str = Field(
         "intent", description="Expected-tool labels of built tasks: intent | semantic | match | "
@@ -139,13 +147,21 @@ class SweepConfig(BaseModel):
     def environment(self) -> str:
         return ENVIRONMENTS.get(self.env, self.env)
 
+    def _measured(self) -> dict[str, Any]:
+        """The fields that change what is measured: every one, but `max_turns` only in
+        conversation mode (so a goals sweep's fingerprint is what it was before the field)."""
+        fields = self.model_dump(mode="json")
+        if self.mode != "conversation":
+            fields.pop("max_turns")
+        return fields
+
     def fingerprint(self) -> str:
         """Stable hash of everything that changes what is measured."""
-        blob = json.dumps(self.model_dump(mode="json"), sort_keys=True)
+        blob = json.dumps(self._measured(), sort_keys=True)
         return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
     def differences(self, other: SweepConfig) -> list[str]:
-        mine, theirs = self.model_dump(mode="json"), other.model_dump(mode="json")
+        mine, theirs = self._measured(), other._measured()
         return [f"{k}: {theirs[k]!r} -> {mine[k]!r}" for k in mine if mine[k] != theirs.get(k)]
 
 

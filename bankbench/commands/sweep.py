@@ -22,6 +22,15 @@ def _from_config(field: str, more: str = "") -> dict[str, Any]:
     return {"default": default, "help": (info.description or "").rstrip(".") + more}
 
 
+def _choices(field: str) -> list[str]:
+    """The values a Literal-typed SweepConfig field allows."""
+    from typing import get_args
+
+    from contracts.sweep import SweepConfig
+
+    return list(get_args(SweepConfig.model_fields[field].annotation))
+
+
 def _key_values(items: list[str], option: str) -> dict[str, str]:
     from agents.options import key_values
 
@@ -61,7 +70,12 @@ def add_run_options(p: argparse.ArgumentParser) -> None:
     tasks.add_argument("--tasks", **_from_config("tasks"))
     tasks.add_argument("--source", **_from_config("source"))
     tasks.add_argument("--limit", type=int, **_from_config("limit"))
-    tasks.add_argument("--mode", choices=["goals", "first-message"], **_from_config("mode"))
+    tasks.add_argument("--mode", choices=_choices("mode"), **_from_config("mode"))
+    # No argparse default (SUPPRESS): given without --mode conversation it is an error, not
+    # silently ignored, so the parser must see whether it was typed.
+    turns = _from_config("max_turns")
+    tasks.add_argument("--max-turns", type=int, metavar="N", default=argparse.SUPPRESS,
+                       help=f"{turns['help']} (default {turns['default']})")
     tasks.add_argument("--labels", **_from_config("labels"))
     p.add_argument("--env", **_from_config("env"))
     p.add_argument("--ak", action="append", metavar="KEY=VALUE",
@@ -128,6 +142,7 @@ def _run(args: argparse.Namespace) -> int:
         name = args.name or "sweep-" + datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
         sweep_dir = Path(args.out) / name
         fields = _explicit_options(args, all_fields=True)
+    _check_max_turns(fields)
     try:
         config = SweepConfig.model_validate(fields)
     except ValidationError as exc:
@@ -191,6 +206,11 @@ def _stop_cleanly_on_sigterm() -> dict[str, int]:
     return seen
 
 
+def _check_max_turns(fields: dict) -> None:
+    if "max_turns" in fields and fields.get("mode") != "conversation":
+        raise SystemExit("bankbench sweep: --max-turns applies to --mode conversation only")
+
+
 def _explicit_options(args: argparse.Namespace, all_fields: bool = False) -> dict:
     """SweepConfig fields from the command line. For --resume only those the user typed."""
     fields = {
@@ -201,7 +221,10 @@ def _explicit_options(args: argparse.Namespace, all_fields: bool = False) -> dic
         "mode": args.mode, "labels": args.labels, "env": args.env,
         "agent_kwargs": _key_values(args.ak, "--ak"),
     }
+    if getattr(args, "max_turns", None) is not None:
+        fields["max_turns"] = args.max_turns
     if all_fields:
+        _check_max_turns(fields)
         return fields
     from contracts.sweep import SweepConfig
 

@@ -75,9 +75,11 @@ def prepare_tasks(
 def _build(build_tasks, source: str, tasks_dir: Path, config: SweepConfig):
     from bankbench.paths import hub_cache
 
+    # The turn limit is a conversation-mode option of the builder; other modes have none.
+    turns = {"max_turns": config.max_turns} if config.mode == "conversation" else {}
     return build_tasks(
         source=source, out=tasks_dir, domain="banking", mode=config.mode, labels=config.labels,
-        on_bad_row="skip", limit=config.limit, hub_cache=hub_cache(),
+        on_bad_row="skip", limit=config.limit, hub_cache=hub_cache(), **turns,
     )
 
 
