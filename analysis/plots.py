@@ -265,7 +265,7 @@ def by_turn(frame: pd.DataFrame, out: Path) -> Path:
     sns.set_theme(style="whitegrid")
     fig, axes = plt.subplots(1, 2, figsize=(11, 4.2))
     data = frame.assign(run=_hue(frame) if _hue(frame) is not None else "all")
-    if frame["router"].astype(bool).any() and frame["source"].nunique() > 1:
+    if frame["router"].nunique() > 1:
         data["run"] = data["run"] + " (" + data["router"].astype(str) + ")"
     for ax, (column, label) in zip(axes, (("ttft_p50_ms", "TTFT p50 (ms)"),
                                           ("cached_share", "cached prompt share")),

@@ -225,3 +225,58 @@ def synthetic_sweep(sweep_dir: Path, levels: list[int], trials_per_level: int,
                                      "scored_attempt": 2},
                         started_at=T0 + timedelta(seconds=start_s), phase_s=(0, 0, agent_s, 0.1))
     return sweep_dir
+
+
+def conversation_sweep(sweep_dir: Path, levels: list[int], *, scenarios: int = 4,
+                       turns: int = 3, mode: str = "conversation", router: str = "kv",
+                       cached_share: float = 0.8, simulator: bool = True,
+                       seed: int = 0) -> Path:
+    """A sweep of conversation-mode (or, with `mode="goals"`, single-turn) trials over
+    `scenarios` task stubs in `<sweep>/tasks`: per turn two agent calls whose prompt grows with
+    the conversation, of which a turn after the first finds `cached_share` of the previous
+    turn's prompt in the cache; per customer reply one `user_simulator` call (slow and large,
+    so a figure that let it in would show it); reward.json with `turns`."""
+    rng = random.Random(seed)
+    tasks_dir = sweep_dir / "tasks"
+    ids = [f"banking-{i:03d}" for i in range(scenarios)]
+    for scenario in ids:
+        write_task_stub(tasks_dir, scenario, mode=mode)
+    write_sweep_manifest(sweep_dir, levels, router=router, tasks_dir=str(tasks_dir),
+                         n_tasks=scenarios, config=SweepConfig(
+                             levels=levels, profile="cpu-mocker", router=router, mode=mode))
+    n_turns = turns if mode == "conversation" else 1
+    for level in levels:
+        job_dir = write_job(level_dir(sweep_dir, level), level, n_total_trials=scenarios)
+        for scenario in ids:
+            name = f"{scenario}__c{level}"
+            records, t_ns, prompt = [], _T0_NS, 0
+            for turn in range(n_turns):
+                if turn and simulator:
+                    records.append(record(
+                        role="user_simulator",
+                        request_id=f"{name}-u{turn}", trial_name=name, scenario_id=scenario,
+                        turn=turn, step=0, start_unix_ns=t_ns, prompt_tokens=5000,
+                        completion_tokens=40, cached_tokens=0,
+                        **raw_times(900.0, [10.0] * 39, 1500.0, send_ns=t_ns)))
+                    t_ns += 1_500_000_000
+                for step in (1, 2):
+                    # The prompt re-sent from the previous call is the reusable prefix.
+                    previous, prompt = prompt, 800 + 300 * turn + 100 * step
+                    cached = round(cached_share * previous) if turn or step == 2 else 0
+                    ttft = 20.0 + 0.02 * (prompt - cached) * (1 + level / 8)
+                    ttft *= rng.uniform(0.9, 1.1)
+                    records.append(record(
+                        request_id=f"{name}-{turn}-{step}", trial_name=name,
+                        scenario_id=scenario, turn=turn, step=step, start_unix_ns=t_ns,
+                        **raw_times(ttft, [5.0] * 9, ttft + 45.0, send_ns=t_ns),
+                        prompt_tokens=prompt, completion_tokens=10, cached_tokens=cached))
+                    t_ns += int((ttft + 45.0) * 1e6) + 1_000_000
+            agent_s = (t_ns - _T0_NS) / 1e9 + 0.5
+            tsq = 0.9 if mode == "goals" else 0.7
+            write_trial(job_dir, name, scenario_id=scenario, records=records,
+                        rewards={"tsq": tsq, "precision": tsq, "recall": tsq,
+                                 "param_validity": 1.0, "multiset_f1": tsq,
+                                 "goal_coverage": tsq, "turns": float(n_turns)},
+                        agent_status={"status": "ok", "reason": None}, tasks_dir=tasks_dir,
+                        phase_s=(0, 0, agent_s, 0.1))
+    return sweep_dir

@@ -28,7 +28,7 @@ BY_TURN_COLUMNS = ["source", "router", "level", "turn", "requests", "ttft_p50_ms
 CONVERSATION_COLUMNS = ["source", "level", "conversations", "turns_mean", "last_turn_mean",
                         "llm_s_mean", "llm_s_p50", "resolve_s_mean", "resolve_s_p50",
                         "resolve_s_p90"]
-QUALITY_KEYS = ("tsq", "solved", "goal_score")
+QUALITY_KEYS = {"tsq": "TSQ", "solved": "solved", "goal_score": "goal score"}
 
 
 def is_multi_turn(requests: pd.DataFrame, trials: pd.DataFrame) -> bool:
@@ -128,12 +128,12 @@ def other_roles(requests: pd.DataFrame) -> pd.DataFrame:
 
 
 def by_turn_table(frame: pd.DataFrame) -> str:
-    """`by_turn` as Markdown (the router column only when sources ran behind routers)."""
+    """`by_turn` as Markdown (the router column only when the sources' routers differ)."""
     headers = {"source": "source", "router": "router", "level": "level", "turn": "turn",
                "requests": "requests", "ttft_p50_ms": "TTFT p50 (ms)",
                "ttft_p90_ms": "TTFT p90 (ms)", "prompt_tokens_mean": "prompt tokens (mean)",
                "cached_share": "cached prompt share"}
-    if not frame["router"].astype(bool).any():
+    if frame["router"].nunique() < 2:
         headers.pop("router")
     return table(frame[list(headers)], list(headers.values()))
 
@@ -183,8 +183,9 @@ def _quality_by_mode(trials: pd.DataFrame) -> list[str]:
     shown = pd.DataFrame({
         "source": frame["source"], "level": frame["level"], "mode": frame["mode"],
         "counted": frame["counted"],
-        **{key: [fmt_ci(row, key) for _, row in frame.iterrows()] for key in QUALITY_KEYS
-           if f"{key}_mean" in frame}})
+        **{header: [fmt_ci(row, key) for _, row in frame.iterrows()]
+           for key, header in QUALITY_KEYS.items()
+           if f"{key}_mean" in frame and frame[f"{key}_mean"].notna().any()}})
     return ["**Quality by instruction mode** (mean, 95% scenario-cluster bootstrap CI)", "",
             table(shown), ""]
 

@@ -144,3 +144,84 @@ def test_harbor_run_argv_carries_level_attempts_and_agent_options(tmp_path):
     assert "--ak base_url=http://h/v1" in joined and "--ak self_eval=true" in joined
     assert "agents.banking:BankingAgent" in cmd
     assert "environments.local:LocalEnvironment" in cmd
+
+
+def test_conversation_mode_and_its_turn_limit():
+    from contracts.conversation import DEFAULT_MAX_TURNS
+
+    convo = _config(mode="conversation")
+    assert convo.max_turns == DEFAULT_MAX_TURNS
+    with pytest.raises(ValidationError):
+        _config(mode="conversation", max_turns=0)
+    # The mode is what is measured: a resumed sweep may not switch it.
+    assert convo.fingerprint() != _config().fingerprint()
+    assert _config().differences(convo) == ["mode: 'conversation' -> 'goals'"]
+    assert (_config(mode="conversation", max_turns=3).fingerprint()
+            != convo.fingerprint())
+    # Outside conversation mode the turn limit changes nothing, nor the fingerprint, which
+    # is the one sweeps made before the option existed carry.
+    assert _config(max_turns=3).fingerprint() == _config().fingerprint()
+    import hashlib
+
+    before = {k: v for k, v in _config().model_dump(mode="json").items() if k != "max_turns"}
+    blob = json.dumps(before, sort_keys=True).encode()
+    assert _config().fingerprint() == hashlib.sha256(blob).hexdigest()[:16]
+
+
+def test_cli_max_turns_only_with_conversation_mode(capsys):
+    import argparse
+
+    from bankbench.cli import main
+    from bankbench.commands import sweep as command
+
+    parser = argparse.ArgumentParser()
+    command.register(parser.add_subparsers())
+    args = parser.parse_args(["sweep", "--profile", "cpu-mocker", "--mode", "conversation",
+                              "--max-turns", "4"])
+    assert command._explicit_options(args) == {"profile": "cpu-mocker",
+                                               "mode": "conversation", "max_turns": 4}
+    assert SweepConfig.model_validate(
+        command._explicit_options(args, all_fields=True)).max_turns == 4
+    with pytest.raises(SystemExit, match="--max-turns applies to --mode conversation only"):
+        main(["sweep", "--profile", "cpu-mocker", "--max-turns", "4"])
+
+
+def test_tasks_are_built_in_the_sweeps_mode(tmp_path, monkeypatch):
+    """What the sweep hands the task builder (a stand-in that records its arguments)."""
+    from bankbench.sweep import tasks as sweep_tasks
+    from tasks.banking import build
+
+    seen = []
+
+    def builder(**kwargs):
+        seen.append(kwargs)
+        (kwargs["out"] / "banking-000").mkdir(parents=True)
+        (kwargs["out"] / "banking-000" / "task.toml").write_text("")
+
+    monkeypatch.setattr(build, "build_tasks", builder)
+    convo = SweepConfig(levels=[1], profile="cpu-mocker", source="sample",
+                        mode="conversation", max_turns=4)
+    assert sweep_tasks.prepare_tasks(convo, tmp_path / "a").n_tasks == 1
+    goals = SweepConfig(levels=[1], profile="cpu-mocker", source="sample")
+    sweep_tasks.prepare_tasks(goals, tmp_path / "b")
+    assert (seen[0]["mode"], seen[0]["max_turns"]) == ("conversation", 4)
+    assert seen[1]["mode"] == "goals" and "max_turns" not in seen[1]
+
+
+def test_a_conversation_sweep_builds_conversation_tasks(tmp_path):
+    """The real builder, once it knows conversation mode: the turn limit reaches the task."""
+    from contracts.conversation import CUSTOMER_FILE, CustomerBrief
+    from tasks.banking import render
+
+    if "conversation" not in render.MODES:
+        pytest.skip("the task builder has no conversation mode yet")
+    from bankbench.sweep.tasks import prepare_tasks
+
+    config = SweepConfig(levels=[1], profile="cpu-mocker", source="sample", limit=1,
+                         mode="conversation", max_turns=3)
+    prepared = prepare_tasks(config, tmp_path)
+    task = next(p for p in prepared.tasks_dir.iterdir() if (p / "task.toml").exists())
+    brief = CustomerBrief.model_validate_json(
+        (task / "environment" / CUSTOMER_FILE).read_text())
+    assert brief.max_turns == 3
+    assert 'mode = "conversation"' in (task / "task.toml").read_text()
