@@ -44,6 +44,14 @@ def routers_of(sweeps: dict[str, SweepManifest]) -> dict[str, str]:
     return {source: m.router for source, m in sweeps.items() if m.router}
 
 
+def cached_share(requests: pd.DataFrame) -> float:
+    """Cached prompt tokens over prompt tokens, over the requests whose server reported both
+    (an unknown count is not 0); NaN when none did."""
+    both = requests.dropna(subset=["prompt_tokens", "cached_tokens"])
+    prompt = float(both["prompt_tokens"].sum())
+    return float(both["cached_tokens"].sum()) / prompt if prompt else np.nan
+
+
 def by_turn(requests: pd.DataFrame, routers: dict[str, str] | None = None) -> pd.DataFrame:
     """One row per (source, level, turn) of the measured roles' successful requests."""
     ok = requests[requests["measured"].astype(bool) & requests["ok"].astype(bool)]
@@ -52,16 +60,13 @@ def by_turn(requests: pd.DataFrame, routers: dict[str, str] | None = None) -> pd
     rows = []
     for (source, level, turn), group in ok.groupby(["source", "level", "turn"], sort=True):
         ttft = group["ttft_ms"].dropna().to_numpy(dtype=float)
-        # Cached share over requests whose server reported both counts (unknown is not 0).
-        both = group.dropna(subset=["prompt_tokens", "cached_tokens"])
-        prompt = float(both["prompt_tokens"].sum())
         rows.append({
             "source": source, "router": (routers or {}).get(source, ""), "level": level,
             "turn": int(turn), "requests": len(group),
             "ttft_p50_ms": float(np.percentile(ttft, 50)) if len(ttft) else np.nan,
             "ttft_p90_ms": float(np.percentile(ttft, 90)) if len(ttft) else np.nan,
             "prompt_tokens_mean": float(group["prompt_tokens"].mean()),
-            "cached_share": float(both["cached_tokens"].sum()) / prompt if prompt else np.nan,
+            "cached_share": cached_share(group),
         })
     order = {s: i for i, s in enumerate(dict.fromkeys(requests["source"]))}
     frame = pd.DataFrame(rows, columns=BY_TURN_COLUMNS)

@@ -157,3 +157,24 @@ def test_by_turn_names_routers_only_when_they_differ(tmp_path):
     assert (later.loc["kv"] > 0.5).all() and (later.loc["round-robin"] == 0).all()
     assert "| router |" in turns.by_turn_table(frame)
     assert "| router |" not in turns.by_turn_table(frame[frame["router"] == "kv"])
+
+
+def test_routing_benchmark_reads_and_prints_mode_by_router_sweeps(tmp_path, capsys):
+    from benchmarks.conversation_routing import main
+
+    for mode in ("conversation", "goals"):
+        for router, share in (("kv", 0.9), ("round-robin", 0.1)):
+            conversation_sweep(tmp_path / mode / f"r-{router}", [4], mode=mode, router=router,
+                               cached_share=share)
+    assert main(["--sweeps", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "| conversation/kv | 4 | 2 | 8 |" in out
+    assert "| goals/round-robin | 4 | 0 | 8 |" in out
+    assert "| goals/kv | 4 | 1 |" not in out  # goals mode has one turn
+    section = out.split("turn 0 vs later turns")[1].split("Per conversation")[0]
+    digest = {line.split("|")[1].strip(): line for line in section.splitlines()
+              if line.startswith("| conversation/")}
+    later_kv = float(digest["conversation/kv"].split("|")[6])
+    later_rr = float(digest["conversation/round-robin"].split("|")[6])
+    assert later_kv > 0.7 > 0.2 > later_rr
+    assert main(["--sweeps", str(tmp_path / "nothing")]) == 2
