@@ -102,7 +102,8 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--sweeps", type=Path, help="read DIR/<mode>/r-<router>/ instead of running")
-    ap.add_argument("--modes", default=",".join(MODES), help="comma-separated (default %(default)s)")
+    ap.add_argument("--modes", default=",".join(MODES),
+                    help="comma-separated (default %(default)s)")
     ap.add_argument("--routers", default=",".join(ROUTERS),
                     help="comma-separated (default %(default)s)")
     ap.add_argument("--levels", default="4", help="concurrency levels (default %(default)s)")
