@@ -9,6 +9,8 @@ tables, metrics, plots and reports.
 - `metrics/`: one definition per metric with its unit and direction; `summary` applies them.
 - `provenance`: what each level's TSQ was measured against (dataset, labels, mode, ceiling).
 - `compare`: runs side by side, quality paired by scenario with an interval and a verdict.
+- `turns`: conversation mode (latency by turn, per-conversation figures, quality by mode) and
+  the calls of roles outside the system under test.
 - `plots`: seaborn figures from DataFrames only.  `report`: report.md, CSV and JSON files.
 - `progress`: a cheap running summary for a job that is still being written.
 
