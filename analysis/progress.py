@@ -11,7 +11,7 @@ from typing import Any
 
 from analysis import files
 from analysis.metrics import latency
-from contracts.llm_calls import LLM_CALLS_FILE, LLMCallRecord
+from contracts.llm_calls import LLM_CALLS_FILE, MEASURED_ROLES, LLMCallRecord
 
 
 def _ttfts(trial_dir: Path) -> list[float]:
@@ -25,6 +25,8 @@ def _ttfts(trial_dir: Path) -> list[float]:
             record = LLMCallRecord.model_validate_json(line)
         except ValueError:
             continue  # a line still being written
+        if record.role not in MEASURED_ROLES:
+            continue  # a simulated customer's call: not the server under test
         ttft = latency.ttft_ns(record.send_ns, record.read_ns)
         if ttft is not None:
             values.append(ttft * latency.TTFT.scale)

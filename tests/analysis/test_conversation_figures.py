@@ -178,3 +178,12 @@ def test_routing_benchmark_reads_and_prints_mode_by_router_sweeps(tmp_path, caps
     later_rr = float(digest["conversation/round-robin"].split("|")[6])
     assert later_kv > 0.7 > 0.2 > later_rr
     assert main(["--sweeps", str(tmp_path / "nothing")]) == 2
+
+
+def test_sweep_progress_lines_leave_the_customer_out(convo_job):
+    from analysis.progress import running_summary
+
+    progress = running_summary(convo_job)
+    # A's 10/20/30, B's 14/40 and C's 12 ms; the customer's 5,000 ms call is not the server's.
+    assert progress["n_requests"] == 6
+    assert progress["ttft_ms_mean"] == pytest.approx((10 + 20 + 30 + 14 + 40 + 12) / 6)
