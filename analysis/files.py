@@ -82,10 +82,14 @@ class TrialResultView(_Lenient):
 
 
 class AttemptScores(BaseModel):
-    """What analysis takes from the verifier's `tsq.json`: TSQ per self-evaluation attempt."""
+    """What analysis takes from the verifier's `tsq.json`: TSQ per self-evaluation attempt,
+    and how a conversation-mode task's scored conversation ended."""
 
     by_attempt: dict[int, float] = Field(default_factory=dict)
     scored_attempt: int | None = None
+    end_reason: str | None = Field(
+        None, description="`conversation.end_reason` (satisfied | turn_limit); None when the "
+        "conversation did not end or the task is not a conversation.")
 
 
 def _read_json(path: Path, issues: list[Issue]) -> Any | None:
@@ -196,8 +200,15 @@ def read_attempt_scores(trial_dir: Path, issues: list[Issue]) -> AttemptScores |
     details = _validate(TsqDetails, _read_json(path, issues), path, issues)
     if details is None:
         return None
+    # `conversation` (conversation-mode verifiers): a model, or a plain dict read as an
+    # extra field by a contract that predates it.
+    conversation = getattr(details, "conversation", None)
+    if isinstance(conversation, BaseModel):
+        conversation = conversation.model_dump()
+    end = conversation.get("end_reason") if isinstance(conversation, dict) else None
     return AttemptScores(by_attempt=details.tsq_by_attempt(),
-                         scored_attempt=details.scored_attempt)
+                         scored_attempt=details.scored_attempt,
+                         end_reason=end if isinstance(end, str) else None)
 
 
 def read_sweep_manifest(sweep_dir: Path, issues: list[Issue]) -> SweepManifest | None:

@@ -278,5 +278,9 @@ def conversation_sweep(sweep_dir: Path, levels: list[int], *, scenarios: int = 4
                                  "param_validity": 1.0, "multiset_f1": tsq,
                                  "goal_coverage": tsq, "turns": float(n_turns)},
                         agent_status={"status": "ok", "reason": None}, tasks_dir=tasks_dir,
-                        phase_s=(0, 0, agent_s, 0.1))
+                        phase_s=(0, 0, agent_s, 0.1), tsq_details=None if n_turns == 1 else {
+                            "scored_attempt": 1, "attempts": [
+                                {"attempt": 1, "reward": {"tsq": tsq}}],
+                            "conversation": {"attempt": 1, "turns": n_turns, "ended": True,
+                                             "end_reason": "satisfied"}})
     return sweep_dir

@@ -25,9 +25,11 @@ from contracts.sweep import SweepManifest
 
 BY_TURN_COLUMNS = ["source", "router", "level", "turn", "requests", "ttft_p50_ms",
                    "ttft_p90_ms", "prompt_tokens_mean", "cached_share"]
-CONVERSATION_COLUMNS = ["source", "level", "conversations", "turns_mean", "last_turn_mean",
+CONVERSATION_COLUMNS = ["source", "level", "conversations", "turns_mean", "satisfied_share",
+                        "last_turn_mean",
                         "llm_s_mean", "llm_s_p50", "resolve_s_mean", "resolve_s_p50",
                         "resolve_s_p90"]
+SATISFIED = "satisfied"  # contracts.conversation.EndReason: the customer said goodbye
 QUALITY_KEYS = {"tsq": "TSQ", "solved": "solved", "goal_score": "goal score"}
 
 
@@ -77,7 +79,9 @@ def by_turn(requests: pd.DataFrame, routers: dict[str, str] | None = None) -> pd
 
 def conversations(trials: pd.DataFrame) -> pd.DataFrame:
     """Per (source, level), over the counted conversation-mode trials: turns per
-    conversation (the verifier's count), the last turn the agent's calls reached, LLM time
+    conversation (the verifier's count), the share the customer ended satisfied (the rest
+    hit the turn limit; tsq.json `conversation.end_reason`), the last turn the agent's calls
+    reached, LLM time
     per conversation (the measured roles' request times summed) and time to resolve (the
     trial's agent phase, as Harbor timed it)."""
     convo = trials[(trials["mode"] == CONVERSATION_MODE) & trials["in_quality"].astype(bool)]
@@ -87,12 +91,19 @@ def conversations(trials: pd.DataFrame) -> pd.DataFrame:
         rows.append({
             "source": source, "level": level, "conversations": len(group),
             "turns_mean": group[TURNS_KEY].mean() if TURNS_KEY in group else np.nan,
+            "satisfied_share": _share(group["end_reason"], SATISFIED),
             "last_turn_mean": group["last_turn"].mean(),
             "llm_s_mean": llm.mean(), "llm_s_p50": llm.median(),
             "resolve_s_mean": resolve.mean(), "resolve_s_p50": resolve.median(),
             "resolve_s_p90": float(np.percentile(resolve, 90)) if len(resolve) else np.nan,
         })
     return pd.DataFrame(rows, columns=CONVERSATION_COLUMNS)
+
+
+def _share(values: pd.Series, wanted: str) -> float:
+    """Share of the known values equal to `wanted` (NaN when none is known)."""
+    known = values.dropna()
+    return float((known == wanted).mean()) if len(known) else np.nan
 
 
 def quality_by_mode(trials: pd.DataFrame) -> pd.DataFrame:
@@ -160,13 +171,17 @@ def section(requests: pd.DataFrame, trials: pd.DataFrame,
             "reporting both).", "",
             "**Per conversation** (counted conversation-mode trials)", "",
             table(conversations(trials), [
-                "source", "level", "conversations", "turns", "last turn reached",
+                "source", "level", "conversations", "turns", "ended satisfied",
+                "last turn reached",
                 "LLM s (mean)", "LLM s (p50)", "time to resolve s (mean)",
                 "time to resolve s (p50)", "time to resolve s (p90)"]), "",
             "*turns*: the agent's messages to the customer in the scored attempt (the "
-            "verifier's count); *last turn reached*: the highest turn index of the agent's "
-            "calls; *LLM s*: the agent's and evaluator's request times summed over the trial "
-            "(every attempt); *time to resolve*: the trial's agent phase as Harbor timed it.",
+            "verifier's count); *ended satisfied*: share of the conversations whose customer "
+            "said goodbye with every goal answered (the others reached the turn limit; '–' "
+            "when the verifier recorded no end); *last turn reached*: the highest turn index "
+            "of the agent's calls; *LLM s*: the agent's and evaluator's request times summed "
+            "over the trial (every attempt); *time to resolve*: the trial's agent phase as "
+            "Harbor timed it.",
             "", *_quality_by_mode(trials)]
     other = other_roles(requests)
     if len(other):

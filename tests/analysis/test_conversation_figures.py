@@ -49,7 +49,10 @@ def convo_job(tmp_path_factory):
                     call("a-sim", 1, 5000.0, 9999, 0, role="user_simulator"),
                     call("a1", 1, 20.0, 200, 100),
                     call("a2", 2, 30.0, 300, 200)],
-                rewards={"tsq": 1.0, "precision": 1.0, "recall": 1.0, "turns": 2.0})
+                rewards={"tsq": 1.0, "precision": 1.0, "recall": 1.0, "turns": 2.0},
+                tsq_details={"scored_attempt": 1, "attempts": [
+                    {"attempt": 1, "reward": {"tsq": 1.0}}], "conversation": {
+                        "attempt": 1, "turns": 2, "ended": True, "end_reason": "satisfied"}})
     write_trial(job, "banking-001__b", scenario_id="banking-001", phase_s=(1, 0.5, 20, 2),
                 agent_status={"status": "agent_error", "reason": "max steps"}, records=[
                     call("b0", 0, 14.0, 100, 50),
@@ -76,6 +79,8 @@ def test_calls_carry_their_turn_and_trials_their_mode_and_turns(convo_job):
     assert trials.loc["banking-001", "tsq"] == 0.0  # while the scores are
     assert np.isnan(trials.loc["banking-002", "turns"])
     assert trials["last_turn"].tolist() == [2, 1, 0]
+    assert trials.loc["banking-000", "end_reason"] == "satisfied"
+    assert pd.isna(trials.loc["banking-002", "end_reason"])
     assert trials.loc["banking-000", "n_other_role_requests"] == 1
     assert trials.loc["banking-000", "n_requests"] == 3
 
@@ -97,6 +102,7 @@ def test_conversation_figures_and_the_customer_reported_apart(convo_job):
     tables = load(convo_job)
     convo = turns.conversations(tables.trials).iloc[0]
     assert convo["conversations"] == 2 and convo["turns_mean"] == 2.0
+    assert convo["satisfied_share"] == 1.0  # A said goodbye; B's verifier recorded no end
     assert convo["last_turn_mean"] == 1.5
     # A: 20 + 30 + 40 ms; B: 24 + 50 + 10 (the failed call took time too).
     assert convo["llm_s_mean"] == pytest.approx((0.090 + 0.084) / 2)
