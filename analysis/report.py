@@ -89,6 +89,10 @@ def write_data_files(tables: Tables, summary: pd.DataFrame, comparison: pd.DataF
     per_scenario(tables.trials).to_csv(out / "scenarios.csv", index=False)
     tables.requests.to_csv(out / "requests.csv", index=False)
     tables.requests.to_json(out / "requests.jsonl", orient="records", lines=True)
+    if turns.is_multi_turn(tables.requests, tables.trials):
+        turns.by_turn(tables.requests, turns.routers_of(tables.sweeps)).to_csv(
+            out / "by_turn.csv", index=False)
+        turns.conversations(tables.trials).to_csv(out / "conversations.csv", index=False)
     payload = {
         "generated_at": datetime.now(UTC).isoformat(),
         "inputs": [str(p) for p in inputs],
@@ -240,7 +244,8 @@ def render_markdown(tables: Tables, summary: pd.DataFrame, comparison: pd.DataFr
         ["key", "name", "unit", "better", "definition", "also known as"]), "",
         "Files: `summary.csv`/`summary.json` (one row per source and level), `trials.csv`, "
         "`scenarios.csv` (per scenario: counted trials, solved, infra failures, mean TSQ), "
-        "`requests.csv`/`requests.jsonl` (one row per LLM call).", ""]
+        "`requests.csv`/`requests.jsonl` (one row per LLM call); for conversations "
+        "`by_turn.csv` and `conversations.csv` (the tables of *Conversations*).", ""]
     return "\n".join(parts)
 
 

@@ -126,6 +126,8 @@ def test_report_shows_conversations_only_for_multi_turn_runs(convo_job, known_jo
         known_job_dir, out=tmp_path / "k", draw=False).read_text()
     requests = pd.read_csv(tmp_path / "c" / "requests.csv")
     assert set(requests["turn"]) == {0, 1, 2}
+    assert pd.read_csv(tmp_path / "c" / "by_turn.csv")["turn"].tolist() == [0, 1, 2]
+    assert not (tmp_path / "k" / "by_turn.csv").exists()
     trials = pd.read_csv(tmp_path / "c" / "trials.csv")
     assert {"mode", "turns", "last_turn"} <= set(trials.columns)
 
