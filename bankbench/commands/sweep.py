@@ -133,6 +133,8 @@ def _run(args: argparse.Namespace) -> int:
             print(f"bankbench sweep: {exc}", file=sys.stderr)
             return 2
         explicit = _explicit_options(args)
+        # The stored config always holds max_turns; only a typed --max-turns is checked.
+        _check_max_turns(explicit, explicit.get("mode", stored.config.mode))
         if explicit:
             # Given options must match the stored ones; check_resumable names any difference.
             fields = dict(stored.config.model_dump(), **explicit)
@@ -142,7 +144,6 @@ def _run(args: argparse.Namespace) -> int:
         name = args.name or "sweep-" + datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
         sweep_dir = Path(args.out) / name
         fields = _explicit_options(args, all_fields=True)
-    _check_max_turns(fields)
     try:
         config = SweepConfig.model_validate(fields)
     except ValidationError as exc:
@@ -206,8 +207,9 @@ def _stop_cleanly_on_sigterm() -> dict[str, int]:
     return seen
 
 
-def _check_max_turns(fields: dict) -> None:
-    if "max_turns" in fields and fields.get("mode") != "conversation":
+def _check_max_turns(given: dict, mode: str | None) -> None:
+    """A typed --max-turns outside conversation mode is an error, not silently ignored."""
+    if "max_turns" in given and mode != "conversation":
         raise SystemExit("bankbench sweep: --max-turns applies to --mode conversation only")
 
 
@@ -224,7 +226,7 @@ def _explicit_options(args: argparse.Namespace, all_fields: bool = False) -> dic
     if getattr(args, "max_turns", None) is not None:
         fields["max_turns"] = args.max_turns
     if all_fields:
-        _check_max_turns(fields)
+        _check_max_turns(fields, fields["mode"])
         return fields
     from contracts.sweep import SweepConfig
 

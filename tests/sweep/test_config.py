@@ -225,3 +225,21 @@ def test_a_conversation_sweep_builds_conversation_tasks(tmp_path):
         (task / "environment" / CUSTOMER_FILE).read_text())
     assert brief.max_turns == 3
     assert 'mode = "conversation"' in (task / "task.toml").read_text()
+
+
+def test_resuming_a_sweep_checks_only_a_typed_max_turns(tmp_path, monkeypatch):
+    """The stored config always holds max_turns: resuming a goals sweep must not trip on it."""
+    from bankbench.cli import main
+    from bankbench.commands import sweep as command
+    from bankbench.sweep import runner
+
+    monkeypatch.setattr(command, "_stop_cleanly_on_sigterm", dict)  # keep pytest's SIGTERM
+    goals = SweepConfig(levels=[1], profile="cpu-mocker")
+    save_manifest(tmp_path, _manifest(goals))
+    resumed = []
+    monkeypatch.setattr(runner, "run_sweep", lambda config, sweep_dir, resume: resumed.append(
+        (config, resume)) or sweep_dir / "report.md")
+    assert main(["sweep", "--resume", str(tmp_path)]) == 0
+    assert resumed == [(goals, True)]
+    with pytest.raises(SystemExit, match="--max-turns applies to --mode conversation only"):
+        main(["sweep", "--resume", str(tmp_path), "--max-turns", "3"])
