@@ -1,8 +1,9 @@
 """What made a TSQ figure: dataset, labels, instruction mode, judge, and the ceiling they allow.
 
-Runs compared side by side must share dataset, revision and labels (`COMPARABLE`, else
-`MixedRunsError` unless allowed); they may differ in instruction mode (`STATED`: goals vs
-conversation is a comparison of protocols over one measuring stick), which the report states.
+Runs compared side by side must share dataset, revision, labels and instruction mode
+(`COMPARABLE`, else `MixedRunsError` unless `--allow-mixed`). Allowed, a difference of
+measuring stick (`MEASURING_STICK`) is reported as a warning, a difference of instruction
+mode (`STATED`: goals vs conversation over one measuring stick) as a comparison of protocols.
 
 The judge column (and the judge figures beside it) come from the verdict
 files of `bankbench judge` (`analysis.judge.figures`); "none" when no judge pass ran.
@@ -35,12 +36,12 @@ from contracts.sweep import SweepManifest
 UNKNOWN = "unknown"
 NOT_MEASURED = "not measured"
 SAMPLE_FALLBACK = "bundled sample (hub unreachable)"
-# The fields two runs must share for their TSQ to be compared (`--allow-mixed` overrides):
-# the measuring stick.
-COMPARABLE = ("dataset", "dataset_revision", "labels")
-# Fields two runs may differ in on purpose: the instruction mode is a protocol under test
-# (goals vs conversation over the same scenarios and labels), stated, never refused.
+# What TSQ is measured against: runs that differ here measure with different sticks.
+MEASURING_STICK = ("dataset", "dataset_revision", "labels")
+# How the agent was asked: runs that differ here compare protocols (goals vs conversation).
 STATED = ("mode",)
+# The fields two runs must share for their TSQ to be compared (`--allow-mixed` overrides).
+COMPARABLE = (*MEASURING_STICK, *STATED)
 COLUMNS = ("dataset", "dataset_source", "dataset_revision", "labels", "label_quality",
            "label_heldout_f1", "mode", "judge", "tsq_ceiling")
 
@@ -199,11 +200,14 @@ def mixed_fields(provenance: pd.DataFrame, fields: tuple[str, ...] = COMPARABLE)
 
 
 def check_comparable(provenance: pd.DataFrame, allow_mixed: bool) -> list[str]:
-    """Raises MixedRunsError when sources differ and mixing was not allowed; else returns
-    the differences (empty when none) for the report to state."""
+    """Raises MixedRunsError when sources differ in a COMPARABLE field and mixing was not
+    allowed; else returns the measuring-stick differences (empty when none) for the report's
+    warning (mode differences it states apart: `mixed_fields(..., STATED)`)."""
     differences = mixed_fields(provenance)
     if differences and not allow_mixed:
-        raise MixedRunsError(
-            "--compare: the runs differ in " + "; ".join(differences)
-            + " — their TSQ is not comparable; add --allow-mixed to compare anyway")
-    return differences
+        only_mode = not mixed_fields(provenance, MEASURING_STICK)
+        why = (" — a comparison of protocols, not of servers; add --allow-mixed to compare "
+               "them (the report states the difference)" if only_mode else
+               " — their TSQ is not comparable; add --allow-mixed to compare anyway")
+        raise MixedRunsError("--compare: the runs differ in " + "; ".join(differences) + why)
+    return mixed_fields(provenance, MEASURING_STICK)

@@ -40,10 +40,10 @@ def write_report(path: Path, out: Path | None = None, compare: Sequence[Path] = 
                  log: Callable[[str], None] | None = None) -> Path:
     """Read `path` (and `compare`), write every report file into `out`; returns report.md.
 
-    Runs made against different datasets or labels are refused (`provenance.MixedRunsError`,
-    nothing written) unless `allow_mixed`; runs of different instruction modes (goals vs
-    conversation) are compared and the report says so. `log`, when given, receives one line
-    per stage (the CLI prints them as progress).
+    Runs made against different datasets, labels or instruction modes are refused
+    (`provenance.MixedRunsError`, nothing written) unless `allow_mixed`; then the report
+    states the difference (a mode difference as a comparison of protocols). `log`, when
+    given, receives one line per stage (the CLI prints them as progress).
     """
     say = log or (lambda _line: None)
     path = Path(path)

@@ -26,11 +26,11 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="Other jobs/sweeps to put side by side, with deltas against JOB_OR_SWEEP "
                         "(quality and latency deltas paired by scenario with a 95%% interval; "
                         "called better/worse only when it excludes 0). Refused when the runs used "
-                        "different datasets or labels; runs of different instruction modes "
-                        "(goals vs conversation) are compared and the report says so.")
+                        "different datasets, labels or instruction modes (see --allow-mixed).")
     p.add_argument("--allow-mixed", action="store_true",
-                   help="Compare runs even when their dataset or labels differ (the report "
-                        "states the difference).")
+                   help="Compare runs even when their dataset, labels or instruction mode "
+                        "differ (the report states the difference; goals vs conversation mode "
+                        "over the same scenarios and labels is a comparison of protocols).")
     p.add_argument("--out", type=Path, default=None, metavar="DIR",
                    help="Output folder (default: the sweep directory itself, or <job>-report/ "
                         "beside a job).")

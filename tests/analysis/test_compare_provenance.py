@@ -103,10 +103,16 @@ def test_mixed_labels_refused_unless_allowed(tmp_path, capsys):
     assert main([*args, str(tmp_path / "r2"), "--allow-mixed"]) == 0
     text = (tmp_path / "r2" / "report.md").read_text()
     assert "Warning: runs compared with `--allow-mixed` differ in labels" in text
-    # Same labels but another instruction mode: a protocol comparison, made and stated.
+    # Same labels but another instruction mode: refused unless allowed, then stated as a
+    # comparison of protocols rather than warned about as another measuring stick.
     first = labelled_job(tmp_path, "first", labels="match@2", mode="first-message")
-    text = write_report(match, out=tmp_path / "r3", compare=[first], draw=False).read_text()
+    with pytest.raises(MixedRunsError, match=r"mode \(match: goals; first: first-message\) "
+                       r"— a comparison of protocols"):
+        write_report(match, out=tmp_path / "r3", compare=[first], draw=False)
+    text = write_report(match, out=tmp_path / "r3", compare=[first], draw=False,
+                        allow_mixed=True).read_text()
     assert "differ in mode (match: goals; first: first-message)" in text
+    assert "Warning: runs compared with `--allow-mixed`" not in text
     same = labelled_job(tmp_path, "same", labels="match@2")
     write_report(match, out=tmp_path / "r4", compare=[same], draw=False)
 

@@ -11,6 +11,7 @@ import pandas as pd
 import pytest
 
 from analysis import turns
+from analysis.provenance import MixedRunsError
 from analysis.report import write_report
 from analysis.summary import summarize
 from analysis.synthetic import (
@@ -135,7 +136,10 @@ def test_report_shows_conversations_only_for_multi_turn_runs(convo_job, known_jo
 def test_goals_and_conversation_runs_compare_and_say_they_differ(tmp_path):
     goals = conversation_sweep(tmp_path / "goals", [1, 2], mode="goals")
     convo = conversation_sweep(tmp_path / "convo", [1, 2], turns=3)
-    report = write_report(goals, out=tmp_path / "r", compare=[convo], draw=True)
+    with pytest.raises(MixedRunsError, match="a comparison of protocols"):
+        write_report(goals, out=tmp_path / "r", compare=[convo], draw=False)
+    report = write_report(goals, out=tmp_path / "r", compare=[convo], draw=True,
+                          allow_mixed=True)
     text = report.read_text()
     assert "differ in mode (goals: goals; convo: conversation)" in text
     payload = json.loads((report.parent / "summary.json").read_text())
