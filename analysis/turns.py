@@ -177,8 +177,10 @@ def section(requests: pd.DataFrame, trials: pd.DataFrame,
                 "time to resolve s (p50)", "time to resolve s (p90)"]), "",
             "*turns*: the agent's messages to the customer in the scored attempt (the "
             "verifier's count); *ended satisfied*: share of the conversations whose customer "
-            "said goodbye with every goal answered (the others reached the turn limit; '–' "
-            "when the verifier recorded no end); *last turn reached*: the highest turn index "
+            "said goodbye with every goal revealed and replied to (the others reached the turn "
+            "limit; '–' when the verifier recorded no end; the scripted customer takes any "
+            "reply as an answer, so this says the conversation finished, not that it went "
+            "right: TSQ and goal score say that); *last turn reached*: the highest turn index "
             "of the agent's calls; *LLM s*: the agent's and evaluator's request times summed "
             "over the trial (every attempt); *time to resolve*: the trial's agent phase as "
             "Harbor timed it.",
