@@ -200,15 +200,10 @@ def read_attempt_scores(trial_dir: Path, issues: list[Issue]) -> AttemptScores |
     details = _validate(TsqDetails, _read_json(path, issues), path, issues)
     if details is None:
         return None
-    # `conversation` (conversation-mode verifiers): a model, or a plain dict read as an
-    # extra field by a contract that predates it.
-    conversation = getattr(details, "conversation", None)
-    if isinstance(conversation, BaseModel):
-        conversation = conversation.model_dump()
-    end = conversation.get("end_reason") if isinstance(conversation, dict) else None
+    conversation = details.conversation  # conversation-mode verifiers only
     return AttemptScores(by_attempt=details.tsq_by_attempt(),
                          scored_attempt=details.scored_attempt,
-                         end_reason=end if isinstance(end, str) else None)
+                         end_reason=conversation.end_reason if conversation else None)
 
 
 def read_sweep_manifest(sweep_dir: Path, issues: list[Issue]) -> SweepManifest | None:

@@ -26,11 +26,11 @@ from analysis import files
 from analysis.trial_rows import (
     FLOAT_REQ,
     REQ_COLUMNS,
-    TRIAL_REWARD_COLUMNS,
     TrialTask,
     read_trials,
 )
 from contracts.llm_calls import EVALUATOR_ROLE, MEASURED_ROLES
+from contracts.reward import REWARD_KEYS
 from contracts.sweep import (
     METRICS_AFTER,
     METRICS_BEFORE,
@@ -266,7 +266,7 @@ def _add_trial_aggregates(trials: pd.DataFrame, requests: pd.DataFrame,
 
 _TRIAL_COLUMNS = [
     "source", "job", "level", "trial", "scenario_id", "status", "status_reason",
-    "exception_type", "agent_status", "mode", *TRIAL_REWARD_COLUMNS, "end_reason",
+    "exception_type", "agent_status", "mode", *REWARD_KEYS, "end_reason",
     "in_quality", "reward_imputed",
     "n_attempts", "scored_attempt", "tsq_first_attempt", "tsq_scored_attempt",
     "started_at", "finished_at", "env_setup_s", "agent_setup_s", "setup_s", "agent_s",

@@ -52,9 +52,8 @@ _AS_RECORDED = ("request_id", "role", "attempt", "turn", "step", "model", "sessi
                 "token_source", "finish_reason", "http_status", "retries")
 INT_REQ = ("attempt", "turn", "step", "start_unix_ns", "n_itl", "retries")
 # reward.json's count of the agent's `say`s in the scored attempt (1 in single-turn modes): a
-# count, not a 0..1 score, so never imputed as 0. Read whether or not REWARD_KEYS lists it.
+# count, not a 0..1 score, so never imputed as 0.
 TURNS_KEY = "turns"
-TRIAL_REWARD_COLUMNS = (*REWARD_KEYS, *((TURNS_KEY,) if TURNS_KEY not in REWARD_KEYS else ()))
 # The instruction mode of runs whose tasks predate the mode field (or are gone) and that hold
 # no conversation transcript: the only mode there was.
 DEFAULT_MODE = "goals"
@@ -187,7 +186,7 @@ def _read_trial(task: TrialTask, rows: Rows, issues: list[files.Issue]) -> None:
         "exception_type": exc_type, "agent_status": agent_status.status if agent_status else None,
     }
     imputed = status == "agent_failed" and not rewards
-    for key in TRIAL_REWARD_COLUMNS:
+    for key in REWARD_KEYS:
         value = (rewards or {}).get(key)
         row[key] = 0.0 if imputed else (float(value) if value is not None else np.nan)
     if imputed:
