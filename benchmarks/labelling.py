@@ -42,6 +42,7 @@ from tasks.banking.labels import (  # noqa: E402
     intent,
     label_scenarios,
     semantic,
+    sentence,
 )
 from tasks.banking.labels.curated import read_labels_file  # noqa: E402
 from tasks.banking.sample import GOLD_GOALS_PATH  # noqa: E402
@@ -136,7 +137,8 @@ def run_methods(dataset: Dataset, gold: dict, per_goal: bool,
     chosen = dataset.scenarios
     rows = []
     for name, spec in (("keyword", "keyword"), ("match (old default)", "match"),
-                       ("intent (default)", "intent"), ("semantic", "semantic")):
+                       ("intent (default)", "intent"), ("sentence", "sentence"),
+                       ("semantic", "semantic")):
         rows.append((name, score(label_scenarios(spec, dataset, chosen).scenarios, gold,
                                  per_goal)))
     rows.append(("all-tools", score(all_tools(dataset, per_goal), gold, per_goal)))
@@ -181,6 +183,28 @@ def semantic_sweep(sets: list[tuple[str, Dataset, dict]]) -> list[tuple[str, dic
     return rows
 
 
+def sentence_sweep(sets: list[tuple[str, Dataset, dict]]) -> list[tuple[str, dict[str, float]]]:
+    """sentence's three parameters over a grid, on the in-sample sets pooled (never the
+    held-out). Goals are encoded once per CLAUSE value; the rest is arithmetic on them."""
+    rows = []
+    for clause in (0.0, 0.3, 0.5):
+        matchers = {name: sentence.make_matcher(ds, clause) for name, ds, _ in sets}
+        similarity = {(name, s.scenario_id): matchers[name].similarity(list(s.row.user_goals))
+                      for name, ds, _ in sets for s in ds.scenarios}
+        for lexical in (0.0, 0.005, 0.01, 0.02):
+            for floor in (0.2, 0.25, 0.3):
+                labels = {f"{name}/{s.scenario_id}": ScenarioLabels.from_goals([
+                    sentence.choose(matchers[name], goal, similarity[name, s.scenario_id][i],
+                                    lexical, floor)
+                    for i, goal in enumerate(s.row.user_goals)])
+                    for name, ds, _ in sets for s in ds.scenarios}
+                mark = " *" if (clause, lexical, floor) == (
+                    sentence.CLAUSE, sentence.LEXICAL, sentence.MIN_SIMILARITY) else ""
+                rows.append((f"sentence {clause:g}/{lexical:g}/{floor:g}{mark}",
+                             score(labels, pooled(sets), True)))
+    return rows
+
+
 def describe(name: str, gold: dict, where: str) -> None:
     n_goals = sum(len(g) for g in gold.values())
     n_none = sum(1 for g in gold.values() for alts in g if not alts)
@@ -219,6 +243,10 @@ def main(argv: list[str] | None = None) -> int:
         print("\nsemantic sweep, sample + tuning set pooled (NEIGHBOURS/ALPHA/MIN_SCORE; "
               "* = defaults):")
         print(table(semantic_sweep([("sample", sample, sample_gold),
+                                    ("tuning", tuning, tuning_gold)])))
+        print("\nsentence sweep, sample + tuning set pooled (CLAUSE/LEXICAL/MIN_SIMILARITY; "
+              "* = defaults):")
+        print(table(sentence_sweep([("sample", sample, sample_gold),
                                     ("tuning", tuning, tuning_gold)])))
     if args.in_sample_only:
         return 0

@@ -26,7 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 EXPECTED_FILE = "expected.json"
 LABELS_FILE_FORMAT = "bankbench-labels/2"
 
-LabelMethod = Literal["keyword", "match", "intent", "semantic", "model", "file"]
+LabelMethod = Literal["keyword", "match", "intent", "sentence", "semantic", "model", "file"]
 
 
 class LabelsQuality(BaseModel):

@@ -13,7 +13,9 @@ SOURCE_HELP = (
 )
 LABELS_HELP = (
     "how expected tools are derived, per goal: 'intent' (default: goal words vs tool schema "
-    "words; near-ties as alternatives; 'no tool' below a threshold), 'semantic' (intent with "
+    "words; near-ties as alternatives; 'no tool' below a threshold), 'sentence' (the tool "
+    "closest in meaning by a general-English sentence encoder; needs the 'labels' extra), "
+    "'semantic' (intent with "
     "each tool's name words widened by general-English word vectors; needs the 'labels' "
     "extra), 'match' (the previous default), 'keyword' (the reference integration's keyword "
     "heuristic, noisy, for comparability), 'model' (ask a model: see --labels-endpoint; "

@@ -1,5 +1,5 @@
-"""Expected-tool labelling with provenance: `intent` (default), `semantic`, `match`, `keyword`,
-`model`, `file:PATH`.
+"""Expected-tool labelling with provenance: `intent` (default), `sentence`, `semantic`, `match`,
+`keyword`, `model`, `file:PATH`.
 
 Each method turns a scenario's goals into per-goal labels (alternative tools, or no tool) and
 the tool names the set-F1 side of the verifier expects; the result carries the method, its
@@ -16,7 +16,7 @@ from tasks.banking.labels.llm import ModelOptions
 from tasks.banking.labels.model import GoalChoice, LabelsError, LabelSet, ScenarioLabels
 
 DEFAULT_METHOD = "intent"
-METHODS = ("intent", "semantic", "match", "keyword", "model", "file:PATH")
+METHODS = ("intent", "sentence", "semantic", "match", "keyword", "model", "file:PATH")
 
 __all__ = ["DEFAULT_METHOD", "GoalChoice", "LabelSet", "LabelsError", "ModelOptions",
            "ScenarioLabels", "METHODS", "label_scenarios"]
@@ -32,6 +32,14 @@ def label_scenarios(spec: str, dataset: Dataset, scenarios: list[Scenario],
         matcher = intent.make_matcher(dataset)
         labels = {s.scenario_id: intent.label(s, dataset, matcher) for s in scenarios}
         return LabelSet(method="intent", version=intent.VERSION, quality=intent.QUALITY,
+                        scenarios=labels)
+    if spec == "sentence":
+        # Imported here: numpy and the encoder's weights load only for this method.
+        from tasks.banking.labels import sentence
+
+        matcher = sentence.make_matcher(dataset)
+        labels = {s.scenario_id: sentence.label(s, dataset, matcher) for s in scenarios}
+        return LabelSet(method="sentence", version=sentence.VERSION, quality=sentence.QUALITY,
                         scenarios=labels)
     if spec == "semantic":
         # Imported here: numpy and the word vectors load only for this method.

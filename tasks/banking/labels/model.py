@@ -51,7 +51,7 @@ class ScenarioLabels(BaseModel):
 
 class LabelSet(BaseModel):
     method: str = Field(
-        description="'keyword', 'match', 'intent', 'semantic', 'model' or 'file'.")
+        description="'keyword', 'match', 'intent', 'sentence', 'semantic', 'model' or 'file'.")
     version: str
     source: str | None = Field(None, description="Labels file for 'file'.")
     produced_by: str | None = Field(None, description="What made a labels file, if it says.")
