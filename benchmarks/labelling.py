@@ -137,7 +137,7 @@ def run_methods(dataset: Dataset, gold: dict, per_goal: bool,
     chosen = dataset.scenarios
     rows = []
     for name, spec in (("keyword", "keyword"), ("match (old default)", "match"),
-                       ("intent (default)", "intent"), ("sentence", "sentence"),
+                       ("intent", "intent"), ("sentence (default)", "sentence"),
                        ("semantic", "semantic")):
         rows.append((name, score(label_scenarios(spec, dataset, chosen).scenarios, gold,
                                  per_goal)))

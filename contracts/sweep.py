@@ -107,8 +107,8 @@ class SweepConfig(BaseModel):
         description="Conversation mode: most customer replies the agent gets per attempt.",
     )
     labels: str = Field(
-        "intent", description="Expected-tool labels of built tasks: intent | sentence | semantic | "
-        "match | keyword | file:PATH (see `bankbench tasks build`)."
+        "sentence", description="Expected-tool labels of built tasks: sentence | intent | "
+        "semantic | match | keyword | file:PATH (see `bankbench tasks build`)."
     )
     env: str = Field(
         "local", description="Harbor environment: local (no Docker) | docker | module:Class."

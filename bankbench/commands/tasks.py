@@ -12,10 +12,10 @@ SOURCE_HELP = (
     "(<config>/<domain>-*.parquet), or 'sample' (the original sample bundled with bankbench)"
 )
 LABELS_HELP = (
-    "how expected tools are derived, per goal: 'intent' (default: goal words vs tool schema "
-    "words; near-ties as alternatives; 'no tool' below a threshold), 'sentence' (the tool "
-    "closest in meaning by a general-English sentence encoder; needs the 'labels' extra), "
-    "'semantic' (intent with "
+    "how expected tools are derived, per goal: 'sentence' (default: the tool whose schema is "
+    "closest in meaning to the goal by a general-English sentence encoder, schema words as "
+    "tie-breaker; 'no tool' for an explanation or when none is close), 'intent' (goal words "
+    "vs tool schema words; 'no tool' below a threshold), 'semantic' (intent with "
     "each tool's name words widened by general-English word vectors; needs the 'labels' "
     "extra), 'match' (the previous default), 'keyword' (the reference integration's keyword "
     "heuristic, noisy, for comparability), 'model' (ask a model: see --labels-endpoint; "
@@ -56,7 +56,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     b.add_argument("--max-turns", type=int, default=10, metavar="N",
                    help="--mode conversation: the most answers the customer gives in one "
                    "attempt; its N-th answer ends the conversation (default: 10)")
-    b.add_argument("--labels", default="intent", help=LABELS_HELP)
+    b.add_argument("--labels", default="sentence", help=LABELS_HELP)  # labels.DEFAULT_METHOD
     m = b.add_argument_group("--labels model")
     m.add_argument("--labels-endpoint", metavar="URL",
                    help="OpenAI-compatible base URL (…/v1) of the labelling model")

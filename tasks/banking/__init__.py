@@ -4,8 +4,8 @@
 - raw.py        what every source hands over (RawDataset, DatasetError, configs, domains)
 - dataset.py    sources (hub, hub-layout directory, bundled sample), per-row validation
 - hub.py        the huggingface_hub download into the cache (revision = commit sha)
-- labels/       expected tools per goal: intent (default), match, keyword (reference
-                heuristic), model (reviewable), file:PATH
+- labels/       expected tools per goal: sentence (default), intent, semantic, match,
+                keyword (reference heuristic), model (reviewable), file:PATH
 - arguments.py  schema-valid arguments for the oracle's calls
 - render.py     the text of every generated file
 - writer.py     atomic, change-only writes of one task directory

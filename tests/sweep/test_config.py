@@ -26,7 +26,7 @@ def test_exactly_one_server_source_is_required():
 def test_a_sweep_takes_reviewed_labels_not_a_model():
     with pytest.raises(ValidationError, match="tasks build --labels model"):
         _config(labels="model")
-    assert _config().labels == "intent" and _config(labels="file:x.json").labels == "file:x.json"
+    assert _config().labels == "sentence" and _config(labels="file:x.json").labels == "file:x.json"
 
 
 def test_cli_defaults_and_help_come_from_the_config_model():

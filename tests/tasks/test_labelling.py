@@ -184,7 +184,7 @@ def test_missing_file_and_unknown_method(tmp_path):
     with pytest.raises(LabelsError, match="cannot read"):
         label_scenarios(f"file:{tmp_path / 'nope.json'}", dataset, dataset.scenarios)
     with pytest.raises(LabelsError,
-                       match="expected one of intent, sentence, semantic, match, keyword, "
+                       match="expected one of sentence, intent, semantic, match, keyword, "
                              "model, file:PATH"):
         label_scenarios("llm", dataset, dataset.scenarios)
 

@@ -63,7 +63,7 @@ def test_task_toml_metadata(built_sample):
             "domain": "banking",
             "persona_index": scenario.row.persona_index,
             "n_goals": len(scenario.row.user_goals),
-            "labels": "intent@1",
+            "labels": "sentence@1",
             "dataset_revision": f"sample-{SAMPLE_VERSION}",
             "mode": "goals",
             "dataset": "galileo-ai/agent-leaderboard-v2",
@@ -88,7 +88,7 @@ def test_expected_json_follows_the_contract(built_sample):
         raw = (built_sample / scenario.scenario_id / "tests/expected.json").read_text()
         expected = Expected.model_validate_json(raw)
         assert expected.scenario_id == scenario.scenario_id
-        assert expected.labels.method == "intent" and expected.labels.source is None
+        assert expected.labels.method == "sentence" and expected.labels.source is None
         assert [g.text for g in expected.goals] == scenario.row.user_goals
         # The set-F1 side takes each served goal's preferred tool; the rest are alternatives.
         preferred = [g.tools[0] for g in expected.goals if g.tools]

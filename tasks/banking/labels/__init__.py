@@ -1,4 +1,4 @@
-"""Expected-tool labelling with provenance: `intent` (default), `sentence`, `semantic`, `match`,
+"""Expected-tool labelling with provenance: `sentence` (default), `intent`, `semantic`, `match`,
 `keyword`, `model`, `file:PATH`.
 
 Each method turns a scenario's goals into per-goal labels (alternative tools, or no tool) and
@@ -15,8 +15,8 @@ from tasks.banking.labels import curated, intent, keyword, llm, match
 from tasks.banking.labels.llm import ModelOptions
 from tasks.banking.labels.model import GoalChoice, LabelsError, LabelSet, ScenarioLabels
 
-DEFAULT_METHOD = "intent"
-METHODS = ("intent", "sentence", "semantic", "match", "keyword", "model", "file:PATH")
+DEFAULT_METHOD = "sentence"
+METHODS = ("sentence", "intent", "semantic", "match", "keyword", "model", "file:PATH")
 
 __all__ = ["DEFAULT_METHOD", "GoalChoice", "LabelSet", "LabelsError", "ModelOptions",
            "ScenarioLabels", "METHODS", "label_scenarios"]

