@@ -8,7 +8,8 @@ Gold sets, printed apart:
   (gold_goals.json). The `match` and `intent` parameters, and 21 of `match`'s thesaurus
   entries, were chosen on it, so its figures flatter them;
 - in-sample tuning set: tasks/banking/goldsets/tuning, hand-written customer language with
-  14 no-tool goals; `semantic`'s parameters were chosen on it and the sample together;
+  14 no-tool goals; `semantic`'s and `sentence`'s parameters were chosen on it and the sample
+  together;
 - held-out: tasks/banking/goldsets/heldout, written before any labeller change and never tuned
   on, with per-goal gold (alternative tools, or no tool).
 
@@ -20,8 +21,9 @@ a served goal with no hit a false negative; "exact" is the share of goals whose 
 non-empty subset of the gold alternatives, or no tool where no tool serves; the no-tool
 columns say how many of the gold no-tool goals the method declined, and how many goals it
 declined or dropped that a tool does serve. "all-tools" (every tool on every goal) is a
-reference point. `intent`'s two parameters are swept on the sample only, `semantic`'s three
-on the sample and the tuning set pooled; `--in-sample-only` leaves the held-out set out.
+reference point. `intent`'s two parameters are swept on the sample only, `semantic`'s and
+`sentence`'s three on the sample and the tuning set pooled; `--in-sample-only` leaves the
+held-out set out.
 """
 
 from __future__ import annotations
@@ -235,7 +237,7 @@ def main(argv: list[str] | None = None) -> int:
     tuning = validate(goldsets.raw_dataset("tuning"), "banking")
     tuning_gold = per_goal_gold(goldsets.gold_path("tuning"))
     describe("\nin-sample tuning set", tuning_gold, "tasks/banking/goldsets/tuning; semantic's "
-             "parameters were chosen here and on the sample")
+             "and sentence's parameters were chosen here and on the sample")
     print(table(run_methods(tuning, tuning_gold, True, options)))
     if not args.no_sweep:
         print("\nintent sweep, sample only (MIN_SCORE/ALT_RATIO; * = defaults):")
