@@ -33,7 +33,8 @@ class SentenceEncoder:
     def __init__(self, weights: dict[str, np.ndarray], tokenizer_json: str, config: dict):
         from tokenizers import Tokenizer
 
-        self._w = {k: v.astype(np.float32) for k, v in weights.items() if v.dtype.kind == "f"}
+        self._w = {k: v.astype(np.float32, copy=False) for k, v in weights.items()
+                   if v.dtype.kind == "f"}
         self.layers = int(config["num_hidden_layers"])
         self.heads = int(config["num_attention_heads"])
         self.eps = float(config.get("layer_norm_eps", 1e-12))
