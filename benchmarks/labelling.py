@@ -10,8 +10,9 @@ Gold sets, printed apart:
 - in-sample tuning set: tasks/banking/goldsets/tuning, hand-written customer language with
   14 no-tool goals; `semantic`'s and `sentence`'s parameters were chosen on it and the sample
   together;
-- held-out: tasks/banking/goldsets/heldout, written before any labeller change and never tuned
-  on, with per-goal gold (alternative tools, or no tool).
+- held-out: tasks/banking/goldsets/heldout, written before any labeller change, and
+  tasks/banking/goldsets/heldout2, written later blind to every labeller and to the other sets'
+  goals; neither is ever tuned on; per-goal gold (alternative tools, or no tool).
 
 Per scenario (what set-F1 TSQ compares): the method's expected-tool set against the gold set,
 where a goal with alternatives counts as whichever alternative the method chose; precision,
@@ -49,6 +50,8 @@ from tasks.banking.labels import (  # noqa: E402
 from tasks.banking.labels.curated import read_labels_file  # noqa: E402
 from tasks.banking.sample import GOLD_GOALS_PATH  # noqa: E402
 
+# heldout2 was written later, blind to every labeller and to the other sets' goals.
+HELD_OUT = ("heldout", "heldout2")
 GoalGold = list[set[str]]  # per goal: the alternatives; empty = no tool serves it
 
 
@@ -253,10 +256,11 @@ def main(argv: list[str] | None = None) -> int:
     if args.in_sample_only:
         return 0
 
-    heldout = validate(goldsets.raw_dataset("heldout"), "banking")
-    gold = per_goal_gold(goldsets.gold_path("heldout"))
-    describe("\nheld-out", gold, "tasks/banking/goldsets/heldout; never tuned on")
-    print(table(run_methods(heldout, gold, True, options)))
+    for name in HELD_OUT:
+        heldout = validate(goldsets.raw_dataset(name), "banking")
+        gold = per_goal_gold(goldsets.gold_path(name))
+        describe(f"\nheld-out ({name})", gold, f"tasks/banking/goldsets/{name}; never tuned on")
+        print(table(run_methods(heldout, gold, True, options)))
     return 0
 
 

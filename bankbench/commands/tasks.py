@@ -17,7 +17,7 @@ LABELS_HELP = (
     "tie-breaker; 'no tool' for an explanation or when none is close), 'intent' (goal words "
     "vs tool schema words; 'no tool' below a threshold), 'semantic' (intent with "
     "each tool's name words widened by general-English word vectors; needs the 'labels' "
-    "extra), 'match' (the previous default), 'keyword' (the reference integration's keyword "
+    "extra), 'match' (an earlier default), 'keyword' (the reference integration's keyword "
     "heuristic, noisy, for comparability), 'model' (ask a model: see --labels-endpoint; "
     "writes a labels file to review) or 'file:PATH' (curated JSON, per goal or the "
     "reference's per scenario {\"banking-007\": [\"tool\", ...]}; see docs/labels.md)"
