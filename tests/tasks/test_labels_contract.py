@@ -103,13 +103,13 @@ def test_contract_models_refuse_contradictions():
     assert LabelsFile(scenarios={}).format == "bankbench-labels/2"
 
 
-def test_the_held_out_gold_set_is_a_valid_per_goal_labels_file():
+@pytest.mark.parametrize("name", ["heldout", "heldout2"])
+def test_the_held_out_gold_sets_are_valid_per_goal_labels_files(name):
     from tasks.banking import goldsets
     from tasks.banking.dataset import validate
 
-    heldout = validate(goldsets.raw_dataset("heldout"), "banking")
-    labels = label_scenarios(f"file:{goldsets.gold_path('heldout')}", heldout,
-                             heldout.scenarios)
+    heldout = validate(goldsets.raw_dataset(name), "banking")
+    labels = label_scenarios(f"file:{goldsets.gold_path(name)}", heldout, heldout.scenarios)
     goals = [n for s in labels.scenarios.values() for n in s.goal_no_tool]
     assert len(labels.scenarios) == 25 and len(goals) >= 100
     assert 0.1 <= sum(goals) / len(goals) <= 0.25  # the goals no tool serves

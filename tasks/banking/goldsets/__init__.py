@@ -2,8 +2,10 @@
 
 Each folder holds scenario and persona rows in the sample's shape (the tools are the sample's)
 and `gold_labels.json` in the per-goal labels-file format. `heldout/` was written before any
-labeller it judges and is never used to tune one (see its README); `tuning/` is in-sample:
-hand-written to widen what a labeller may be tuned on (paraphrases, no-tool goals).
+labeller it judges and is never used to tune one (see its README); `heldout2/` was written
+later, blind to every labeller and to the other sets' goals, and is never tuned on either;
+`tuning/` is in-sample: hand-written to widen what a labeller may be tuned on (paraphrases,
+no-tool goals).
 """
 
 from __future__ import annotations
