@@ -27,6 +27,8 @@ EXPECTED_FILE = "expected.json"
 LABELS_FILE_FORMAT = "bankbench-labels/2"
 
 LabelMethod = Literal["keyword", "match", "intent", "sentence", "semantic", "model", "file"]
+# What `tasks build`, a sweep and build_tasks() label with unless told otherwise.
+DEFAULT_LABEL_METHOD: LabelMethod = "sentence"
 
 
 class LabelsQuality(BaseModel):

@@ -26,6 +26,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field, field_validator, model_validator
 
 from contracts.conversation import DEFAULT_MAX_TURNS
+from contracts.expected import DEFAULT_LABEL_METHOD
 
 SWEEP_FILE = "sweep.json"
 ROUTERS_FILE = "routers.json"
@@ -107,8 +108,8 @@ class SweepConfig(BaseModel):
         description="Conversation mode: most customer replies the agent gets per attempt.",
     )
     labels: str = Field(
-        "sentence", description="Expected-tool labels of built tasks: sentence | intent | "
-        "semantic | match | keyword | file:PATH (see `bankbench tasks build`)."
+        DEFAULT_LABEL_METHOD, description="Expected-tool labels of built tasks: sentence | "
+        "intent | semantic | match | keyword | file:PATH (see `bankbench tasks build`)."
     )
     env: str = Field(
         "local", description="Harbor environment: local (no Docker) | docker | module:Class."

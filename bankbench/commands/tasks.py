@@ -25,6 +25,9 @@ LABELS_HELP = (
 
 
 def register(sub: argparse._SubParsersAction) -> None:
+    from contracts.conversation import DEFAULT_MAX_TURNS
+    from contracts.expected import DEFAULT_LABEL_METHOD
+
     p = sub.add_parser(
         "tasks",
         help="build Harbor task directories from the banking scenarios",
@@ -53,10 +56,10 @@ def register(sub: argparse._SubParsersAction) -> None:
         "the first message alone, or the first message with a simulated customer who brings "
         "up the goals over later turns (`/app/bank say`; see docs/conversation.md)",
     )
-    b.add_argument("--max-turns", type=int, default=10, metavar="N",
+    b.add_argument("--max-turns", type=int, default=DEFAULT_MAX_TURNS, metavar="N",
                    help="--mode conversation: the most answers the customer gives in one "
-                   "attempt; its N-th answer ends the conversation (default: 10)")
-    b.add_argument("--labels", default="sentence", help=LABELS_HELP)  # labels.DEFAULT_METHOD
+                   "attempt; its N-th answer ends the conversation (default: %(default)s)")
+    b.add_argument("--labels", default=DEFAULT_LABEL_METHOD, help=LABELS_HELP)
     m = b.add_argument_group("--labels model")
     m.add_argument("--labels-endpoint", metavar="URL",
                    help="OpenAI-compatible base URL (…/v1) of the labelling model")

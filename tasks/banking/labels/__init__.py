@@ -10,12 +10,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from contracts.expected import DEFAULT_LABEL_METHOD
 from tasks.banking.dataset import Dataset, Scenario
 from tasks.banking.labels import curated, intent, keyword, llm, match
 from tasks.banking.labels.llm import ModelOptions
 from tasks.banking.labels.model import GoalChoice, LabelsError, LabelSet, ScenarioLabels
 
-DEFAULT_METHOD = "sentence"
+DEFAULT_METHOD = DEFAULT_LABEL_METHOD
 METHODS = ("sentence", "intent", "semantic", "match", "keyword", "model", "file:PATH")
 
 __all__ = ["DEFAULT_METHOD", "GoalChoice", "LabelSet", "LabelsError", "ModelOptions",
