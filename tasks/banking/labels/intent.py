@@ -93,10 +93,17 @@ def make_matcher(dataset: Dataset) -> Matcher:
     return IntentMatcher(dataset.tools, synonyms=GENERAL_FORMS)
 
 
-def choose(matcher: Matcher, goal: str, min_score: float = MIN_SCORE,
-           alt_ratio: float = ALT_RATIO, basis: str = "schema words shared with") -> GoalChoice:
+def explanation(goal: str) -> GoalChoice | None:
+    """A "no tool" choice when the goal asks for an explanation (EXPLANATION), else None."""
     if EXPLANATION.search(goal):
         return GoalChoice(no_tool=True, reason="asks for an explanation, which no tool performs")
+    return None
+
+
+def choose(matcher: Matcher, goal: str, min_score: float = MIN_SCORE,
+           alt_ratio: float = ALT_RATIO, basis: str = "schema words shared with") -> GoalChoice:
+    if declined := explanation(goal):
+        return declined
     ranked = matcher.rank(goal)
     best_score, best = ranked[0]
     if best_score < min_score:

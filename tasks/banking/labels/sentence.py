@@ -10,7 +10,7 @@ Per tool, similarity to a goal = (1 - CLAUSE) x cosine to the whole schema text 
 <description>") + CLAUSE x the best cosine to one of its parts (the name's words, or a clause of
 the description: "a utility, phone or insurance company" also stands alone). The tool chosen
 maximises similarity + LEXICAL x `intent`'s score. The goal gets no tool when it asks for an
-explanation (`intent.EXPLANATION`) or when the chosen tool's similarity stays under
+explanation (`intent.explanation`) or when the chosen tool's similarity stays under
 MIN_SIMILARITY. One tool per goal, as `intent` (near-ties as extra tools cost precision).
 
 CLAUSE, LEXICAL and MIN_SIMILARITY were chosen on in-sample gold only — the sample's and the
@@ -45,13 +45,17 @@ QUALITY = LabelsQuality(
 )
 
 
+def name_words(tool: ToolRow) -> str:
+    return tool.title.replace("_", " ")
+
+
 def schema_text(tool: ToolRow) -> str:
-    return f"{tool.title.replace('_', ' ')}: {tool.description}"
+    return f"{name_words(tool)}: {tool.description}"
 
 
 def schema_parts(tool: ToolRow) -> list[str]:
     pieces = [p.strip() for p in PARTS.split(tool.description)]
-    return [tool.title.replace("_", " "), *[p for p in pieces if p]]
+    return [name_words(tool), *[p for p in pieces if p]]
 
 
 class SentenceMatcher:
@@ -86,8 +90,8 @@ class SentenceMatcher:
 
 def choose(matcher: SentenceMatcher, goal: str, similarity: np.ndarray,
            lexical: float = LEXICAL, min_similarity: float = MIN_SIMILARITY) -> GoalChoice:
-    if intent.EXPLANATION.search(goal):
-        return GoalChoice(no_tool=True, reason="asks for an explanation, which no tool performs")
+    if declined := intent.explanation(goal):
+        return declined
     words = matcher.lexical_scores(goal)
     best = int(np.argmax(similarity + lexical * words))
     name, closeness = matcher.names[best], float(similarity[best])
