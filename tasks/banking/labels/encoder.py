@@ -59,12 +59,12 @@ class SentenceEncoder:
         head = width // self.heads
         # Padding positions get no attention from any token.
         blocked = (1.0 - mask)[:, None, None, :] * np.float32(-1e9)
+
+        def split(t: np.ndarray) -> np.ndarray:  # (n, length, width) -> (n, heads, length, head)
+            return t.reshape(n, length, self.heads, head).transpose(0, 2, 1, 3)
+
         for i in range(self.layers):
             p = f"encoder.layer.{i}."
-
-            def split(t: np.ndarray) -> np.ndarray:
-                return t.reshape(n, length, self.heads, head).transpose(0, 2, 1, 3)
-
             q = split(self._linear(x, p + "attention.self.query"))
             k = split(self._linear(x, p + "attention.self.key"))
             v = split(self._linear(x, p + "attention.self.value"))
