@@ -18,10 +18,10 @@ mean drop over scenarios is below the margin (`--max-drop`). The bound is Studen
 per-scenario drops, with the SD taken at least as large as one more scenario at the far end of
 the range would make it for identical values, so a level where every scenario agrees still has
 an interval as wide as one unseen divergence (never [1, 1]). The confidence per level is
-1 - alpha/K, K the most levels a search can judge (Bonferroni: valid in whatever order a bisection visits
-levels), so the chance that any judged level passes while its true drop is at or above the
-margin is at most alpha. benchmarks/capacity_noise.py measures the error rates by simulation
-through these functions.
+1 - alpha/K, K the most levels a search can judge (Bonferroni: valid in whatever order a
+bisection visits levels), so the chance that any judged level passes while its true drop is
+at or above the margin is at most alpha. benchmarks/capacity_noise.py measures the error rates
+by simulation through these functions.
 
 Plain functions on plain data (scenario -> list of each repeat's calls) so the simulation and
 the product run the same code.

@@ -27,8 +27,9 @@ SLO_METRICS = {
     "e2e": "e2e_ms", "request_latency": "e2e_ms",
 }
 SLO_STATS = ("mean", "p50", "p90", "p95", "p99")
-SLO_RATES = {"error_rate": "Failed requests / requests.",
-             "lost_rate": "Trials lost (timeouts, errors) / finished trials."}
+SLO_RATES = {"error_rate": "Requests that failed or met an overload reply (429/529) / requests.",
+             "overload_rate": "Requests the server answered 429 or 529 at least once / requests.",
+             "lost_rate": "Trials lost to the server (errors, time-outs) / finished trials."}
 
 
 def slo_column(name: str) -> str:
@@ -169,6 +170,9 @@ class CapacityRecord(BaseModel):
     cliffs: list[str] = Field(
         default_factory=list, description="Figures that jump between adjacent judged levels.")
     design: Design | None = None
+    deterministic: bool | None = Field(
+        None, description="The server ran batch-invariant kernels (a GPU profile with "
+        "deterministic=true); None: not known (a server the search did not start).")
     finished: bool = False
     stopped_because: str | None = Field(
         None, description="Why the search ended: bracketed | max_level | max_minutes | "

@@ -79,6 +79,9 @@ def headline(record: CapacityRecord) -> str:
     if record.cliffs:
         tail += f"; cliff: {'; '.join(record.cliffs)}"
     tail += _design_words(record)
+    if record.deterministic is not None:
+        tail += ("; server batch-invariant" if record.deterministic else
+                 "; server not batch-invariant (numerical noise is in the floor)")
     warning = plan.verdict(record.design, search.max_drop) if record.design else None
     lead = f"{warning.upper()[0]}{warning[1:]} — " if warning else ""
     if record.capacity is None:

@@ -126,6 +126,15 @@ def _design(record: CapacityRecord, k_levels: int) -> Design | None:
                        ref.decisions.baseline.mean, sims=200)
 
 
+def _deterministic(config: SweepConfig) -> bool | None:
+    """Whether the server serves batch-invariant: known for the GPU profiles the search
+    starts itself (--set deterministic=true), not for a server it was pointed at."""
+    if not (config.profile or "").startswith("gpu-"):
+        return None
+    return str(config.server_options.get("deterministic", "false")).lower() in (
+        "true", "1", "yes")
+
+
 def run_capacity(config: SweepConfig, search: CapacitySearch, sweep_dir: Path, *,
                  resume: bool = False) -> CapacityRecord:
     """Search in `sweep_dir` (new, or resumed); returns the finished record."""
@@ -135,7 +144,7 @@ def run_capacity(config: SweepConfig, search: CapacitySearch, sweep_dir: Path, *
         print(f"note: {search.repeats} repeats per scenario and level (--attempts "
               f"{config.attempts} raised): the noise floor needs them", flush=True)
         config = config.model_copy(update={"attempts": search.repeats})
-    record = CapacityRecord(search=search)
+    record = CapacityRecord(search=search, deterministic=_deterministic(config))
     started = time.perf_counter_ns()
     with open_sweep(config, sweep_dir, resume=resume,
                     resume_command="bankbench capacity --resume") as session:

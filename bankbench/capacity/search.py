@@ -73,9 +73,12 @@ def slo_value(name: str, summary_row: pd.Series, requests: pd.DataFrame, lost: f
     """The level's measured value for one SLO name (contracts.capacity.slo_column); `lost`
     is the share of trials lost to the server (analysis.consistency)."""
     column = slo_column(name)
-    if name == "error_rate":
-        n = summary_row.get("n_requests", 0)
-        return float(summary_row["n_failed_requests"] / n) if n else math.nan
+    if name in ("error_rate", "overload_rate"):
+        # Overload replies (429/529) are the server's errors even when a retry succeeded.
+        over = (requests["overloaded"].fillna(0) > 0 if "overloaded" in requests
+                else pd.Series(False, index=requests.index))
+        failed = ~requests["ok"].astype(bool) | over if name == "error_rate" else over
+        return float(failed.mean()) if len(requests) else math.nan
     if name == "lost_rate":
         return lost
     if column in summary_row.index:

@@ -91,10 +91,11 @@ def _agreeing(n: int, drop_in: int = 0, floor: float = 1.0) -> list[ScenarioAgre
 def test_slo_values_and_the_decision_check():
     search = CapacitySearch(slos={"ttft_p90_ms": 500, "error_rate": 0.01,
                                   "server_ttft_p50_ms": 100})
-    summary = pd.Series({"ttft_ms_p90": 400.0, "n_requests": 100, "n_failed_requests": 2})
-    requests = pd.DataFrame({"ok": [True, True, False], "server_ttft_ms": [50.0, 70.0, 999.0]})
+    summary = pd.Series({"ttft_ms_p90": 400.0})
+    requests = pd.DataFrame({"ok": [True] * 48 + [False], "overloaded": [0] * 49,
+                             "server_ttft_ms": [50.0] * 24 + [70.0] * 24 + [999.0]})
     values = {n: slo_value(n, summary, requests, 0.25) for n in search.slos}
-    assert values == {"ttft_p90_ms": 400.0, "error_rate": 0.02, "server_ttft_p50_ms": 60.0,
+    assert values == {"ttft_p90_ms": 400.0, "error_rate": 1 / 49, "server_ttft_p50_ms": 60.0,
                       "lost_rate": 0.25}  # failed requests left out; lost_rate by default
     checks = {c.name: c for c in judge(search, values, _agreeing(60), False, 0.995)[0]}
     assert checks["ttft_p90_ms"].passed and not checks["error_rate"].passed
@@ -106,6 +107,13 @@ def test_slo_values_and_the_decision_check():
     assert not within.passed and not within.confident and within.value > 0.1
     beyond = judge_decisions(search, _agreeing(60, drop_in=24), False, 0.995)[0]
     assert not beyond.passed and beyond.confident
+
+
+def test_overload_replies_are_server_errors_even_when_a_retry_succeeded():
+    requests = pd.DataFrame({"ok": [True, True, True, False], "overloaded": [0, 2, 0, 0]})
+    summary = pd.Series(dtype=float)
+    assert slo_value("error_rate", summary, requests, 0.0) == 0.5
+    assert slo_value("overload_rate", summary, requests, 0.0) == 0.25
 
 
 def test_full_agreement_is_not_certainty_and_one_divergence_is_not_a_failure():
@@ -195,3 +203,19 @@ def test_headline_per_gpu():
     line = headline(record)
     assert line.startswith("12 concurrent agents within SLO ttft_p90_ms≤500")
     assert "3 per GPU on 4 GPUs" in line
+
+
+def test_the_record_says_whether_the_server_was_batch_invariant():
+    from bankbench.capacity.run import _deterministic
+    from contracts.sweep import SweepConfig
+
+    on = SweepConfig(levels=[1], profile="gpu-vllm", server_options={"deterministic": "true"})
+    off = SweepConfig(levels=[1], profile="gpu-sglang")
+    elsewhere = SweepConfig(levels=[1], base_url="http://127.0.0.1:9/v1", model="m")
+    assert (_deterministic(on), _deterministic(off), _deterministic(elsewhere)) == (
+        True, False, None)
+    search = CapacitySearch(slos={"ttft_p90_ms": 500})
+    line = headline(CapacityRecord(search=search, capacity=4, lowest_failing=5,
+                                   deterministic=False))
+    assert "server not batch-invariant" in line
+    assert "batch-invariant" not in headline(CapacityRecord(search=search, capacity=4))
