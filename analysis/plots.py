@@ -216,6 +216,11 @@ def consistency_vs_concurrency(table: pd.DataFrame, out: Path) -> Path:
             axes[0].errorbar(part["level"], part[key], yerr=np.nan_to_num(err), marker="o",
                              capsize=4, color=colours[2 * i + j],
                              label=f"{label} ({source})" if len(sources) > 1 else label)
+        if "tool_f1_floor" in part:  # the level's agreement with itself: its noise floor
+            axes[0].plot(part["level"], part["tool_f1_floor"], linestyle="--",
+                         color=colours[2 * i],
+                         label=f"tool F1 floor ({source})" if len(sources) > 1 else
+                         "tool F1 floor (same-level repeats)")
     axes[0].set_ylabel("Agreement with the reference (0–1), 95% CI")
     axes[0].set_ylim(0, 1.05)
     reference = table["reference"].iloc[0]

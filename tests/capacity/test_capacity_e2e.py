@@ -138,7 +138,8 @@ def test_degraded_replies_under_load_stop_the_search_below_that_load(tmp_path,
     assert by_level[1]["passed"] and by_level[2]["passed"]
     assert not by_level[4]["passed"]
     drop = {c["name"]: c for c in by_level[4]["checks"]}["tool_f1_drop"]
-    assert not drop["passed"] and drop["confident"]  # beyond noise: every call unparsed
+    assert not drop["passed"] and drop["value"] > 0.5
+    assert by_level[4]["decisions"]["drop"]["mean"] > by_level[2]["decisions"]["drop"]["mean"]
     assert record["capacity"] in (2, 3) and record["lowest_failing"] in (3, 4)
     assert out.strip().splitlines()[-1].startswith(f"{record['capacity']} concurrent agents")
     # the level table and the consistency section say what changed

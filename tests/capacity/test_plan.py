@@ -64,3 +64,23 @@ def test_simulated_search_uses_the_product_judge():
     assert capacity_noise.run(search, 20, 60, 1.0, 0.0, 16, seed=1)[0] == 0.0
     # a 30-point drop from level 4: every search stops below it
     assert capacity_noise.run(search, 20, 60, 0.95, 0.3, 4, seed=2)[0] == 1.0
+
+
+def test_plan_reads_its_floor_from_a_pilot(tmp_path):
+    from tests.capacity.test_consistency import BAL, FREEZE, XFER, _sweep
+
+    one, other = [BAL, XFER], [BAL, FREEZE]
+    pilot = _sweep(tmp_path / "pilot", {1: {
+        "banking-000__a": {"calls": one}, "banking-000__b": {"calls": one},
+        "banking-001__a": {"calls": one}, "banking-001__b": {"calls": other}}})
+    done = subprocess.run([sys.executable, "-m", "bankbench", "capacity", "--plan",
+                           "--scenarios", "60", "--max-level", "8", "--pilot", str(pilot)],
+                          cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith(f"floor 0.750 (measured in {pilot})")
+    empty = _sweep(tmp_path / "silent", {1: {"banking-000__a": {"calls": []},
+                                             "banking-000__b": {"calls": []}}})
+    bad = subprocess.run([sys.executable, "-m", "bankbench", "capacity", "--plan",
+                          "--scenarios", "60", "--pilot", str(empty)],
+                         cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert bad.returncode == 2 and "no scenario with 2 repeats that called tools" in bad.stderr
