@@ -123,13 +123,13 @@ def mean_interval(values: Sequence[float] | np.ndarray, low: float = 0.0, high: 
 def drop_bounds(drops: Sequence[float] | np.ndarray, confidence: float
                 ) -> tuple[float, float]:
     """One-sided (lower, upper) confidence bounds, each at `confidence`, of the mean drop
-    (values in [-1, 1]); NaN: no value."""
+    (values in [-1, 1], the bounds clipped to it); NaN: no value."""
     v = np.asarray(drops, dtype=float)
     v = v[~np.isnan(v)]
     if v.size == 0:
         return math.nan, math.nan
     half = t_quantile(confidence, v.size - 1) * _smoothed_sd(v, -1.0, 1.0) / math.sqrt(v.size)
-    return float(v.mean()) - half, float(v.mean()) + half
+    return max(-1.0, float(v.mean()) - half), min(1.0, float(v.mean()) + half)
 
 
 def full_agreement_bound(n_scenarios: int, confidence: float) -> float:
