@@ -85,7 +85,7 @@ def test_cli_report_and_its_errors(known_job_dir, tmp_path, capsys):
     assert (tmp_path / "o" / "report.md").exists()
     assert not (tmp_path / "o" / "plots").exists()
     assert main(["report", str(known_job_dir), "--slo", "ttft=1"]) == 2
-    assert "--slo: 'ttft=1' is not one of" in capsys.readouterr().err
+    assert "--slo 'ttft' is not one of ttft_ms" in capsys.readouterr().err
     assert main(["report", str(tmp_path / "missing")]) == 2
     assert "missing: no such directory" in capsys.readouterr().err
 
