@@ -253,15 +253,23 @@ def _comparison(comparison: pd.DataFrame, baseline: str, mixed: Sequence[str]) -
                                               comparison["delta_ci_high"],
                                               comparison["verdict"] != "", strict=True)])
     shown = shown[["level", "metric", "unit", "baseline", "source", "value", "delta",
-                   "delta_pct", "ci", "n_paired", "verdict"]]
+                   "delta_pct", "ci", "interval", "n_paired", "verdict"]]
+    n_family = int(comparison["p_value"].notna().sum())
     return [f"## Comparison against {baseline}", "",
             table(shown, ["level", "metric", "unit", baseline, "source", "value", "Δ", "Δ %",
-                          "Δ 95% CI (paired)", "paired scenarios", "verdict"]), "",
+                          "Δ 95% CI (paired)", "interval", "paired scenarios", "verdict"]), "",
             "Rows are paired by scenario (and level): Δ is over the scenarios both "
-            "runs have, its interval from a bootstrap drawing the same scenarios for both; "
-            "*better*/*worse* only when the interval excludes 0, else *no clear difference*. "
-            "TTFT, E2E, TPOT and per-request tokens/s percentiles and the error rate are "
-            "paired the same way over the requests of the drawn scenarios; pooled ITL, "
+            "runs have, its interval from a bootstrap drawing the same scenarios for both. "
+            "Quality is averaged per scenario before differencing, so every scenario weighs "
+            "the same in both runs (trials lost to infra failures change no weight; the "
+            "*infra as 0* rows are where such losses count). TTFT, E2E, TPOT and per-request "
+            "tokens/s percentiles and the error rate are paired over the requests of the "
+            "drawn scenarios; their intervals are **within-run**: they resample the scenarios "
+            "of these two runs and hold no run-to-run variation of the server — repeat the "
+            "runs to see that. *better*/*worse* only when the interval excludes 0 and the "
+            f"row survives **Holm's step-down correction over all {n_family} rows with a "
+            "verdict** (family-wise error 5 %; p from the bootstrap standard error), else "
+            "*no clear difference*; the intervals shown are per row (95 %). Pooled ITL, "
             "throughput, concurrency and token-share rows carry no interval and are not "
             "called either way."
             + (" Runs differ in: " + "; ".join(mixed) + "." if mixed else ""), ""]
