@@ -15,11 +15,16 @@ from analysis.tables import Tables
 
 CONSISTENCY_CSV = "consistency.csv"
 CONSISTENCY_PNG = "consistency_vs_concurrency.png"
-_HEADERS = {"tool_f1": "tool F1", "arg_agreement": "args agree", "schema_valid": "schema ok",
-            "malformed": "malformed", "truncated": "truncated", "lost": "lost"}
+_HEADERS = {"tool_f1": "tool F1", "arg_agreement": "args agree",
+            "schema_valid": "schema-valid calls %", "malformed": "malformed replies %",
+            "truncated": "truncated replies %", "lost": "trials lost %"}
+# Shares shown in percent: a bare 1 under "truncated" reads as a count of one.
+_PERCENT = ("schema_valid", "malformed", "truncated", "lost")
 
 
 def _with_ci(row: pd.Series, key: str) -> str:
+    if key in _PERCENT:
+        return "–" if pd.isna(row[key]) else f"{100 * row[key]:.1f} %"
     if pd.isna(row[f"{key}_ci_low"]) or key not in ("tool_f1", "arg_agreement"):
         return fmt(row[key])
     return f"{fmt(row[key])} [{fmt(row[f'{key}_ci_low'])}, {fmt(row[f'{key}_ci_high'])}]"
