@@ -18,14 +18,19 @@ CONSISTENCY_PNG = "consistency_vs_concurrency.png"
 _SHOWN = [  # (column, header, with interval)
     ("tool_f1_n", "scenarios", False), ("tool_f1_floor", "floor (F1)", True),
     ("tool_f1", "vs reference (F1)", True), ("tool_f1_drop", "drop", True),
-    ("arg_agreement", "args agree", True), ("schema_valid", "schema ok", False),
-    ("malformed", "malformed", False), ("truncated", "truncated", False),
-    ("lost", "lost (server)", False), ("harness_lost", "lost (harness)", False)]
+    ("arg_agreement", "args agree", True), ("schema_valid", "schema-valid calls %", False),
+    ("malformed", "malformed replies %", False), ("truncated", "truncated replies %", False),
+    ("lost", "trials lost to server %", False),
+    ("harness_lost", "trials lost to harness %", False)]
+# Shares shown in percent: a bare 1 under "truncated" reads as a count of one.
+_PERCENT = ("schema_valid", "malformed", "truncated", "lost", "harness_lost")
 
 
 def _with_ci(row: pd.Series, key: str, interval: bool) -> str:
     if key.endswith("_n"):
         return str(int(row[key]))
+    if key in _PERCENT:
+        return "–" if pd.isna(row[key]) else f"{100 * row[key]:.1f} %"
     if pd.isna(row[key]) and key.startswith("tool_f1"):
         return row.get("tool_f1_note") or "n/a"
     if not interval or pd.isna(row.get(f"{key}_ci_low")):
@@ -56,7 +61,7 @@ def write_consistency(tables: Tables, out: Path, *, draw: bool = True
              "agreement with it (0 when nothing but noise changed). Means over scenarios with "
              "95% intervals that stay open when every scenario agrees (analysis/"
              "decision_noise.py). Lost trials are left out of agreement and counted apart: "
-             "*lost (server)* server/network errors and time-outs, *lost (harness)* the "
+             "*lost to server*: server/network errors and time-outs; *lost to harness*: the "
              "harness's own failures.", "",
              table(_shown(frame), ["source", "level", "reference",
                                    *(h for _, h, _ in _SHOWN)]), ""]

@@ -12,20 +12,14 @@ from pathlib import Path
 from bankbench.commands.sweep import add_run_options
 
 
-def _slo(text: str) -> tuple[str, float]:
-    from contracts.capacity import slo_column
+def _slo(text: str) -> dict[str, float]:
+    """One --slo value (NAME=NUMBER or a comma list), by the parser `report` shares."""
+    from bankbench.slo_option import level_slos
 
-    name, sep, value = text.partition("=")
     try:
-        slo_column(name.strip())
-        number = float(value)
+        return level_slos([text])
     except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc) if sep and value else
-                                         f"{text!r}: expected NAME=NUMBER, e.g. "
-                                         "ttft_p90_ms=500") from None
-    if not sep or number < 0:
-        raise argparse.ArgumentTypeError(f"{text!r}: expected NAME=NUMBER ≥ 0")
-    return name.strip(), number
+        raise argparse.ArgumentTypeError(str(exc).removeprefix("--slo ")) from None
 
 
 def _field(name: str) -> dict:
@@ -57,7 +51,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     search = p.add_argument_group("search")
     search.add_argument("--slo", type=_slo, action="append", default=[], metavar="NAME=NUMBER",
-                        help="upper bound per level, repeatable: <metric>_<stat>_ms (metric "
+                        help="upper bound per level, repeatable (comma lists too; the format "
+                        "and metric names of `bankbench report --slo`): <metric>_<stat>_ms (metric "
                         "ttft (client, first content-bearing read) | ttfc (time to first tool "
                         "call) | server_ttft (the server's first token) | itl | tpot | e2e, or "
                         "AIPerf's time_to_first_token | inter_token_latency | request_latency; "
@@ -94,6 +89,18 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=_run)
 
 
+def _merge_slos(given: list[dict[str, float]]) -> dict[str, float]:
+    """Repeated --slo flags accumulate; a name given twice with two values is refused."""
+    merged: dict[str, float] = {}
+    for bounds in given:
+        for name, bound in bounds.items():
+            if merged.get(name, bound) != bound:
+                raise SystemExit(f"bankbench capacity: --slo {name} given twice "
+                                 f"({merged[name]:g} and {bound:g})")
+            merged[name] = bound
+    return merged
+
+
 def _fail(message: str, code: int = 1) -> int:
     print(f"bankbench capacity: {message}", file=sys.stderr)
     return code
@@ -115,7 +122,7 @@ def _run(args: argparse.Namespace) -> int:
             search = load_record(sweep_dir).search
         else:
             search = CapacitySearch(
-                slos=dict(args.slo), max_drop=args.max_drop, alpha=args.alpha,
+                slos=_merge_slos(args.slo), max_drop=args.max_drop, alpha=args.alpha,
                 repeats=args.repeats, min_tsq=args.min_tsq,
                 agreement_metric=args.agreement_metric, start=args.start,
                 max_level=args.max_level, max_minutes=args.max_minutes, gpus=args.gpus,
