@@ -190,6 +190,11 @@ class SweepManifest(BaseModel):
     attempts: int
     server_profile: str | None = Field(description="Launched profile, or None for --base-url.")
     base_url: str
+    earlier_base_urls: list[str] = Field(
+        default_factory=list,
+        description="Addresses the sweep ran against before a resume moved it to `base_url` "
+        "(`--resume DIR --base-url NEW`), oldest first.",
+    )
     model: str
     router: str | None = None
     tasks_dir: str
