@@ -20,6 +20,14 @@ from pydantic import BaseModel, Field
 
 from contracts.conversation import CUSTOMER_FILE, DEFAULT_MAX_TURNS
 from contracts.expected import Expected, GoalLabel, LabelsInfo, Provenance
+from contracts.task import (
+    CONVERSATION_MODE,
+    DATASET_ID,
+    DEFAULT_MODE,
+    INSTRUCTION_MODES,
+    InstructionMode,
+    TaskMetadata,
+)
 from tasks.banking import render
 from tasks.banking.arguments import arguments_for
 from tasks.banking.dataset import BadRow, Dataset, DatasetError, OnBadRow, Scenario, load
@@ -172,7 +180,7 @@ def task_files(
     scenario: Scenario,
     dataset: Dataset,
     labelset: LabelSet,
-    mode: render.Mode,
+    mode: InstructionMode,
     template: dict[str, tuple[bytes, int]],
     shared: dict[str, bytes],
     max_turns: int = DEFAULT_MAX_TURNS,
@@ -188,7 +196,7 @@ def task_files(
         goals=goal_labels(goals, labels),
         provenance=Provenance(dataset_revision=dataset.revision, builder=builder_tag()),
     )
-    meta = render.TaskMetadata(
+    meta = TaskMetadata(
         scenario_id=scenario.scenario_id,
         domain=dataset.domain,
         persona_index=scenario.row.persona_index,
@@ -196,11 +204,12 @@ def task_files(
         labels=labelset.tag,
         dataset_revision=dataset.revision,
         mode=mode,
+        dataset=DATASET_ID,
         builder=builder_tag(),
-        max_turns=max_turns if mode == "conversation" else None,
+        max_turns=max_turns if mode == CONVERSATION_MODE else None,
     )
     calls = oracle_calls(scenario, labels, dataset)
-    talking = mode == "conversation"
+    talking = mode == CONVERSATION_MODE
     text = {
         "task.toml": render.task_toml(meta),
         "instruction.md": render.instruction_md(scenario, mode),
@@ -224,7 +233,7 @@ def build_tasks(
     source: str,
     out: Path,
     domain: str = "banking",
-    mode: str = "goals",
+    mode: str = DEFAULT_MODE,
     labels: str = DEFAULT_METHOD,
     on_bad_row: OnBadRow = "fail",
     limit: int | None = None,
@@ -245,8 +254,8 @@ def build_tasks(
     `max_turns` is the conversation mode's turn limit (other modes ignore it).
     """
     say = log or (lambda line: print(line, file=sys.stderr, flush=True))
-    if mode not in render.MODES:
-        raise DatasetError(f"--mode {mode!r}: expected one of {', '.join(render.MODES)}")
+    if mode not in INSTRUCTION_MODES:
+        raise DatasetError(f"--mode {mode!r}: expected one of {', '.join(INSTRUCTION_MODES)}")
     if not 1 <= max_turns <= 100:
         raise DatasetError(f"--max-turns {max_turns}: must be between 1 and 100")
     dataset = load(source, domain, on_bad_row=on_bad_row, offline=offline, hub_cache=hub_cache)
@@ -293,7 +302,7 @@ def build_tasks(
         source=source,
         domain=domain,
         mode=mode,
-        max_turns=max_turns if mode == "conversation" else None,
+        max_turns=max_turns if mode == CONVERSATION_MODE else None,
         labels=labelset.tag,
         dataset_revision=dataset.revision,
         scenario_ids=[sid for sid, _ in rendered],
