@@ -35,6 +35,7 @@ from analysis import tables as tables_mod
 from analysis.export.trial_inputs import read_scored_calls, reply_counts
 from analysis.files import Issue
 from analysis.metrics.base import Metric, cluster_bootstrap_mean_ci
+from contracts.toolnames import normalise_tool_name
 
 TOOL_F1 = Metric("tool_f1", "Tool agreement (F1)", "share", True,
                  "Set F1 of tool names called vs the reference trial of the same scenario and "
@@ -67,10 +68,6 @@ class Decisions:
     issues: list[Issue]
 
 
-def _normal(name: str) -> str:
-    return name.lower().replace("_", "").replace("-", "")
-
-
 def read_decisions(tables: tables_mod.Tables) -> Decisions:
     """Each finished trial's tool calls (via trial_inputs) and reply shares, keyed by
     (source, level, scenario_id, repeat)."""
@@ -88,7 +85,7 @@ def read_decisions(tables: tables_mod.Tables) -> Decisions:
         trial_dir = job_paths[(t.source, t.job)] / t.trial
         _, _, bank_calls = read_scored_calls(trial_dir, issues)
         replies = reply_counts(trial_dir, issues)
-        calls = [(_normal(c.tool), c.arguments) for c in bank_calls]
+        calls = [(normalise_tool_name(c.tool), c.arguments) for c in bank_calls]
         rows.append({
             "source": t.source, "level": int(t.level), "scenario_id": t.scenario_id,
             "repeat": int(t.repeat), "trial": t.trial, "status": t.status,
