@@ -1,4 +1,5 @@
-"""What made a TSQ figure: dataset, labels, instruction mode, judge, and the ceiling they allow.
+"""What made a TSQ figure: dataset, labels, instruction mode, judge, and what a gold-perfect
+agent scores on the same labels.
 
 Runs compared side by side must share dataset, revision, labels and instruction mode
 (`COMPARABLE`, else `MixedRunsError` unless `--allow-mixed`). Allowed, a difference of
@@ -9,9 +10,15 @@ The judge column (and the judge figures beside it) come from the verdict
 files of `bankbench judge` (`analysis.judge.figures`); "none" when no judge pass ran.
 
 Read per (source, level) from the tasks the trials ran (`analysis.task_folder` finds each
-trial's task folder and reads its metadata and label quality). A sweep's `sweep.json` adds
-where the dataset came from (hub, bundled sample, and whether the sample stood in for an
-unreachable hub). Everything is read leniently: a task folder that is
+trial's task folder and reads it): the task's `task.toml [metadata]` carries `dataset`,
+`dataset_revision`, `labels` (method@version) and `mode`, and its `tests/expected.json` may
+carry `labels.quality` (the label method's quality as measured on the held-out gold sets it
+names) and `gold_perfect` (what an agent making exactly the gold calls scores against this
+task's labels, computed by the builder only when the dataset has gold labels). A level's
+gold-perfect figures average the scenarios it ran; one scenario without them makes the level's
+"not measured": no figure from other data stands in.
+A sweep's `sweep.json` adds where the dataset came from (hub, bundled sample, and whether the
+sample stood in for an unreachable hub). Everything is read leniently: a task folder that is
 gone leaves "unknown", never an error.
 """
 
@@ -24,6 +31,7 @@ import numpy as np
 import pandas as pd
 
 from analysis.judge.figures import NO_JUDGE, level_judge
+from analysis.metrics.quality import GOLD_PERFECT_KEYS, gold_perfect_figures
 from analysis.task_folder import NOT_MEASURED, UNKNOWN, TaskProvenance, read_task, task_path
 from contracts.sweep import SweepManifest
 
@@ -35,7 +43,10 @@ STATED = ("mode",)
 # The fields two runs must share for their TSQ to be compared (`--allow-mixed` overrides).
 COMPARABLE = (*MEASURING_STICK, *STATED)
 COLUMNS = ("dataset", "dataset_source", "dataset_revision", "labels", "label_quality",
-           "label_heldout_f1", "mode", "judge", "tsq_ceiling")
+           "label_heldout_f1", "mode", "judge", "gold_perfect")
+# The gold-perfect agent's figures (mean and CI per key), beside the provenance columns.
+GOLD_PERFECT_COLUMNS = tuple(f"gold_perfect_{key}_{part}" for key in GOLD_PERFECT_KEYS
+                             for part in ("mean", "ci_low", "ci_high"))
 
 
 def dataset_source(revision: str, manifest: SweepManifest | None) -> str:
@@ -63,7 +74,7 @@ def level_provenance(trials: pd.DataFrame, jobs: pd.DataFrame,
     rows = []
     for (source, level), group in jobs.groupby(["source", "level"], sort=False):
         manifest = sweeps.get(source)
-        found: list[TaskProvenance] = []
+        found: dict[Path, TaskProvenance] = {}
         for job in group.itertuples(index=False):
             job_dir = Path(job.path)
             mine = trials[(trials["source"] == source) & (trials["job"] == job.job)]
@@ -76,9 +87,11 @@ def level_provenance(trials: pd.DataFrame, jobs: pd.DataFrame,
                 if path not in cache:
                     cache[path] = read_task(path)
                 if cache[path] is not None:
-                    found.append(cache[path])
-        rows.append({"source": source, "level": level, **_summarise(found, manifest)})
-    frame = pd.DataFrame(rows, columns=["source", "level", *COLUMNS]).drop(columns="judge")
+                    found[path] = cache[path]
+        rows.append({"source": source, "level": level,
+                     **_summarise(list(found.values()), manifest)})
+    frame = pd.DataFrame(rows, columns=["source", "level", *COLUMNS, *GOLD_PERFECT_COLUMNS]
+                         ).drop(columns="judge")
     # The judge slot and its figures come from the verdicts `bankbench judge` wrote.
     return frame.merge(level_judge(trials, jobs), on=["source", "level"], how="left")
 
@@ -91,7 +104,7 @@ def _summarise(found: list[TaskProvenance], manifest: SweepManifest | None) -> d
         return {"dataset": UNKNOWN, "dataset_source": dataset_source(revision, manifest),
                 "dataset_revision": revision, "labels": UNKNOWN, "label_quality": NOT_MEASURED,
                 "label_heldout_f1": np.nan, "mode": UNKNOWN, "judge": NO_JUDGE,
-                "tsq_ceiling": np.nan}
+                **_gold_perfect_summary([])}
     revision = _one([p.dataset_revision for p in found])
     f1s = {p.heldout_f1 for p in found}
     f1 = next(iter(f1s)) if len(f1s) == 1 else None
@@ -102,9 +115,18 @@ def _summarise(found: list[TaskProvenance], manifest: SweepManifest | None) -> d
         "label_quality": _one([p.label_quality for p in found]),
         "label_heldout_f1": np.nan if f1 is None else f1, "mode": _one([p.mode for p in found]),
         "judge": NO_JUDGE,
-        # A perfect agent scored against labels of held-out F1 f expects TSQ ≈ f.
-        "tsq_ceiling": np.nan if f1 is None else f1,
+        **_gold_perfect_summary(found),
     }
+
+
+def _gold_perfect_summary(found: list[TaskProvenance]) -> dict[str, Any]:
+    """The level's gold-perfect figures, when every scenario it ran has them from one gold."""
+    records = [p.gold_perfect for p in found]
+    golds = {r.gold for r in records if r is not None}
+    if not records or None in records or len(golds) != 1:
+        return {"gold_perfect": NOT_MEASURED} | {c: np.nan for c in GOLD_PERFECT_COLUMNS}
+    figures = gold_perfect_figures([r.model_dump() for r in records if r is not None])
+    return {"gold_perfect": f"{golds.pop()}, {len(records)} scenarios"} | figures
 
 
 class MixedRunsError(ValueError):

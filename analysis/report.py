@@ -17,12 +17,12 @@ import pandas as pd
 from analysis import plots, turns
 from analysis.compare import compare_table
 from analysis.consistency_report import write_consistency
-from analysis.markdown import fmt, fmt_ci, table
+from analysis.markdown import fmt, table
 from analysis.metrics import ALL
 from analysis.metrics.goodput import SLO
 from analysis.metrics.quality import per_scenario, with_solved
-from analysis.provenance import COLUMNS as PROVENANCE_COLUMNS
-from analysis.provenance import SAMPLE_FALLBACK, STATED, check_comparable, mixed_fields
+from analysis.provenance import STATED, check_comparable, mixed_fields
+from analysis.quality_report import judge_section, measured_against, quality_section
 from analysis.request_trace import server_view_section
 from analysis.summary import summarize
 from analysis.tables import Tables, is_sweep_dir, load_many
@@ -179,7 +179,7 @@ def render_markdown(tables: Tables, summary: pd.DataFrame, comparison: pd.DataFr
     parts = [f"# bankbench report: {', '.join(p.name for p in inputs)}", "",
              f"Generated {datetime.now(UTC):%Y-%m-%d %H:%M} UTC. Definitions of every figure: "
              "see *Metric definitions* at the end.", "",
-             *_measured_against(summary, mixed, modes),
+             *measured_against(summary, mixed, modes),
              "## Provenance", "", _provenance(tables), "", "## Trials", "",
              _section(summary, {"n_trials": "trials", "n_scored": "scored",
                                 "n_agent_failed": "agent failed", "n_infra_failed": "infra failed",
@@ -210,7 +210,7 @@ def render_markdown(tables: Tables, summary: pd.DataFrame, comparison: pd.DataFr
         "Tokens counted by `server`: its usage; `client`: the agent's `--ak tokenizer` for a "
         "server that sends no usage (message text and tool schemas, without the chat "
         "template's tokens); `unknown`: neither, and token figures stay empty.", ""]
-    parts += _quality(summary) + _judge(summary)
+    parts += quality_section(summary) + judge_section(summary)
     if slo is not None:
         parts += [f"## Goodput (SLO {slo})", "", _section(summary, {
             "goodput": "goodput (req/s)", "goodput_request_share": "requests within SLO",
@@ -247,96 +247,6 @@ def render_markdown(tables: Tables, summary: pd.DataFrame, comparison: pd.DataFr
         "`requests.csv`/`requests.jsonl` (one row per LLM call); for conversations "
         "`by_turn.csv` and `conversations.csv` (the tables of *Conversations*).", ""]
     return "\n".join(parts)
-
-
-def _measured_against(summary: pd.DataFrame, mixed: Sequence[str],
-                      modes: Sequence[str] = ()) -> list[str]:
-    """The header block: which data, labels and mode every TSQ below is measured against."""
-    present = [c for c in PROVENANCE_COLUMNS if c in summary.columns]
-    if not present:
-        return []
-    frame = summary[["source", *present]].drop_duplicates()
-    lines = ["## What the quality figures are measured against", "",
-             table(frame, ["source", *(_PROVENANCE_HEADERS.get(c, c) for c in present)]), "",
-             "TSQ here is the set F1 of the tool names an agent called against the expected "
-             "tools its task's labels list (label method@version above); no judge model is "
-             "involved in it (a judge pass, when one ran, has its own section). Labels are "
-             "themselves imperfect: with labels of held-out F1 *f*, "
-             "a perfect agent's expected TSQ is about *f* (the ceiling column); a ceiling "
-             "'–' means the labels' quality was not measured.", ""]
-    if (summary.get("dataset_source") == SAMPLE_FALLBACK).any():
-        lines += [f"**Warning: the dataset is the {SAMPLE_FALLBACK}** — `--source auto` could "
-                  "not reach the Hugging Face hub and ran the small bundled sample instead of "
-                  "Agent Leaderboard v2; these figures are not comparable with hub runs.", ""]
-    if mixed:
-        lines += ["**Warning: runs compared with `--allow-mixed` differ in "
-                  + "; ".join(mixed) + ".** Their quality deltas mix a change of measuring "
-                  "stick with a change of system.", ""]
-    if modes:
-        lines += ["**The runs compared differ in " + "; ".join(modes) + ".** Same data and "
-                  "labels, different protocols: the deltas below compare how the agent was "
-                  "asked (all goals at once, the first message only, or a conversation with a "
-                  "simulated customer) as well as the system that served it.", ""]
-    return lines
-
-
-_PROVENANCE_HEADERS = {
-    "dataset_source": "dataset source", "dataset_revision": "revision",
-    "labels": "labels (method@version)", "label_quality": "label quality",
-    "label_heldout_f1": "label held-out F1", "mode": "instruction mode",
-    "judge": "judge model", "tsq_ceiling": "TSQ ceiling",
-}
-
-
-def _quality(summary: pd.DataFrame) -> list[str]:
-    rows = []
-    for _, row in summary.iterrows():
-        rows.append({
-            "source": row["source"], "level": row["level"], "counted": row["n_counted"],
-            "scenarios": row.get("n_scenarios"), "infra failed": row.get("n_infra_failed"),
-            "TSQ (infra excl.)": fmt_ci(row, "tsq"), "TSQ (infra as 0)": fmt_ci(row, "tsq_infra0"),
-            "solved (infra excl.)": fmt_ci(row, "solved"),
-            "solved (infra as 0)": fmt_ci(row, "solved_infra0"),
-            "precision": fmt_ci(row, "precision"), "recall": fmt_ci(row, "recall"),
-            "param validity": fmt_ci(row, "param_validity"), "pass@1": row.get("pass_at_1"),
-            "k": row.get("k"), "pass@k": fmt_ci(row, "pass_at_k", ""),
-            "pass^k": fmt_ci(row, "pass_hat_k", ""), "TSQ spread": row.get("tsq_scenario_std"),
-        })
-    frame = pd.DataFrame(rows)
-    solved_from = ", ".join(sorted(set(summary.get("solved_from", pd.Series()).dropna())))
-    return [
-        "## Tool selection quality (mean, 95% scenario-cluster bootstrap CI)", "",
-        table(frame), "",
-        "Intervals resample scenarios with all their repeated trials (repeats of a scenario "
-        "are correlated; resampling single trials would give too narrow an interval); `[—]`: "
-        "no interval, because the level has one scenario or one trial. *infra excl.* leaves "
-        "`infra_failed` trials out (as the status table shows); *infra as 0* counts each as a "
-        "failed scenario run — a gap between the two means the server's failures hid "
-        "scenarios from quality. *Solved*: every expected tool called and no unexpected one "
-        f"(source of the per-trial flag here: {solved_from or 'none'}). pass@k and pass^k "
-        "are computed on *solved* from the n counted trials of each scenario (unbiased "
-        "estimators; k = fewest counted trials of any scenario). Harbor's own pass@k (in "
-        "its job result.json) reads only a reward with a single 0/1 key, so for these jobs, "
-        "whose reward.json holds several scores, Harbor reports none.", ""]
-
-
-def _judge(summary: pd.DataFrame) -> list[str]:
-    """Judge TSQ and action completion (`bankbench judge`), when a judge pass ran."""
-    if "judge_n" not in summary.columns or not (summary["judge_n"].fillna(0) > 0).any():
-        return []
-    frame = pd.DataFrame([{
-        "source": row["source"], "level": row["level"], "judge": row["judge"],
-        "judged": row["judge_n"], "unparseable/failed": row["judge_unparseable"],
-        "judge TSQ": fmt_ci(row, "judge_tsq"), "action completion": fmt_ci(row, "judge_ac"),
-    } for _, row in summary.iterrows()])
-    return ["## Judge metrics (mean, 95% scenario-cluster bootstrap CI)", "", table(frame), "",
-            "A judge model read each counted trial's session (the customer's goals, the calls "
-            "and what the bank answered, the final answer) and scored Galileo's two "
-            "session-level judgements: *tool selection quality* and *action completion*, each "
-            "in [0, 1] (docs/judge.md). Trials whose judge answer could not be parsed or whose "
-            "request failed are counted in *unparseable/failed*, not scored as 0. These are a "
-            "judge's opinion beside the verifier's label-based TSQ above, never part of "
-            "reward.json.", ""]
 
 
 def _comparison(comparison: pd.DataFrame, baseline: str, mixed: Sequence[str]) -> list[str]:

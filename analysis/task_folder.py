@@ -3,9 +3,9 @@
 A trial's `config.json` names its task path (Harbor's `TrialConfig.task.path`, absolute or
 relative to where Harbor ran); a sweep also records its task folder. The task's
 `task.toml [metadata]` (`contracts.task.TaskMetadata`) carries dataset, revision, labels and
-instruction mode; its `tests/expected.json` may carry `labels.quality` (the labels' measured
-held-out quality). Everything is read leniently: a task folder that is gone leaves "unknown",
-never an error.
+instruction mode; its `tests/expected.json` may carry `labels.quality` (the label method's
+measured held-out quality) and `gold_perfect` (the gold-perfect agent's scores on this task).
+Everything is read leniently: a task folder that is gone leaves "unknown", never an error.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from contracts.expected import EXPECTED_FILE, LabelsQuality
+from contracts.expected import EXPECTED_FILE, GoldPerfect, LabelsQuality
 from contracts.task import TASK_TOML, read_metadata
 
 UNKNOWN = "unknown"
@@ -29,6 +29,7 @@ class TaskProvenance:
     mode: str = UNKNOWN
     heldout_f1: float | None = None
     label_quality: str = NOT_MEASURED
+    gold_perfect: GoldPerfect | None = None
 
 
 def task_path(trial_dir: Path, job_dir: Path, scenario: str, tasks_dir: str | None
@@ -55,10 +56,21 @@ def read_task(task_dir: Path) -> TaskProvenance | None:
     meta = read_metadata(task_dir)
     if meta is None:
         return None
-    f1, quality = _label_quality(task_dir / "tests" / EXPECTED_FILE)
+    expected = task_dir / "tests" / EXPECTED_FILE
+    f1, quality = _label_quality(expected)
     return TaskProvenance(
         dataset=meta.dataset or UNKNOWN, dataset_revision=meta.dataset_revision,
-        labels=meta.labels, mode=meta.mode or UNKNOWN, heldout_f1=f1, label_quality=quality)
+        labels=meta.labels, mode=meta.mode or UNKNOWN, heldout_f1=f1, label_quality=quality,
+        gold_perfect=_gold_perfect(expected))
+
+
+def _gold_perfect(path: Path) -> GoldPerfect | None:
+    """expected.json's `gold_perfect`, or None (absent, null, or unreadable)."""
+    try:
+        found = json.loads(path.read_text(encoding="utf-8")).get("gold_perfect")
+        return None if found is None else GoldPerfect.model_validate(found)
+    except (OSError, UnicodeDecodeError, ValueError, AttributeError):
+        return None
 
 
 def _label_quality(path: Path) -> tuple[float | None, str]:
