@@ -67,7 +67,7 @@ ANALYSIS_LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("post-passes", ("analysis.summary", "analysis.provenance", "analysis.compare",
                      "analysis.consistency", "analysis.turns", "analysis.request_trace",
                      "analysis.judge", "analysis.export", "analysis.console")),
-    ("report", ("analysis.report", "analysis.consistency_report")),
+    ("report", ("analysis.report", "analysis.consistency_report", "analysis.quality_report")),
 ]
 # Post-passes are siblings: one may import another only where listed here, (importing
 # post-pass, imported module or package) -> why it is still allowed.

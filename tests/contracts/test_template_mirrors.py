@@ -44,7 +44,7 @@ MIRRORS: list[tuple[str, str, Any]] = [
     ("environment/mockbank.py", "EXIT_CUSTOMER", conversation.EXIT_CUSTOMER_MODEL_FAILED),
     ("environment/convlog.py", "CONVERSATION_FILE", conversation.CONVERSATION_FILE),
     ("environment/customer_llm.py", "ROLE", llm_calls.USER_SIMULATOR_ROLE),
-    ("tests/verify.py", "REWARD_KEYS", reward.REWARD_KEYS),
+    ("tests/scoring.py", "REWARD_KEYS", reward.REWARD_KEYS),
 ]
 
 
@@ -81,5 +81,5 @@ def test_one_tool_name_rule_on_both_sides(name: str) -> None:
     """The bank's normaliser (whose suggestions the agent sees), the verifier's (TSQ) and the
     host's (export, consistency) give the same name."""
     bank = template_module("environment/toolschema.py").normalise_name(name)
-    verifier = template_module("tests/verify.py").normalise_tool_name(name)
+    verifier = template_module("tests/scoring.py").normalise_tool_name(name)
     assert bank == verifier == toolnames.normalise_tool_name(name)
