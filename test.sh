@@ -13,6 +13,10 @@ for arg in "$@"; do
     *) args+=("$arg") ;;
   esac
 done
+# Byte-compile the venv's packages when it is synced: a run starts hundreds of Python processes
+# (the CLI, Harbor, the bank), each importing pandas, pydantic and Harbor; where bytecode is not
+# written at run time (PYTHONDONTWRITEBYTECODE) each would compile them again from source.
+export UV_COMPILE_BYTECODE="${UV_COMPILE_BYTECODE:-1}"
 source "$(dirname "$0")/scripts/bootstrap.sh"
 cd "$BANKBENCH_ROOT"
 exec python -m pytest --tier "$tier" "${args[@]}"

@@ -7,8 +7,8 @@ where starting workers would cost more than it saves. Every reader stays lenient
 is an `Issue`, and a trial whose reading fails outright (or a worker that dies) costs that
 trial or chunk an issue, never the others.
 
-The per-request timing columns come from `analysis.metrics.latency.request_timing`, the one
-derivation of every timing metric from the raw times.
+The per-request timing columns come from the definitions in `analysis.metrics.latency`
+(`ttft_ns`, `itl_ns`, …), called per record in `_add_requests`.
 """
 
 from __future__ import annotations
