@@ -23,11 +23,17 @@ from analysis.metrics.goodput import SLO
 from analysis.metrics.quality import per_scenario, with_solved
 from analysis.provenance import STATED, check_comparable, mixed_fields
 from analysis.quality_report import judge_section, measured_against, quality_section
+from analysis.report_sections import (
+    counts_as_ints,
+    failures_section,
+    issues_section,
+    section,
+    self_eval_section,
+    summary_block,
+)
 from analysis.request_trace import server_view_section
 from analysis.summary import summarize
 from analysis.tables import Tables, is_sweep_dir, load_many
-
-MAX_ISSUES_SHOWN = 20
 
 
 def default_out_dir(path: Path) -> Path:
@@ -84,9 +90,9 @@ def _records(frame: pd.DataFrame) -> list[dict[str, Any]]:
 def write_data_files(tables: Tables, summary: pd.DataFrame, comparison: pd.DataFrame,
                      out: Path, inputs: list[Path], slo: SLO | None,
                      mixed: list[str], modes: Sequence[str] = ()) -> None:
-    summary.to_csv(out / "summary.csv", index=False)
-    with_solved(tables.trials)[0].to_csv(out / "trials.csv", index=False)
-    per_scenario(tables.trials).to_csv(out / "scenarios.csv", index=False)
+    counts_as_ints(summary).to_csv(out / "summary.csv", index=False)
+    counts_as_ints(with_solved(tables.trials)[0]).to_csv(out / "trials.csv", index=False)
+    counts_as_ints(per_scenario(tables.trials)).to_csv(out / "scenarios.csv", index=False)
     tables.requests.to_csv(out / "requests.csv", index=False)
     tables.requests.to_json(out / "requests.jsonl", orient="records", lines=True)
     if turns.is_multi_turn(tables.requests, tables.trials):
@@ -166,12 +172,6 @@ def _group_labels(frame: pd.DataFrame) -> pd.Series | None:
     return None
 
 
-def _section(summary: pd.DataFrame, columns: dict[str, str]) -> str:
-    present = {k: v for k, v in columns.items() if k in summary.columns}
-    frame = summary[["source", "level", *present]]
-    return table(frame, ["source", "level", *present.values()])
-
-
 def render_markdown(tables: Tables, summary: pd.DataFrame, comparison: pd.DataFrame,
                     inputs: list[Path], slo: SLO | None, figures: list[tuple[str, Path]],
                     out: Path, mixed: Sequence[str] = (),
@@ -179,9 +179,10 @@ def render_markdown(tables: Tables, summary: pd.DataFrame, comparison: pd.DataFr
     parts = [f"# bankbench report: {', '.join(p.name for p in inputs)}", "",
              f"Generated {datetime.now(UTC):%Y-%m-%d %H:%M} UTC. Definitions of every figure: "
              "see *Metric definitions* at the end.", "",
+             *summary_block(summary),
              *measured_against(summary, mixed, modes),
              "## Provenance", "", _provenance(tables), "", "## Trials", "",
-             _section(summary, {"n_trials": "trials", "n_scored": "scored",
+             section(summary, {"n_trials": "trials", "n_scored": "scored",
                                 "n_agent_failed": "agent failed", "n_infra_failed": "infra failed",
                                 "n_harness_failed": "harness failed",
                                 "n_interrupted": "interrupted", "n_running": "running",
@@ -192,7 +193,7 @@ def render_markdown(tables: Tables, summary: pd.DataFrame, comparison: pd.DataFr
              "runs them again) are excluded and listed here — the quality section also "
              "shows TSQ and solved with `infra_failed` trials counted as 0; `running` trials "
              "have no result yet.", ""]
-    parts += _failures(tables.trials) + _issues(tables.issues)
+    parts += failures_section(tables.trials) + issues_section(tables.issues)
     parts += ["## Latency (successful requests)", ""]
     for key, name in (("ttft_ms", "TTFT (ms)"), ("ttfc_ms", "Time to first tool call (ms)"),
                       ("itl_ms", "ITL (ms)"), ("tpot_ms", "TPOT (ms)"),
@@ -200,8 +201,8 @@ def render_markdown(tables: Tables, summary: pd.DataFrame, comparison: pd.DataFr
                       ("output_tps_per_user", "Output tokens/s per request")):
         stats = ("mean", "p50", "p90", "p95", "p99", "std", "count")
         parts += [f"**{name}**", "",
-                  _section(summary, {f"{key}_{s}": s for s in stats}), ""]
-    parts += ["## Throughput and concurrency", "", _section(summary, {
+                  section(summary, {f"{key}_{s}": s for s in stats}), ""]
+    parts += ["## Throughput and concurrency", "", section(summary, {
         "window_s": "window (s)", "output_token_throughput": "output tok/s",
         "request_throughput": "requests/s", "configured_concurrency": "configured",
         "achieved_concurrency": "requests in flight", "achieved_trial_concurrency":
@@ -212,22 +213,18 @@ def render_markdown(tables: Tables, summary: pd.DataFrame, comparison: pd.DataFr
         "template's tokens); `unknown`: neither, and token figures stay empty.", ""]
     parts += quality_section(summary) + judge_section(summary)
     if slo is not None:
-        parts += [f"## Goodput (SLO {slo})", "", _section(summary, {
+        parts += [f"## Goodput (SLO {slo})", "", section(summary, {
             "goodput": "goodput (req/s)", "goodput_request_share": "requests within SLO",
             "goodput_scenario_share": "scenarios within SLO"}), ""]
     if "server_requests" in summary.columns or "server_ttft_ms_mean" in summary.columns:
         parts += ["## Server side (Prometheus /metrics, after − before each level)", "",
-                  _section(summary, {"server_requests": "requests",
+                  section(summary, {"server_requests": "requests",
                                      "server_ttft_ms_mean": "TTFT mean (ms)",
                                      "server_itl_ms_mean": "ITL mean (ms)",
                                      "server_e2e_ms_mean": "duration mean (ms)",
                                      "ttft_ms_mean": "client TTFT mean (ms)"}), ""]
-    parts += ["## Self-evaluation", "", _section(summary, {
-        "attempts_mean": "attempts/trial", "retried_share": "trials retried",
-        "extra_tokens_per_trial": "extra tokens/trial", "extra_token_share": "extra token share",
-        "extra_llm_time_share": "extra LLM time share", "tsq_first_attempt_mean": "TSQ 1st",
-        "tsq_scored_attempt_mean": "TSQ accepted", "self_eval_tsq_gain": "gain"}), "",
-        "## Tokens per scenario", "", _section(summary, {
+    parts += self_eval_section(summary) + [
+        "## Tokens per scenario", "", section(summary, {
             "requests_per_trial": "LLM calls", "prompt_tokens_per_trial": "prompt tokens",
             "completion_tokens_per_trial": "completion tokens",
             "cached_token_share": "cached prompt share"}), ""]
@@ -256,15 +253,23 @@ def _comparison(comparison: pd.DataFrame, baseline: str, mixed: Sequence[str]) -
                                               comparison["delta_ci_high"],
                                               comparison["verdict"] != "", strict=True)])
     shown = shown[["level", "metric", "unit", "baseline", "source", "value", "delta",
-                   "delta_pct", "ci", "n_paired", "verdict"]]
+                   "delta_pct", "ci", "interval", "n_paired", "verdict"]]
+    n_family = int(comparison["p_value"].notna().sum())
     return [f"## Comparison against {baseline}", "",
             table(shown, ["level", "metric", "unit", baseline, "source", "value", "Δ", "Δ %",
-                          "Δ 95% CI (paired)", "paired scenarios", "verdict"]), "",
+                          "Δ 95% CI (paired)", "interval", "paired scenarios", "verdict"]), "",
             "Rows are paired by scenario (and level): Δ is over the scenarios both "
-            "runs have, its interval from a bootstrap drawing the same scenarios for both; "
-            "*better*/*worse* only when the interval excludes 0, else *no clear difference*. "
-            "TTFT, E2E, TPOT and per-request tokens/s percentiles and the error rate are "
-            "paired the same way over the requests of the drawn scenarios; pooled ITL, "
+            "runs have, its interval from a bootstrap drawing the same scenarios for both. "
+            "Quality is averaged per scenario before differencing, so every scenario weighs "
+            "the same in both runs (trials lost to infra failures change no weight; the "
+            "*infra as 0* rows are where such losses count). TTFT, E2E, TPOT and per-request "
+            "tokens/s percentiles and the error rate are paired over the requests of the "
+            "drawn scenarios; their intervals are **within-run**: they resample the scenarios "
+            "of these two runs and hold no run-to-run variation of the server — repeat the "
+            "runs to see that. *better*/*worse* only when the interval excludes 0 and the "
+            f"row survives **Holm's step-down correction over all {n_family} rows with a "
+            "verdict** (family-wise error 5 %; p from the bootstrap standard error), else "
+            "*no clear difference*; the intervals shown are per row (95 %). Pooled ITL, "
             "throughput, concurrency and token-share rows carry no interval and are not "
             "called either way."
             + (" Runs differ in: " + "; ".join(mixed) + "." if mixed else ""), ""]
@@ -286,25 +291,3 @@ def _provenance(tables: Tables) -> str:
             ("running" if m else ""),
         })
     return table(pd.DataFrame(rows))
-
-
-def _failures(trials: pd.DataFrame) -> list[str]:
-    failed = trials[~trials["status"].isin(["scored", "running"])]
-    if failed.empty:
-        return []
-    reasons = (failed.assign(reason=failed["status_reason"].str.slice(0, 120))
-               .groupby(["source", "level", "status", "reason"]).size()
-               .rename("trials").reset_index().sort_values("trials", ascending=False))
-    return ["**Why trials failed**", "", table(reasons.head(30)), ""]
-
-
-def _issues(issues: pd.DataFrame) -> list[str]:
-    if issues.empty:
-        return []
-    lines = [f"**Input problems ({len(issues)})** — these rows were skipped or read in part:", ""]
-    for row in issues.head(MAX_ISSUES_SHOWN).itertuples(index=False):
-        where = f"{row.path}:{int(row.line)}" if pd.notna(row.line) else row.path
-        lines.append(f"- `{where}`: {row.message}")
-    if len(issues) > MAX_ISSUES_SHOWN:
-        lines.append(f"- … and {len(issues) - MAX_ISSUES_SHOWN} more (see summary.json)")
-    return [*lines, ""]

@@ -62,12 +62,13 @@ def test_package_imports_only_downward(package):
 ANALYSIS_LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("rules", ("analysis", "analysis.files", "analysis.status", "analysis.markdown",
                "analysis.metrics", "analysis.plots", "analysis.synthetic",
-               "analysis.router_decisions", "analysis.task_folder")),
+               "analysis.router_decisions", "analysis.task_folder", "analysis.decision_noise")),
     ("reading", ("analysis.trial_rows", "analysis.tables", "analysis.progress")),
     ("post-passes", ("analysis.summary", "analysis.provenance", "analysis.compare",
                      "analysis.consistency", "analysis.turns", "analysis.request_trace",
                      "analysis.judge", "analysis.export", "analysis.console")),
-    ("report", ("analysis.report", "analysis.consistency_report", "analysis.quality_report")),
+    ("report", ("analysis.report", "analysis.report_sections", "analysis.consistency_report",
+                "analysis.quality_report", "analysis.notebook_input")),
 ]
 # Post-passes are siblings: one may import another only where listed here, (importing
 # post-pass, imported module or package) -> why it is still allowed.

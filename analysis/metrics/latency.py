@@ -12,8 +12,8 @@ Where the clock starts and stops (all `time.perf_counter_ns()` on the client, in
 
 Each definition below names its unit and what it is computed from. `request_timing` composes
 them for one record (`bankbench check`, the benchmarks); the tables and the live progress line
-call the same functions in their own loops. Distributions are over successful requests only (`ok`: no error, an end time, 2xx
-or no HTTP status).
+call the same functions in their own loops. Distributions are over successful requests only
+(`ok`: no error, an end time, 2xx or no HTTP status).
 """
 
 from __future__ import annotations
