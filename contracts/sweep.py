@@ -206,7 +206,7 @@ class SweepManifest(BaseModel):
     )
     versions: dict[str, str | None] = Field(
         default_factory=dict,
-        description="bankbench and harbor on this side; ai-dynamo (and llama-cpp-python on "
+        description="bankbench and harbor on this side; ai-dynamo (and xllamacpp on "
         "cpu-tiny) as installed where a launched profile runs; None where the server cannot "
         "tell (--base-url, GPU containers).",
     )

@@ -45,8 +45,9 @@ def test_consistency_shares_read_as_percentages():
     from analysis.consistency_report import console_table
 
     frame = pd.DataFrame([{
-        "source": "s", "level": 4, "reference": 1, "n_pairs": 3,
-        **{f"{k}{s}": v for k, v in (("tool_f1", 1.0), ("arg_agreement", 1.0),
+        "source": "s", "level": 4, "reference": 1, "tool_f1_n": 3, "harness_lost": 0.0,
+        **{f"{k}{s}": v for k, v in (("tool_f1", 1.0), ("tool_f1_floor", 1.0),
+                                     ("tool_f1_drop", 0.0), ("arg_agreement", 1.0),
                                      ("schema_valid", 1.0), ("malformed", 0.0),
                                      ("truncated", 1.0), ("lost", 0.25))
            for s in ("", "_ci_low", "_ci_high")}}])
