@@ -76,10 +76,10 @@ class SweepConfig(BaseModel):
         None, description="Serve profile launched for the sweep (cpu-tiny, cpu-mocker, gpu-…)."
     )
     router: str | None = Field(
-        None, description="Dynamo router mode for a launched profile (None: the profile's)."
+        None, description="Dynamo router mode for a launched profile (unset: the profile's)."
     )
     workers: int | None = Field(
-        None, ge=1, description="Engine workers for a launched profile (None: the profile's)."
+        None, ge=1, description="Engine workers for a launched profile (unset: the profile's)."
     )
     server_options: dict[str, str] = Field(
         default_factory=dict, description="`--set key=value` overrides for the profile."
