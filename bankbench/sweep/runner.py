@@ -324,6 +324,35 @@ def _run_level(
             harbor_job.wait_for_earlier_harbor(sweep_dir)
         except harbor_job.HarborFailed as exc:
             raise SweepError(f"level {level}: {exc}") from None
+    trace = sweep_dir / "server" / REQUEST_TRACE_FILE
+    trace_from = trace.stat().st_size if trace.is_file() else 0
+    if config.sharded:
+        from bankbench.sweep import ray_shards, shards
+
+        record.shards = len(shards.concurrencies(level, config.shards))
+        runner = ray_shards.run_level if config.ray else shards.run_level
+        failed = runner(config, sweep_dir, level, tasks_dir, base_url, model)
+    else:
+        failed = _run_one_job(config, sweep_dir, level, job_dir, tasks_dir, base_url, model,
+                              resumed)
+    have_after = scrape(job_dir / METRICS_AFTER) if job_dir.exists() else False
+    if have_before and job_dir.exists():
+        os.replace(before, job_dir / METRICS_BEFORE)
+    record.metrics = have_before and have_after
+    if trace.is_file() and job_dir.exists():
+        _copy_trace_lines(trace, trace_from, job_dir / REQUEST_TRACE_FILE)
+    record.state = harbor_job.job_state(job_dir).value if not failed else "failed"
+    record.finished_at = _now()
+    save_manifest(sweep_dir, manifest)
+    if failed:
+        raise SweepError(f"level {level}: " + "\n".join(failed)
+                         + "\nfinished trials are kept; --resume runs the rest")
+
+
+def _run_one_job(config: SweepConfig, sweep_dir: Path, level: int, job_dir: Path,
+                 tasks_dir: Path, base_url: str, model: str, resumed: bool) -> list[str]:
+    """The level as one Harbor job; [] or the one line saying why Harbor failed."""
+    if resumed:
         quarantine = sweep_dir / "quarantine" / level_dir_name(level)
         for moved, why in harbor_job.quarantine_unfinished_trials(job_dir, quarantine):
             print(f"  {moved.name}: {why}; moved to {quarantine}, its trial runs again",
@@ -335,24 +364,11 @@ def _run_level(
             level=level, base_url=base_url, model=model,
         )
     log_path = sweep_dir / "logs" / f"{level_dir_name(level)}.harbor.log"
-    trace = sweep_dir / "server" / REQUEST_TRACE_FILE
-    trace_from = trace.stat().st_size if trace.is_file() else 0
     try:
         harbor_job.run_job(
             cmd, log_path=log_path, job_dir=job_dir,
             progress=lambda d: progress.line(level, d),
         )
     except harbor_job.HarborFailed as exc:
-        record.state = "failed"
-        save_manifest(sweep_dir, manifest)
-        raise SweepError(f"level {level}: {exc}") from exc
-
-    have_after = scrape(job_dir / METRICS_AFTER) if job_dir.exists() else False
-    if have_before and job_dir.exists():
-        os.replace(before, job_dir / METRICS_BEFORE)
-    record.metrics = have_before and have_after
-    if trace.is_file() and job_dir.exists():
-        _copy_trace_lines(trace, trace_from, job_dir / REQUEST_TRACE_FILE)
-    record.state = harbor_job.job_state(job_dir).value
-    record.finished_at = _now()
-    save_manifest(sweep_dir, manifest)
+        return [str(exc)]
+    return []
