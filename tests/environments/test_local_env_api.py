@@ -105,7 +105,7 @@ async def test_paths_cannot_leave_the_root_and_system_dirs_refuse_uploads(make_e
         await env.upload_file(host_file, "/usr/f.txt")
     # `..` is resolved inside the root, never above it
     await env.upload_file(host_file, "/../../logs/agent/f.txt")
-    assert (env.root / "logs" / "agent" / "f.txt").exists()
+    assert (env.view / "logs" / "agent" / "f.txt").exists()
 
 
 async def test_timeout_kills_the_whole_process_group(make_env):
