@@ -482,7 +482,7 @@ class LocalEnvironment(BaseEnvironment):
         folder, files already there are kept: the bank's records are never replaced by
         Harbor's earlier copy of them (which Harbor 0.25 uploads back before verifying)."""
         assert self._holder is not None and self._tools is not None
-        target = os.path.normpath("/" + target_path)
+        target = _normal(target_path)
         if is_dir:
             folder, name = target, "."
         elif target_path.endswith("/") or self._host_path(target, write=True).is_dir():
@@ -507,17 +507,17 @@ class LocalEnvironment(BaseEnvironment):
     def _is_logs(self, container_path: str) -> bool:
         """Under Harbor's /logs (the folders Harbor copies once the agent phase is over)."""
         logs = str(EnvironmentPaths.for_os(self.os).logs_dir)
-        normal = os.path.normpath("/" + container_path)
+        normal = _normal(container_path)
         return normal == logs or normal.startswith(logs + "/")
 
     def _is_agent_logs(self, container_path: str) -> bool:
         agent = str(EnvironmentPaths.for_os(self.os).agent_dir)
-        normal = os.path.normpath("/" + container_path)
+        normal = _normal(container_path)
         return normal == agent or normal.startswith(agent + "/")
 
     async def _before_upload(self, target_path: str, folder: bool = False) -> None:
         tests_dir = str(EnvironmentPaths.for_os(self.os).tests_dir)
-        normal = os.path.normpath("/" + target_path)
+        normal = _normal(target_path)
         if normal == tests_dir or normal.startswith(tests_dir + "/"):
             await self._begin_verification()  # the tests arrive only for verification
         elif folder and self._is_agent_logs(normal):
@@ -574,7 +574,7 @@ class LocalEnvironment(BaseEnvironment):
         if self._holder is None or self._layout is None:
             raise RuntimeError("LocalEnvironment.download_dir called before start()")
         wanted = Path(target_dir).resolve()
-        if any(b.source == wanted and os.path.normpath("/" + source_dir) == b.target
+        if any(b.source == wanted and _normal(source_dir) == b.target
                for b in self._layout.binds):
             await self._end_agent()
             return  # bind-mounted from the very folder asked for
@@ -589,6 +589,11 @@ class LocalEnvironment(BaseEnvironment):
             named = ", ".join(f"{e.path} ({e.why})" for e in report.examples[:3])
             self.logger.warning(f"LocalEnvironment left {report.left_out} entries of "
                                 f"{source_dir} out of the job folder, e.g. {named}")
+
+
+def _normal(container_path: str) -> str:
+    """`container_path` as one absolute path (normpath alone keeps a leading `//`)."""
+    return os.path.normpath("/" + container_path.lstrip("/"))
 
 
 def _dockerfile_entrypoint(environment_dir: Path) -> list[str] | None:

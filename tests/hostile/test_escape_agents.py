@@ -56,6 +56,8 @@ def test_no_trial_errs_and_every_reward_is_what_the_honest_calls_earn(job):
 def test_nothing_of_the_agent_runs_during_verification(job):
     trial = trials(job)[("namespace-survivor", TASKS[0])]
     assert not (trial / "verifier/survivor-heartbeat").exists()
+    note = json.loads((trial / "localenv.json").read_text())  # the environment's own record
+    assert note["agent_processes_ended"] >= 2, note
     assert json.loads((trial / "verifier/reward.json").read_text()) == (
         result(trial).verifier_result.rewards)
 
