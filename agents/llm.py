@@ -79,6 +79,9 @@ class ChatResult:
 # context, a request its engine cannot serve). Overload signals (429, 502–504), timeouts and
 # dropped connections are retried to the end: those do pass.
 REPEAT_STOPS = frozenset({"http_500", "stream_error", "bad_stream"})
+# A server shedding load (429 Too Many Requests, 529 Overloaded): counted per request even when a
+# retry then succeeds, so a capacity search charges overload to the server's error rate.
+OVERLOAD_STATUSES = frozenset({429, 529})
 
 
 class LLMCallFailed(Exception):
@@ -195,8 +198,11 @@ class StreamingClient:
         current: _Try | None = None
         s = self.settings
         last: list[tuple | None] = [None]
+        overloaded = [0]
 
         def retry_this(exc: BaseException) -> bool:
+            if isinstance(exc, _TryFailed) and exc.tried.status in OVERLOAD_STATUSES:
+                overloaded[0] += 1
             if not (isinstance(exc, _TryFailed) and exc.retryable):
                 return False
             signature = exc.signature()
@@ -227,11 +233,13 @@ class StreamingClient:
             failed = exc.last_attempt.exception() if isinstance(exc, RetryError) else exc
             assert isinstance(failed, _TryFailed)
             record = self._record(request_id, info, failed.tried, tries - 1, failed.error)
+            record.overloaded = overloaded[0]
             await self._emit(record)
             raise LLMCallFailed(record, retryable=failed.retryable, repeated=failed.repeated,
                                 request_chars=len(body)) from None
         assert current is not None
         record = self._record(request_id, info, current, tries - 1)
+        record.overloaded = overloaded[0]
         reply = current.reply
         if self._counter is not None and record.token_source is None:
             record.prompt_tokens = self._counter.prompt(messages, params.get("tools"))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 import os
 from typing import Any, Literal, Self
 
@@ -170,7 +171,9 @@ def parse_options(kwargs: dict[str, Any]) -> BankingAgentOptions:
             if not name:  # a check across options says which ones itself
                 problems.append(err["msg"].removeprefix("Value error, "))
             elif err["type"] == "extra_forbidden":
-                problems.append(f"unknown option --ak {name}")
+                close = difflib.get_close_matches(name, BankingAgentOptions.model_fields, n=1)
+                hint = f" (did you mean --ak {close[0]}?)" if close else ""
+                problems.append(f"unknown option --ak {name}{hint}")
             else:
                 problems.append(f"--ak {name}: {err['msg']}")
         raise ValueError("BankingAgent: " + "; ".join(problems)) from None

@@ -7,7 +7,8 @@ tables, metrics, plots and reports.
 - `status`: trial status classes (scored / agent_failed / infra_failed / harness_failed /
   interrupted / running).
 - `metrics/`: one definition per metric with its unit and direction; `summary` applies them.
-- `provenance`: what each level's TSQ was measured against (dataset, labels, mode, ceiling).
+- `provenance`: what each level's TSQ was measured against (dataset, labels, mode, the
+  gold-perfect agent's figures).
 - `compare`: runs side by side, quality paired by scenario with an interval and a verdict.
 - `turns`: conversation mode (latency by turn, per-conversation figures, quality by mode) and
   the calls of roles outside the system under test.

@@ -2,12 +2,20 @@
 
 Figures are compared *paired by scenario*: the difference is taken over the scenarios both
 runs have, and its 95% interval comes from a bootstrap that draws one set of scenarios for
-both runs at once — quality means over their trials (`paired_cluster_bootstrap_diff_ci`),
-per-request latency percentiles and the error rate over their requests
-(`paired_cluster_bootstrap_quantile_diff_ci`). A difference is called better or worse only
-when that interval excludes 0; otherwise "no clear difference". Figures with no such
-interval (pooled ITL gaps, throughput and concurrency over a run's window, token shares) show
-the delta and are not called.
+both runs at once. Quality is averaged per scenario first, then differenced
+(`paired_cluster_bootstrap_diff_ci` on one mean per scenario): every scenario weighs the same
+in both runs, so trials lost to infra failures in one run cannot shift the weights and pass
+for a quality difference. Per-request latency percentiles and the error rate are compared over
+the requests of the drawn scenarios (`paired_cluster_bootstrap_quantile_diff_ci`); those
+intervals are *within-run*: they resample the scenarios of these two runs and hold no
+run-to-run variation of the server (repeat the runs to see that).
+
+A compare prints many verdicts (metrics × levels × sources), so they are one family: a row is
+called better or worse only when its interval excludes 0 *and* Holm's step-down procedure over
+every verdict-bearing row of the table rejects "no difference" at 5 % (p from the bootstrap
+standard error, `bootstrap_p`); otherwise "no clear difference". Figures with no interval
+(pooled ITL gaps, throughput and concurrency over a run's window, token shares) show the delta
+and are not called.
 """
 
 from __future__ import annotations
@@ -17,6 +25,7 @@ import pandas as pd
 
 from analysis.metrics import BY_KEY
 from analysis.metrics.base import (
+    holm,
     paired_cluster_bootstrap_diff_ci,
     paired_cluster_bootstrap_quantile_diff_ci,
 )
@@ -30,7 +39,11 @@ COMPARE_KEYS = (
     "extra_token_share", "cached_token_share",
 )
 COLUMNS = ["level", "metric", "unit", "baseline", "source", "value", "delta", "delta_pct",
-           "delta_ci_low", "delta_ci_high", "n_paired", "verdict", "better"]
+           "delta_ci_low", "delta_ci_high", "n_paired", "interval", "p_value", "holm_reject",
+           "verdict", "better"]
+FAMILY_ALPHA = 0.05  # Holm, over every verdict-bearing row of one compare table
+QUALITY_INTERVAL = "per-scenario means, scenario bootstrap"
+REQUEST_INTERVAL = "within-run scenario bootstrap"
 BETTER, WORSE, UNCLEAR = "better", "worse", "no clear difference"
 # Summary column → (request column over successful requests, percentile) compared by a paired
 # scenario bootstrap of that percentile; error_rate is the mean of `failed` over all requests.
@@ -98,29 +111,47 @@ def compare_table(summary: pd.DataFrame, trials: pd.DataFrame | None = None,
                 row = {"level": label, "metric": key, "unit": metric.unit if metric else "",
                        "baseline": a, "source": other, "value": b, "delta": b - a,
                        "delta_ci_low": np.nan, "delta_ci_high": np.nan, "n_paired": np.nan,
+                       "interval": "", "p_value": np.nan, "holm_reject": False,
                        "verdict": "", "better": None}
                 direction = metric.larger_is_better if metric else None
                 if trials is not None and key in PAIRED_KEYS:
-                    row |= _row(*_paired(trials, key, *sides), direction)
+                    row |= _row(*_paired(trials, key, *sides), direction) | {
+                        "interval": QUALITY_INTERVAL}
                 elif key in per_request:
-                    row |= _row(*per_request[key], direction)
+                    row |= _row(*per_request[key], direction) | {"interval": REQUEST_INTERVAL}
                 delta = row["delta"]
                 row["delta_pct"] = delta / abs(a) * 100 if a and not np.isnan(a) else np.nan
                 rows.append(row)
-    return pd.DataFrame(rows, columns=COLUMNS)
+    return _family(pd.DataFrame(rows, columns=COLUMNS))
+
+
+def _family(table: pd.DataFrame) -> pd.DataFrame:
+    """Holm over the rows that carry a verdict; a called difference must survive it."""
+    judged = table["verdict"].isin([BETTER, WORSE, UNCLEAR])
+    rejected = pd.Series(holm(table.loc[judged, "p_value"].astype(float).tolist(),
+                              FAMILY_ALPHA), index=table.index[judged], dtype=bool)
+    table["holm_reject"] = rejected.reindex(table.index, fill_value=False).astype(bool)
+    lost = table["verdict"].isin([BETTER, WORSE]) & ~table["holm_reject"]
+    table.loc[lost, "verdict"] = UNCLEAR
+    table.loc[lost, "better"] = None
+    return table
 
 
 def _paired(trials: pd.DataFrame, key: str, base: tuple[str, int], other: tuple[str, int]
-            ) -> tuple[float, float, float, int]:
+            ) -> tuple[float, float, float, int, float]:
     def side(source: str, level: int) -> tuple[np.ndarray, np.ndarray]:
         rows = trials[(trials["source"] == source) & (trials["level"] == level)]
-        return values_for(rows, key) or (np.zeros(0), np.zeros(0, dtype=object))
+        values, scenarios = values_for(rows, key) or (np.zeros(0), np.zeros(0, dtype=object))
+        # One mean per scenario, so repeats (and repeats lost to failures) change no weight.
+        means = pd.Series(values).groupby(pd.Series(scenarios, dtype=object)).mean().dropna()
+        return means.to_numpy(dtype=float), means.index.to_numpy(dtype=object)
 
     return paired_cluster_bootstrap_diff_ci(*side(*base), *side(*other))
 
 
 def _paired_requests(requests: pd.DataFrame, keys: tuple[str, ...], base: tuple[str, int],
-                     other: tuple[str, int]) -> dict[str, tuple[float, float, float, int]]:
+                     other: tuple[str, int]
+                     ) -> dict[str, tuple[float, float, float, int, float]]:
     """Paired differences of every `REQUEST_KEYS` key asked for; the percentiles of one
     column share one bootstrap pass."""
     def side(source: str, level: int, column: str) -> tuple[np.ndarray, np.ndarray]:
@@ -136,7 +167,7 @@ def _paired_requests(requests: pd.DataFrame, keys: tuple[str, ...], base: tuple[
     for key in keys:
         if key in REQUEST_KEYS:
             by_column.setdefault(REQUEST_KEYS[key][0], []).append(key)
-    out: dict[str, tuple[float, float, float, int]] = {}
+    out: dict[str, tuple[float, float, float, int, float]] = {}
     for column, wanted in by_column.items():
         data = (*side(*base, column), *side(*other, column))
         if column == "failed":
@@ -149,9 +180,9 @@ def _paired_requests(requests: pd.DataFrame, keys: tuple[str, ...], base: tuple[
     return out
 
 
-def _row(diff: float, low: float, high: float, n: int,
+def _row(diff: float, low: float, high: float, n: int, p: float,
          larger_is_better: bool | None) -> dict[str, object]:
     text, better = verdict(low, high, larger_is_better)
-    # Over the scenarios both runs have; equals value − baseline when they ran the same ones.
+    # Over the scenarios both runs have; for quality, the mean of per-scenario differences.
     return {"delta": diff, "delta_ci_low": low, "delta_ci_high": high, "n_paired": float(n),
-            "verdict": text if n else "", "better": better}
+            "p_value": p, "verdict": text if n else "", "better": better}

@@ -1,29 +1,42 @@
 """Decision consistency under load, without labels: does the agent still make the same tool
-calls at a concurrency level as it did at a reference run?
+calls at a concurrency level as it did at a reference run, beyond the disagreement the
+reference has with itself?
 
-Each trial at a level is paired with the reference trial of the same scenario and repeat
-(the lowest level of the sweep by default, or the lowest level of another sweep: a run on
-another server, precision or router). Per pair:
+Every scenario runs ≥ 2 repeats per level. Per scenario (analysis/decision_noise.py holds the
+statistics): the `floor` is the agreement between repeats at the level, the `baseline` the
+agreement between repeats at the reference (the lowest level of the sweep, or the lowest level
+of another sweep: a run on another server, precision or router), `agreement` the mean over
+every (level repeat, reference repeat) pair, and the `drop` baseline − agreement. Pair
+metrics:
 
-- `tool_f1`: set F1 of the tool names called (both empty: 1; one empty: 0);
+- `tool_f1`: set F1 of the tool names called; a pair where neither side called a tool is not
+  compared ("no tool calls to compare": a model that never calls a tool is not consistent,
+  it has made no decision); one side empty: 0;
 - `arg_agreement`: over the tools both called (k-th call of a tool paired with its k-th call),
-  the share of argument keys (union of both sides) whose values are equal; NaN when no tool
-  is shared;
-- a trial lost at the level (timeout, error: any finished status but `scored`) counts 0 in
-  both when its reference trial was not lost; pairs whose reference was lost are left out.
+  the share of argument keys (union of both sides) whose values are equal; not compared when
+  no tool is shared.
+
+Lost trials are never disagreement: they are left out of every pair and counted on their
+own. `lost` (the `lost_rate` SLO) is charged to the server: `infra_failed` trials (the LLM
+server or network failed, overload replies 429/529 included) and trials that ran out of time
+(an agent that waits on a slow server times out). `harness_lost` is charged to the harness
+(`harness_failed`: environment, verifier, Harbor) and shown apart. Agents that fail on their own
+(`agent_failed` other than time: too many steps, a refusal) made decisions and are compared
+with the calls they recorded.
 
 Per trial at the level, whatever the reference: `schema_valid` (share of the bank's calls
 whose arguments satisfied the schema), `malformed` (share of agent replies whose text still
 holds a tool-call tag the server did not parse), `truncated` (share of the agent's LLM calls
-cut by `finish_reason=length`), `lost` (1 if the trial was lost).
+cut by `finish_reason=length`), with scenario-clustered bootstrap intervals.
 
 Tool calls are read through `analysis.export.trial_inputs.read_scored_calls` (the bank's record
-of the scored attempt, wherever the trial keeps it). Per level the means carry
-scenario-clustered bootstrap intervals.
+of the scored attempt, wherever the trial keeps it).
 """
 
 from __future__ import annotations
 
+import json
+import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -32,16 +45,23 @@ import numpy as np
 import pandas as pd
 
 from analysis import tables as tables_mod
+from analysis.decision_noise import (
+    Calls,
+    ScenarioAgreement,
+    judge_drop,
+    scenario_agreements,
+)
 from analysis.export.trial_inputs import read_scored_calls, reply_counts
 from analysis.files import Issue
 from analysis.metrics.base import Metric, cluster_bootstrap_mean_ci
 
 TOOL_F1 = Metric("tool_f1", "Tool agreement (F1)", "share", True,
-                 "Set F1 of tool names called vs the reference trial of the same scenario and "
-                 "repeat; a trial lost under load counts 0.")
+                 "Mean set F1 of tool names over every (level repeat, reference repeat) pair "
+                 "of a scenario, averaged over scenarios; pairs with no tool call on either "
+                 "side are not compared; lost trials are left out.")
 ARG_AGREEMENT = Metric("arg_agreement", "Argument agreement", "share", True,
                        "Share of argument keys with equal values over the tools both runs "
-                       "called; a trial lost under load counts 0.")
+                       "called, averaged like tool_f1.")
 SCHEMA_VALID = Metric("schema_valid", "Schema-valid calls", "share", True,
                       "Share of the bank's recorded calls whose arguments satisfied the tool "
                       "schema (scored attempt).")
@@ -50,13 +70,17 @@ MALFORMED = Metric("malformed", "Malformed replies", "share", False,
                    "parser did not turn into a call.")
 TRUNCATED = Metric("truncated", "Truncated replies", "share", False,
                    "Share of the agent's LLM calls that ended with finish_reason=length.")
-LOST = Metric("lost", "Trials lost", "share", False,
-              "Share of finished trials that did not end scored (timeouts, server, harness or "
-              "agent errors; see analysis/status.py).")
+LOST = Metric("lost", "Trials lost (server)", "share", False,
+              "Share of finished trials lost to the server: infra_failed (server or network "
+              "errors, 429/529 overload) or out of time.")
+HARNESS_LOST = Metric("harness_lost", "Trials lost (harness)", "share", False,
+                      "Share of finished trials lost to the harness (harness_failed: "
+                      "environment, verifier, Harbor); not charged to the server.")
 
-METRICS = (TOOL_F1, ARG_AGREEMENT, SCHEMA_VALID, MALFORMED, TRUNCATED, LOST)
-_LOST_STATUSES = {"agent_failed", "infra_failed", "harness_failed"}
-_KEYS = ["scenario_id", "repeat"]
+AGREEMENT_METRICS = (TOOL_F1, ARG_AGREEMENT)
+TRIAL_METRICS = (SCHEMA_VALID, MALFORMED, TRUNCATED)
+METRICS = (*AGREEMENT_METRICS, *TRIAL_METRICS, LOST, HARNESS_LOST)
+_TIMEOUTS = ("AgentTimeoutError",)
 
 
 @dataclass
@@ -67,8 +91,23 @@ class Decisions:
     issues: list[Issue]
 
 
-def _normal(name: str) -> str:
-    return name.lower().replace("_", "").replace("-", "")
+def normal_tool_name(name: str) -> str:
+    """The verifier's name rule (tasks/banking/template/environment/toolschema.py ·
+    normalise_name): a `prefix__tool` keeps what follows the first `__`, a dotted
+    `module.tool` its last part, then lower-case without `_` and `-`."""
+    name = name.strip()
+    if "__" in name:
+        name = name.split("__", 1)[1]
+    return name.rsplit(".", 1)[-1].lower().replace("_", "").replace("-", "")
+
+
+def charged_to(status: str, exception_type: Any) -> str | None:
+    """'server', 'harness' or None (the trial's decisions count)."""
+    if status == "infra_failed" or (status == "agent_failed" and exception_type in _TIMEOUTS):
+        return "server"
+    if status == "harness_failed":
+        return "harness"
+    return None
 
 
 def read_decisions(tables: tables_mod.Tables) -> Decisions:
@@ -88,37 +127,35 @@ def read_decisions(tables: tables_mod.Tables) -> Decisions:
         trial_dir = job_paths[(t.source, t.job)] / t.trial
         _, _, bank_calls = read_scored_calls(trial_dir, issues)
         replies = reply_counts(trial_dir, issues)
-        calls = [(_normal(c.tool), c.arguments) for c in bank_calls]
+        charged = charged_to(t.status, getattr(t, "exception_type", None))
         rows.append({
             "source": t.source, "level": int(t.level), "scenario_id": t.scenario_id,
             "repeat": int(t.repeat), "trial": t.trial, "status": t.status,
-            "lost": float(t.status in _LOST_STATUSES),
-            "calls": calls,
+            "lost": float(charged == "server"), "harness_lost": float(charged == "harness"),
+            "calls": [(normal_tool_name(c.tool), c.arguments) for c in bank_calls],
             "schema_valid": (float(np.mean([c.valid for c in bank_calls]))
                              if bank_calls else np.nan),
             "malformed": (replies["unparsed_call_replies"] / replies["agent_replies"]
                           if replies["agent_replies"] else np.nan),
             "truncated": float(truncated.get((t.source, t.job, t.trial), np.nan)),
         })
-    columns = ["source", "level", "scenario_id", "repeat", "trial", "status", "lost", "calls",
-               "schema_valid", "malformed", "truncated"]
+    columns = ["source", "level", "scenario_id", "repeat", "trial", "status", "lost",
+               "harness_lost", "calls", "schema_valid", "malformed", "truncated"]
     return Decisions(pd.DataFrame(rows, columns=columns), issues)
 
 
-def tool_f1(mine: list[tuple[str, Any]], ref: list[tuple[str, Any]]) -> float:
+def tool_f1(mine: Calls, ref: Calls) -> float:
+    """Set F1 of tool names; NaN when neither side called a tool (no decision to compare)."""
     a, b = {t for t, _ in mine}, {t for t, _ in ref}
     if not a and not b:
-        return 1.0
+        return math.nan
     if not a or not b:
         return 0.0
-    common = len(a & b)
-    return 2 * common / (len(a) + len(b))
+    return 2 * len(a & b) / (len(a) + len(b))
 
 
 def _as_dict(arguments: Any) -> dict[str, Any]:
     if isinstance(arguments, str):
-        import json
-
         try:
             arguments = json.loads(arguments)
         except ValueError:
@@ -126,10 +163,10 @@ def _as_dict(arguments: Any) -> dict[str, Any]:
     return arguments if isinstance(arguments, dict) else {"": arguments}
 
 
-def arg_agreement(mine: list[tuple[str, Any]], ref: list[tuple[str, Any]]) -> float:
+def arg_agreement(mine: Calls, ref: Calls) -> float:
     """Share of argument keys with equal values over calls of shared tools, the k-th call of
     a tool paired with its k-th call on the other side; NaN when no tool is shared."""
-    def by_tool(calls: list[tuple[str, Any]]) -> dict[str, list[Any]]:
+    def by_tool(calls: Calls) -> dict[str, list[Any]]:
         out: dict[str, list[Any]] = {}
         for tool, args in calls:
             out.setdefault(tool, []).append(_as_dict(args))
@@ -147,24 +184,26 @@ def arg_agreement(mine: list[tuple[str, Any]], ref: list[tuple[str, Any]]) -> fl
     return same / total if total else np.nan
 
 
-def pair_with_reference(level_rows: pd.DataFrame, reference: pd.DataFrame) -> pd.DataFrame:
-    """`level_rows` with `tool_f1` and `arg_agreement` against the reference trial of the same
-    scenario and repeat (rows with no usable reference get NaN)."""
-    ref = reference.drop_duplicates(_KEYS).set_index(_KEYS)
-    f1, args = [], []
-    for row in level_rows.itertuples():
-        key = (row.scenario_id, row.repeat)
-        if key not in ref.index or ref.loc[key, "lost"]:
-            f1.append(np.nan)
-            args.append(np.nan)
-        elif row.lost:
-            f1.append(0.0)
-            args.append(0.0)
-        else:
-            other = ref.loc[key, "calls"]
-            f1.append(tool_f1(row.calls, other))
-            args.append(arg_agreement(row.calls, other))
-    return level_rows.assign(tool_f1=f1, arg_agreement=args)
+PAIR_METRICS = {"tool_f1": tool_f1, "arg_agreement": arg_agreement}
+
+
+def calls_by_scenario(rows: pd.DataFrame) -> dict[str, list[Calls]]:
+    """Each scenario's repeats' calls, lost trials (server or harness) left out."""
+    kept = rows[(rows["lost"] == 0) & (rows["harness_lost"] == 0)]
+    return {sid: list(group["calls"]) for sid, group in kept.groupby("scenario_id", sort=True)}
+
+
+def level_scenarios(level_rows: pd.DataFrame, reference: pd.DataFrame, metric: str,
+                    is_reference: bool = False) -> list[ScenarioAgreement]:
+    """Per scenario at a level: floor, baseline and agreement with the reference. The
+    reference level itself agrees with the reference as much as it agrees with itself."""
+    level, ref = calls_by_scenario(level_rows), calls_by_scenario(reference)
+    pair = PAIR_METRICS[metric]
+    scenarios = scenario_agreements(level, ref, pair)
+    if is_reference:
+        scenarios = [ScenarioAgreement(s.scenario_id, s.n_level, s.n_reference, s.floor,
+                                       s.floor, s.floor) for s in scenarios]
+    return scenarios
 
 
 def _clustered(values: pd.Series, scenarios: pd.Series) -> tuple[float, float, float]:
@@ -173,44 +212,62 @@ def _clustered(values: pd.Series, scenarios: pd.Series) -> tuple[float, float, f
     return cluster_bootstrap_mean_ci(values.to_numpy(dtype=float), scenarios.to_numpy())
 
 
+def _agreement_columns(key: str, scenarios: list[ScenarioAgreement]) -> dict[str, Any]:
+    verdict = judge_drop(scenarios, max_drop=math.inf, confidence=0.95)
+    row: dict[str, Any] = {f"{key}_n": verdict.n}
+    for name, (mean, low, high) in (("", verdict.agreement), ("_floor", verdict.floor),
+                                    ("_baseline", verdict.baseline), ("_drop", verdict.drop)):
+        row[f"{key}{name}"], row[f"{key}{name}_ci_low"] = mean, low
+        row[f"{key}{name}_ci_high"] = high
+    row[f"{key}_note"] = verdict.note
+    return row
+
+
 def consistency_table(decisions: pd.DataFrame, reference: pd.DataFrame | None = None
                       ) -> pd.DataFrame:
-    """One row per (source, level): every metric's mean with `_ci_low`/`_ci_high`, the number
-    of pairs compared and the reference used. Default reference: each source's lowest level."""
+    """One row per (source, level): per agreement metric its mean agreement with the
+    reference, floor, baseline and drop with 95% intervals (`_ci_low`/`_ci_high`) and the
+    scenarios compared (`_n`); per-trial shares with scenario-clustered bootstrap intervals;
+    the lost shares. Default reference: each source's lowest level."""
     rows = []
     for source, frame in decisions.groupby("source", sort=False):
-        ref = reference
-        ref_label = "given"
+        ref, ref_label, ref_level = reference, "given", None
         if ref is None:
-            lowest = int(frame["level"].min())
-            ref, ref_label = frame[frame["level"] == lowest], f"c{lowest}"
+            ref_level = int(frame["level"].min())
+            ref, ref_label = frame[frame["level"] == ref_level], f"c{ref_level}"
         for level, at in frame.groupby("level"):
-            paired = pair_with_reference(at, ref)
             row: dict[str, Any] = {"source": source, "level": int(level),
                                    "reference": ref_label, "n_trials": len(at),
-                                   "n_pairs": int(paired["tool_f1"].notna().sum())}
-            for metric in METRICS:
-                mean, low, high = _clustered(paired[metric.key], paired["scenario_id"])
+                                   "n_scenarios": int(at["scenario_id"].nunique())}
+            for metric in AGREEMENT_METRICS:
+                row.update(_agreement_columns(metric.key, level_scenarios(
+                    at, ref, metric.key, is_reference=level == ref_level)))
+            for metric in TRIAL_METRICS:
+                mean, low, high = _clustered(at[metric.key], at["scenario_id"])
                 row[metric.key], row[f"{metric.key}_ci_low"] = mean, low
                 row[f"{metric.key}_ci_high"] = high
+            row["lost"], row["harness_lost"] = float(at["lost"].mean()), float(
+                at["harness_lost"].mean())
             rows.append(row)
     return pd.DataFrame(rows)
+
+
+def reference_rows(path: Path, issues: list[Issue]) -> pd.DataFrame:
+    """The lowest level of the sweep/job at `path`, as consistency's reference."""
+    ref = read_decisions(tables_mod.load(path))
+    issues += ref.issues
+    if ref.frame.empty:
+        raise tables_mod.AnalysisInputError(f"{path}: no finished trials to compare against")
+    return ref.frame[ref.frame["level"] == ref.frame["level"].min()]
 
 
 def consistency(path: Path, reference: Path | None = None) -> tuple[pd.DataFrame, list[Issue]]:
     """Per-level consistency of a sweep (or job) directory against its lowest level, or
     against the lowest level of the sweep/job at `reference`."""
     decisions = read_decisions(tables_mod.load(path))
-    ref_frame = None
     issues = list(decisions.issues)
-    if reference is not None:
-        ref = read_decisions(tables_mod.load(reference))
-        issues += ref.issues
-        if ref.frame.empty:
-            raise tables_mod.AnalysisInputError(f"{reference}: no finished trials to compare "
-                                                "against")
-        ref_frame = ref.frame[ref.frame["level"] == ref.frame["level"].min()]
+    ref_frame = None if reference is None else reference_rows(reference, issues)
     table = consistency_table(decisions.frame, ref_frame)
-    if reference is not None and len(table):
+    if ref_frame is not None and len(table):
         table["reference"] = f"{Path(reference).name}/c{int(ref_frame['level'].min())}"
     return table, issues

@@ -9,26 +9,39 @@ from pathlib import Path
 import pandas as pd
 
 from analysis import plots
-from analysis.consistency import METRICS, consistency_table, read_decisions
+from analysis.consistency import consistency_table, read_decisions
 from analysis.markdown import fmt, table
 from analysis.tables import Tables
 
 CONSISTENCY_CSV = "consistency.csv"
 CONSISTENCY_PNG = "consistency_vs_concurrency.png"
-_HEADERS = {"tool_f1": "tool F1", "arg_agreement": "args agree", "schema_valid": "schema ok",
-            "malformed": "malformed", "truncated": "truncated", "lost": "lost"}
+_SHOWN = [  # (column, header, with interval)
+    ("tool_f1_n", "scenarios", False), ("tool_f1_floor", "floor (F1)", True),
+    ("tool_f1", "vs reference (F1)", True), ("tool_f1_drop", "drop", True),
+    ("arg_agreement", "args agree", True), ("schema_valid", "schema-valid calls %", False),
+    ("malformed", "malformed replies %", False), ("truncated", "truncated replies %", False),
+    ("lost", "trials lost to server %", False),
+    ("harness_lost", "trials lost to harness %", False)]
+# Shares shown in percent: a bare 1 under "truncated" reads as a count of one.
+_PERCENT = ("schema_valid", "malformed", "truncated", "lost", "harness_lost")
 
 
-def _with_ci(row: pd.Series, key: str) -> str:
-    if pd.isna(row[f"{key}_ci_low"]) or key not in ("tool_f1", "arg_agreement"):
+def _with_ci(row: pd.Series, key: str, interval: bool) -> str:
+    if key.endswith("_n"):
+        return str(int(row[key]))
+    if key in _PERCENT:
+        return "–" if pd.isna(row[key]) else f"{100 * row[key]:.1f} %"
+    if pd.isna(row[key]) and key.startswith("tool_f1"):
+        return row.get("tool_f1_note") or "n/a"
+    if not interval or pd.isna(row.get(f"{key}_ci_low")):
         return fmt(row[key])
     return f"{fmt(row[key])} [{fmt(row[f'{key}_ci_low'])}, {fmt(row[f'{key}_ci_high'])}]"
 
 
 def _shown(frame: pd.DataFrame) -> pd.DataFrame:
-    shown = frame[["source", "level", "reference", "n_pairs"]].copy()
-    for metric in METRICS:
-        shown[metric.key] = [_with_ci(row, metric.key) for _, row in frame.iterrows()]
+    shown = frame[["source", "level", "reference"]].copy()
+    for key, header, interval in _SHOWN:
+        shown[header] = [_with_ci(row, key, interval) for _, row in frame.iterrows()]
     return shown
 
 
@@ -42,11 +55,16 @@ def write_consistency(tables: Tables, out: Path, *, draw: bool = True
     frame = consistency_table(decisions)
     frame.to_csv(out / CONSISTENCY_CSV, index=False)
     lines = ["## Decision consistency under load (no labels needed)", "",
-             "Each trial's tool calls (the bank's record of the scored attempt) against the "
-             "same scenario and repeat at the reference level; mean with 95% scenario-"
-             "clustered bootstrap interval. A trial lost at a level counts 0 in agreement.", "",
-             table(_shown(frame), ["source", "level", "reference", "pairs",
-                                   *(_HEADERS[m.key] for m in METRICS)]), ""]
+             "Each scenario runs at least twice per level. *floor*: agreement (tool-name F1) "
+             "between a level's own repeats; *vs reference*: between its repeats and the "
+             "reference level's; *drop*: the reference's agreement with itself minus the "
+             "agreement with it (0 when nothing but noise changed). Means over scenarios with "
+             "95% intervals that stay open when every scenario agrees (analysis/"
+             "decision_noise.py). Lost trials are left out of agreement and counted apart: "
+             "*lost to server*: server/network errors and time-outs; *lost to harness*: the "
+             "harness's own failures.", "",
+             table(_shown(frame), ["source", "level", "reference",
+                                   *(h for _, h, _ in _SHOWN)]), ""]
     if draw and frame.groupby("source")["level"].nunique().max() > 1:
         png = plots.consistency_vs_concurrency(frame, out / "plots" / CONSISTENCY_PNG)
         lines += [f"![Decision consistency vs concurrency]({png.relative_to(out).as_posix()})",
@@ -56,5 +74,4 @@ def write_consistency(tables: Tables, out: Path, *, draw: bool = True
 
 def console_table(frame: pd.DataFrame) -> str:
     """The per-level consistency table for a terminal."""
-    return _shown(frame).rename(columns={**_HEADERS, "n_pairs": "pairs"}).to_string(
-        index=False)
+    return _shown(frame).to_string(index=False)

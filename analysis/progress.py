@@ -11,6 +11,7 @@ from typing import Any
 
 from analysis import files
 from analysis.metrics import latency
+from analysis.status import QUALITY_STATUSES, classify
 from contracts.llm_calls import LLM_CALLS_FILE, MEASURED_ROLES, LLMCallRecord
 
 
@@ -33,12 +34,36 @@ def _ttfts(trial_dir: Path) -> list[float]:
     return values
 
 
+def trial_status(trial_dir: Path, job_finished: bool = False) -> tuple[str, str]:
+    """Status class and reason of one trial (analysis.status.classify, read the way the tables
+    read it), from its result.json, the agent's status file and exception.txt."""
+    issues: list[files.Issue] = []
+    result = files.read_trial_result(trial_dir, issues)
+    agent = files.read_agent_status(trial_dir, issues)
+    exc_type = exc_msg = None
+    if result is not None and result.exception_info is not None:
+        exc_type = result.exception_info.exception_type
+        exc_msg = result.exception_info.exception_message
+    elif (last := files.read_exception_txt(trial_dir)) is not None:
+        exc_type, _, exc_msg = last.partition(": ")
+    rewards = result.verifier_result.rewards if result and result.verifier_result else None
+    return classify(
+        has_result=result is not None, job_finished=job_finished,
+        exception_type=exc_type, exception_message=exc_msg,
+        agent_status=agent.status if agent else None,
+        agent_reason=agent.reason if agent else None,
+        has_reward=bool(rewards),
+    )
+
+
 def running_summary(job_dir: Path) -> dict[str, Any]:
-    """Trials done / running, errors, running mean TSQ and TTFT of one Harbor job directory."""
+    """Trials done / running, failures by class, running mean TSQ (over the trials quality
+    counts: an infra failure is not a TSQ of 0) and TTFT of one Harbor job directory."""
     job_dir = Path(job_dir)
     issues: list[files.Issue] = []
     total = files.read_json_dict(job_dir / "result.json", issues).get("n_total_trials")
     done = running = errored = 0
+    failed: dict[str, int] = {}
     tsq: list[float] = []
     ttft: list[float] = []
     for trial_dir in (d for d in job_dir.iterdir() if d.is_dir()):
@@ -52,15 +77,24 @@ def running_summary(job_dir: Path) -> dict[str, Any]:
         result = files.read_trial_result(trial_dir, issues)
         if result is None or result.exception_info is not None:
             errored += 1
+        status, _ = trial_status(trial_dir)
+        if status != "scored":
+            failed[status] = failed.get(status, 0) + 1
+        if status not in QUALITY_STATUSES:
+            continue
+        value = None
         if result and result.verifier_result and result.verifier_result.rewards:
             value = result.verifier_result.rewards.get("tsq")
-            if isinstance(value, int | float):
-                tsq.append(float(value))
+        if isinstance(value, int | float):
+            tsq.append(float(value))
+        elif status == "agent_failed":
+            tsq.append(0.0)  # the tables' rule: an agent failure without a reward scores 0
     return {
         "trials_total": total,
         "trials_done": done,
         "trials_running": running,
         "trials_errored": errored,
+        "trials_failed": failed,
         "tsq_mean": sum(tsq) / len(tsq) if tsq else None,
         "n_tsq": len(tsq),
         "ttft_ms_mean": sum(ttft) / len(ttft) if ttft else None,

@@ -1,4 +1,5 @@
-"""What made a TSQ figure: dataset, labels, instruction mode, judge, and the ceiling they allow.
+"""What made a TSQ figure: dataset, labels, instruction mode, judge, and what a gold-perfect
+agent scores on the same labels.
 
 Runs compared side by side must share dataset, revision, labels and instruction mode
 (`COMPARABLE`, else `MixedRunsError` unless `--allow-mixed`). Allowed, a difference of
@@ -11,7 +12,11 @@ files of `bankbench judge` (`analysis.judge.figures`); "none" when no judge pass
 Read per (source, level) from the tasks the trials ran: each trial's `config.json` names its
 task path (Harbor's `TrialConfig.task.path`); the task's `task.toml [metadata]` carries
 `dataset`, `dataset_revision`, `labels` (method@version) and `mode`, and its
-`tests/expected.json` may carry `labels.quality` (the labels' measured held-out quality).
+`tests/expected.json` may carry `labels.quality` (the label method's quality as measured on
+the held-out gold sets it names) and `gold_perfect` (what an agent making exactly the gold
+calls scores against this task's labels, computed by the builder only when the dataset has
+gold labels). A level's gold-perfect figures average the scenarios it ran; one scenario
+without them makes the level's "not measured": no figure from other data stands in.
 A sweep's `sweep.json` adds where the dataset came from (hub, bundled sample, and whether the
 sample stood in for an unreachable hub). Everything is read leniently: a task folder that is
 gone leaves "unknown", never an error.
@@ -30,7 +35,8 @@ import pandas as pd
 from pydantic import BaseModel, ConfigDict
 
 from analysis.judge.figures import NO_JUDGE, level_judge
-from contracts.expected import LabelsQuality
+from analysis.metrics.quality import GOLD_PERFECT_KEYS, gold_perfect_figures
+from contracts.expected import GoldPerfect, LabelsQuality
 from contracts.sweep import SweepManifest
 
 UNKNOWN = "unknown"
@@ -43,7 +49,10 @@ STATED = ("mode",)
 # The fields two runs must share for their TSQ to be compared (`--allow-mixed` overrides).
 COMPARABLE = (*MEASURING_STICK, *STATED)
 COLUMNS = ("dataset", "dataset_source", "dataset_revision", "labels", "label_quality",
-           "label_heldout_f1", "mode", "judge", "tsq_ceiling")
+           "label_heldout_f1", "mode", "judge", "gold_perfect")
+# The gold-perfect agent's figures (mean and CI per key), beside the provenance columns.
+GOLD_PERFECT_COLUMNS = tuple(f"gold_perfect_{key}_{part}" for key in GOLD_PERFECT_KEYS
+                             for part in ("mean", "ci_low", "ci_high"))
 
 
 class _TaskMetadata(BaseModel):
@@ -64,6 +73,7 @@ class TaskProvenance:
     mode: str = UNKNOWN
     heldout_f1: float | None = None
     label_quality: str = NOT_MEASURED
+    gold_perfect: GoldPerfect | None = None
 
 
 def read_task(task_dir: Path) -> TaskProvenance | None:
@@ -73,11 +83,21 @@ def read_task(task_dir: Path) -> TaskProvenance | None:
         meta = _TaskMetadata.model_validate(raw.get("metadata") or {})
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError, ValueError):
         return None
-    f1, quality = _label_quality(task_dir / "tests" / "expected.json")
+    expected = task_dir / "tests" / "expected.json"
+    f1, quality = _label_quality(expected)
     return TaskProvenance(
         dataset=meta.dataset or UNKNOWN, dataset_revision=meta.dataset_revision or UNKNOWN,
         labels=meta.labels or UNKNOWN, mode=meta.mode or UNKNOWN, heldout_f1=f1,
-        label_quality=quality)
+        label_quality=quality, gold_perfect=_gold_perfect(expected))
+
+
+def _gold_perfect(path: Path) -> GoldPerfect | None:
+    """expected.json's `gold_perfect`, or None (absent, null, or unreadable)."""
+    try:
+        found = json.loads(path.read_text(encoding="utf-8")).get("gold_perfect")
+        return None if found is None else GoldPerfect.model_validate(found)
+    except (OSError, UnicodeDecodeError, ValueError, AttributeError):
+        return None
 
 
 def _label_quality(path: Path) -> tuple[float | None, str]:
@@ -139,7 +159,7 @@ def level_provenance(trials: pd.DataFrame, jobs: pd.DataFrame,
     rows = []
     for (source, level), group in jobs.groupby(["source", "level"], sort=False):
         manifest = sweeps.get(source)
-        found: list[TaskProvenance] = []
+        found: dict[Path, TaskProvenance] = {}
         for job in group.itertuples(index=False):
             job_dir = Path(job.path)
             mine = trials[(trials["source"] == source) & (trials["job"] == job.job)]
@@ -152,9 +172,11 @@ def level_provenance(trials: pd.DataFrame, jobs: pd.DataFrame,
                 if path not in cache:
                     cache[path] = read_task(path)
                 if cache[path] is not None:
-                    found.append(cache[path])
-        rows.append({"source": source, "level": level, **_summarise(found, manifest)})
-    frame = pd.DataFrame(rows, columns=["source", "level", *COLUMNS]).drop(columns="judge")
+                    found[path] = cache[path]
+        rows.append({"source": source, "level": level,
+                     **_summarise(list(found.values()), manifest)})
+    frame = pd.DataFrame(rows, columns=["source", "level", *COLUMNS, *GOLD_PERFECT_COLUMNS]
+                         ).drop(columns="judge")
     # The judge slot and its figures come from the verdicts `bankbench judge` wrote.
     return frame.merge(level_judge(trials, jobs), on=["source", "level"], how="left")
 
@@ -167,7 +189,7 @@ def _summarise(found: list[TaskProvenance], manifest: SweepManifest | None) -> d
         return {"dataset": UNKNOWN, "dataset_source": dataset_source(revision, manifest),
                 "dataset_revision": revision, "labels": UNKNOWN, "label_quality": NOT_MEASURED,
                 "label_heldout_f1": np.nan, "mode": UNKNOWN, "judge": NO_JUDGE,
-                "tsq_ceiling": np.nan}
+                **_gold_perfect_summary([])}
     revision = _one([p.dataset_revision for p in found])
     f1s = {p.heldout_f1 for p in found}
     f1 = next(iter(f1s)) if len(f1s) == 1 else None
@@ -178,9 +200,18 @@ def _summarise(found: list[TaskProvenance], manifest: SweepManifest | None) -> d
         "label_quality": _one([p.label_quality for p in found]),
         "label_heldout_f1": np.nan if f1 is None else f1, "mode": _one([p.mode for p in found]),
         "judge": NO_JUDGE,
-        # A perfect agent scored against labels of held-out F1 f expects TSQ ≈ f.
-        "tsq_ceiling": np.nan if f1 is None else f1,
+        **_gold_perfect_summary(found),
     }
+
+
+def _gold_perfect_summary(found: list[TaskProvenance]) -> dict[str, Any]:
+    """The level's gold-perfect figures, when every scenario it ran has them from one gold."""
+    records = [p.gold_perfect for p in found]
+    golds = {r.gold for r in records if r is not None}
+    if not records or None in records or len(golds) != 1:
+        return {"gold_perfect": NOT_MEASURED} | {c: np.nan for c in GOLD_PERFECT_COLUMNS}
+    figures = gold_perfect_figures([r.model_dump() for r in records if r is not None])
+    return {"gold_perfect": f"{golds.pop()}, {len(records)} scenarios"} | figures
 
 
 class MixedRunsError(ValueError):

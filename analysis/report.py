@@ -17,17 +17,23 @@ import pandas as pd
 from analysis import plots, turns
 from analysis.compare import compare_table
 from analysis.consistency_report import write_consistency
-from analysis.markdown import fmt, fmt_ci, table
+from analysis.markdown import fmt, table
 from analysis.metrics import ALL
 from analysis.metrics.goodput import SLO
 from analysis.metrics.quality import per_scenario, with_solved
-from analysis.provenance import COLUMNS as PROVENANCE_COLUMNS
-from analysis.provenance import SAMPLE_FALLBACK, STATED, check_comparable, mixed_fields
+from analysis.provenance import STATED, check_comparable, mixed_fields
+from analysis.quality_report import judge_section, measured_against, quality_section
+from analysis.report_sections import (
+    counts_as_ints,
+    failures_section,
+    issues_section,
+    section,
+    self_eval_section,
+    summary_block,
+)
 from analysis.request_trace import server_view_section
 from analysis.summary import summarize
 from analysis.tables import Tables, is_sweep_dir, load_many
-
-MAX_ISSUES_SHOWN = 20
 
 
 def default_out_dir(path: Path) -> Path:
@@ -84,9 +90,9 @@ def _records(frame: pd.DataFrame) -> list[dict[str, Any]]:
 def write_data_files(tables: Tables, summary: pd.DataFrame, comparison: pd.DataFrame,
                      out: Path, inputs: list[Path], slo: SLO | None,
                      mixed: list[str], modes: Sequence[str] = ()) -> None:
-    summary.to_csv(out / "summary.csv", index=False)
-    with_solved(tables.trials)[0].to_csv(out / "trials.csv", index=False)
-    per_scenario(tables.trials).to_csv(out / "scenarios.csv", index=False)
+    counts_as_ints(summary).to_csv(out / "summary.csv", index=False)
+    counts_as_ints(with_solved(tables.trials)[0]).to_csv(out / "trials.csv", index=False)
+    counts_as_ints(per_scenario(tables.trials)).to_csv(out / "scenarios.csv", index=False)
     tables.requests.to_csv(out / "requests.csv", index=False)
     tables.requests.to_json(out / "requests.jsonl", orient="records", lines=True)
     if turns.is_multi_turn(tables.requests, tables.trials):
@@ -166,12 +172,6 @@ def _group_labels(frame: pd.DataFrame) -> pd.Series | None:
     return None
 
 
-def _section(summary: pd.DataFrame, columns: dict[str, str]) -> str:
-    present = {k: v for k, v in columns.items() if k in summary.columns}
-    frame = summary[["source", "level", *present]]
-    return table(frame, ["source", "level", *present.values()])
-
-
 def render_markdown(tables: Tables, summary: pd.DataFrame, comparison: pd.DataFrame,
                     inputs: list[Path], slo: SLO | None, figures: list[tuple[str, Path]],
                     out: Path, mixed: Sequence[str] = (),
@@ -179,9 +179,10 @@ def render_markdown(tables: Tables, summary: pd.DataFrame, comparison: pd.DataFr
     parts = [f"# bankbench report: {', '.join(p.name for p in inputs)}", "",
              f"Generated {datetime.now(UTC):%Y-%m-%d %H:%M} UTC. Definitions of every figure: "
              "see *Metric definitions* at the end.", "",
-             *_measured_against(summary, mixed, modes),
+             *summary_block(summary),
+             *measured_against(summary, mixed, modes),
              "## Provenance", "", _provenance(tables), "", "## Trials", "",
-             _section(summary, {"n_trials": "trials", "n_scored": "scored",
+             section(summary, {"n_trials": "trials", "n_scored": "scored",
                                 "n_agent_failed": "agent failed", "n_infra_failed": "infra failed",
                                 "n_harness_failed": "harness failed",
                                 "n_interrupted": "interrupted", "n_running": "running",
@@ -192,7 +193,7 @@ def render_markdown(tables: Tables, summary: pd.DataFrame, comparison: pd.DataFr
              "runs them again) are excluded and listed here — the quality section also "
              "shows TSQ and solved with `infra_failed` trials counted as 0; `running` trials "
              "have no result yet.", ""]
-    parts += _failures(tables.trials) + _issues(tables.issues)
+    parts += failures_section(tables.trials) + issues_section(tables.issues)
     parts += ["## Latency (successful requests)", ""]
     for key, name in (("ttft_ms", "TTFT (ms)"), ("ttfc_ms", "Time to first tool call (ms)"),
                       ("itl_ms", "ITL (ms)"), ("tpot_ms", "TPOT (ms)"),
@@ -200,8 +201,8 @@ def render_markdown(tables: Tables, summary: pd.DataFrame, comparison: pd.DataFr
                       ("output_tps_per_user", "Output tokens/s per request")):
         stats = ("mean", "p50", "p90", "p95", "p99", "std", "count")
         parts += [f"**{name}**", "",
-                  _section(summary, {f"{key}_{s}": s for s in stats}), ""]
-    parts += ["## Throughput and concurrency", "", _section(summary, {
+                  section(summary, {f"{key}_{s}": s for s in stats}), ""]
+    parts += ["## Throughput and concurrency", "", section(summary, {
         "window_s": "window (s)", "output_token_throughput": "output tok/s",
         "request_throughput": "requests/s", "configured_concurrency": "configured",
         "achieved_concurrency": "requests in flight", "achieved_trial_concurrency":
@@ -210,24 +211,20 @@ def render_markdown(tables: Tables, summary: pd.DataFrame, comparison: pd.DataFr
         "Tokens counted by `server`: its usage; `client`: the agent's `--ak tokenizer` for a "
         "server that sends no usage (message text and tool schemas, without the chat "
         "template's tokens); `unknown`: neither, and token figures stay empty.", ""]
-    parts += _quality(summary) + _judge(summary)
+    parts += quality_section(summary) + judge_section(summary)
     if slo is not None:
-        parts += [f"## Goodput (SLO {slo})", "", _section(summary, {
+        parts += [f"## Goodput (SLO {slo})", "", section(summary, {
             "goodput": "goodput (req/s)", "goodput_request_share": "requests within SLO",
             "goodput_scenario_share": "scenarios within SLO"}), ""]
     if "server_requests" in summary.columns or "server_ttft_ms_mean" in summary.columns:
         parts += ["## Server side (Prometheus /metrics, after − before each level)", "",
-                  _section(summary, {"server_requests": "requests",
+                  section(summary, {"server_requests": "requests",
                                      "server_ttft_ms_mean": "TTFT mean (ms)",
                                      "server_itl_ms_mean": "ITL mean (ms)",
                                      "server_e2e_ms_mean": "duration mean (ms)",
                                      "ttft_ms_mean": "client TTFT mean (ms)"}), ""]
-    parts += ["## Self-evaluation", "", _section(summary, {
-        "attempts_mean": "attempts/trial", "retried_share": "trials retried",
-        "extra_tokens_per_trial": "extra tokens/trial", "extra_token_share": "extra token share",
-        "extra_llm_time_share": "extra LLM time share", "tsq_first_attempt_mean": "TSQ 1st",
-        "tsq_scored_attempt_mean": "TSQ accepted", "self_eval_tsq_gain": "gain"}), "",
-        "## Tokens per scenario", "", _section(summary, {
+    parts += self_eval_section(summary) + [
+        "## Tokens per scenario", "", section(summary, {
             "requests_per_trial": "LLM calls", "prompt_tokens_per_trial": "prompt tokens",
             "completion_tokens_per_trial": "completion tokens",
             "cached_token_share": "cached prompt share"}), ""]
@@ -249,96 +246,6 @@ def render_markdown(tables: Tables, summary: pd.DataFrame, comparison: pd.DataFr
     return "\n".join(parts)
 
 
-def _measured_against(summary: pd.DataFrame, mixed: Sequence[str],
-                      modes: Sequence[str] = ()) -> list[str]:
-    """The header block: which data, labels and mode every TSQ below is measured against."""
-    present = [c for c in PROVENANCE_COLUMNS if c in summary.columns]
-    if not present:
-        return []
-    frame = summary[["source", *present]].drop_duplicates()
-    lines = ["## What the quality figures are measured against", "",
-             table(frame, ["source", *(_PROVENANCE_HEADERS.get(c, c) for c in present)]), "",
-             "TSQ here is the set F1 of the tool names an agent called against the expected "
-             "tools its task's labels list (label method@version above); no judge model is "
-             "involved in it (a judge pass, when one ran, has its own section). Labels are "
-             "themselves imperfect: with labels of held-out F1 *f*, "
-             "a perfect agent's expected TSQ is about *f* (the ceiling column); a ceiling "
-             "'–' means the labels' quality was not measured.", ""]
-    if (summary.get("dataset_source") == SAMPLE_FALLBACK).any():
-        lines += [f"**Warning: the dataset is the {SAMPLE_FALLBACK}** — `--source auto` could "
-                  "not reach the Hugging Face hub and ran the small bundled sample instead of "
-                  "Agent Leaderboard v2; these figures are not comparable with hub runs.", ""]
-    if mixed:
-        lines += ["**Warning: runs compared with `--allow-mixed` differ in "
-                  + "; ".join(mixed) + ".** Their quality deltas mix a change of measuring "
-                  "stick with a change of system.", ""]
-    if modes:
-        lines += ["**The runs compared differ in " + "; ".join(modes) + ".** Same data and "
-                  "labels, different protocols: the deltas below compare how the agent was "
-                  "asked (all goals at once, the first message only, or a conversation with a "
-                  "simulated customer) as well as the system that served it.", ""]
-    return lines
-
-
-_PROVENANCE_HEADERS = {
-    "dataset_source": "dataset source", "dataset_revision": "revision",
-    "labels": "labels (method@version)", "label_quality": "label quality",
-    "label_heldout_f1": "label held-out F1", "mode": "instruction mode",
-    "judge": "judge model", "tsq_ceiling": "TSQ ceiling",
-}
-
-
-def _quality(summary: pd.DataFrame) -> list[str]:
-    rows = []
-    for _, row in summary.iterrows():
-        rows.append({
-            "source": row["source"], "level": row["level"], "counted": row["n_counted"],
-            "scenarios": row.get("n_scenarios"), "infra failed": row.get("n_infra_failed"),
-            "TSQ (infra excl.)": fmt_ci(row, "tsq"), "TSQ (infra as 0)": fmt_ci(row, "tsq_infra0"),
-            "solved (infra excl.)": fmt_ci(row, "solved"),
-            "solved (infra as 0)": fmt_ci(row, "solved_infra0"),
-            "precision": fmt_ci(row, "precision"), "recall": fmt_ci(row, "recall"),
-            "param validity": fmt_ci(row, "param_validity"), "pass@1": row.get("pass_at_1"),
-            "k": row.get("k"), "pass@k": fmt_ci(row, "pass_at_k", ""),
-            "pass^k": fmt_ci(row, "pass_hat_k", ""), "TSQ spread": row.get("tsq_scenario_std"),
-        })
-    frame = pd.DataFrame(rows)
-    solved_from = ", ".join(sorted(set(summary.get("solved_from", pd.Series()).dropna())))
-    return [
-        "## Tool selection quality (mean, 95% scenario-cluster bootstrap CI)", "",
-        table(frame), "",
-        "Intervals resample scenarios with all their repeated trials (repeats of a scenario "
-        "are correlated; resampling single trials would give too narrow an interval); `[—]`: "
-        "no interval, because the level has one scenario or one trial. *infra excl.* leaves "
-        "`infra_failed` trials out (as the status table shows); *infra as 0* counts each as a "
-        "failed scenario run — a gap between the two means the server's failures hid "
-        "scenarios from quality. *Solved*: every expected tool called and no unexpected one "
-        f"(source of the per-trial flag here: {solved_from or 'none'}). pass@k and pass^k "
-        "are computed on *solved* from the n counted trials of each scenario (unbiased "
-        "estimators; k = fewest counted trials of any scenario). Harbor's own pass@k (in "
-        "its job result.json) reads only a reward with a single 0/1 key, so for these jobs, "
-        "whose reward.json holds several scores, Harbor reports none.", ""]
-
-
-def _judge(summary: pd.DataFrame) -> list[str]:
-    """Judge TSQ and action completion (`bankbench judge`), when a judge pass ran."""
-    if "judge_n" not in summary.columns or not (summary["judge_n"].fillna(0) > 0).any():
-        return []
-    frame = pd.DataFrame([{
-        "source": row["source"], "level": row["level"], "judge": row["judge"],
-        "judged": row["judge_n"], "unparseable/failed": row["judge_unparseable"],
-        "judge TSQ": fmt_ci(row, "judge_tsq"), "action completion": fmt_ci(row, "judge_ac"),
-    } for _, row in summary.iterrows()])
-    return ["## Judge metrics (mean, 95% scenario-cluster bootstrap CI)", "", table(frame), "",
-            "A judge model read each counted trial's session (the customer's goals, the calls "
-            "and what the bank answered, the final answer) and scored Galileo's two "
-            "session-level judgements: *tool selection quality* and *action completion*, each "
-            "in [0, 1] (docs/judge.md). Trials whose judge answer could not be parsed or whose "
-            "request failed are counted in *unparseable/failed*, not scored as 0. These are a "
-            "judge's opinion beside the verifier's label-based TSQ above, never part of "
-            "reward.json.", ""]
-
-
 def _comparison(comparison: pd.DataFrame, baseline: str, mixed: Sequence[str]) -> list[str]:
     shown = comparison.assign(
         ci=[("[—]" if pd.isna(lo) or pd.isna(hi) else f"[{fmt(lo)}, {fmt(hi)}]")
@@ -346,15 +253,23 @@ def _comparison(comparison: pd.DataFrame, baseline: str, mixed: Sequence[str]) -
                                               comparison["delta_ci_high"],
                                               comparison["verdict"] != "", strict=True)])
     shown = shown[["level", "metric", "unit", "baseline", "source", "value", "delta",
-                   "delta_pct", "ci", "n_paired", "verdict"]]
+                   "delta_pct", "ci", "interval", "n_paired", "verdict"]]
+    n_family = int(comparison["p_value"].notna().sum())
     return [f"## Comparison against {baseline}", "",
             table(shown, ["level", "metric", "unit", baseline, "source", "value", "Δ", "Δ %",
-                          "Δ 95% CI (paired)", "paired scenarios", "verdict"]), "",
+                          "Δ 95% CI (paired)", "interval", "paired scenarios", "verdict"]), "",
             "Rows are paired by scenario (and level): Δ is over the scenarios both "
-            "runs have, its interval from a bootstrap drawing the same scenarios for both; "
-            "*better*/*worse* only when the interval excludes 0, else *no clear difference*. "
-            "TTFT, E2E, TPOT and per-request tokens/s percentiles and the error rate are "
-            "paired the same way over the requests of the drawn scenarios; pooled ITL, "
+            "runs have, its interval from a bootstrap drawing the same scenarios for both. "
+            "Quality is averaged per scenario before differencing, so every scenario weighs "
+            "the same in both runs (trials lost to infra failures change no weight; the "
+            "*infra as 0* rows are where such losses count). TTFT, E2E, TPOT and per-request "
+            "tokens/s percentiles and the error rate are paired over the requests of the "
+            "drawn scenarios; their intervals are **within-run**: they resample the scenarios "
+            "of these two runs and hold no run-to-run variation of the server — repeat the "
+            "runs to see that. *better*/*worse* only when the interval excludes 0 and the "
+            f"row survives **Holm's step-down correction over all {n_family} rows with a "
+            "verdict** (family-wise error 5 %; p from the bootstrap standard error), else "
+            "*no clear difference*; the intervals shown are per row (95 %). Pooled ITL, "
             "throughput, concurrency and token-share rows carry no interval and are not "
             "called either way."
             + (" Runs differ in: " + "; ".join(mixed) + "." if mixed else ""), ""]
@@ -376,25 +291,3 @@ def _provenance(tables: Tables) -> str:
             ("running" if m else ""),
         })
     return table(pd.DataFrame(rows))
-
-
-def _failures(trials: pd.DataFrame) -> list[str]:
-    failed = trials[~trials["status"].isin(["scored", "running"])]
-    if failed.empty:
-        return []
-    reasons = (failed.assign(reason=failed["status_reason"].str.slice(0, 120))
-               .groupby(["source", "level", "status", "reason"]).size()
-               .rename("trials").reset_index().sort_values("trials", ascending=False))
-    return ["**Why trials failed**", "", table(reasons.head(30)), ""]
-
-
-def _issues(issues: pd.DataFrame) -> list[str]:
-    if issues.empty:
-        return []
-    lines = [f"**Input problems ({len(issues)})** — these rows were skipped or read in part:", ""]
-    for row in issues.head(MAX_ISSUES_SHOWN).itertuples(index=False):
-        where = f"{row.path}:{int(row.line)}" if pd.notna(row.line) else row.path
-        lines.append(f"- `{where}`: {row.message}")
-    if len(issues) > MAX_ISSUES_SHOWN:
-        lines.append(f"- … and {len(issues) - MAX_ISSUES_SHOWN} more (see summary.json)")
-    return [*lines, ""]

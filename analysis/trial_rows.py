@@ -39,7 +39,7 @@ REQ_COLUMNS = (
     "start_unix_ns", "end_unix_ns", "ttft_ms", "ttfc_ms", "e2e_ms", "tpot_ms",
     "output_tps_per_user", "n_itl", "itl_mean_ms", "content_chars", "reasoning_chars",
     "tool_call_chars", "prompt_tokens", "completion_tokens", "cached_tokens", "token_source",
-    "finish_reason", "http_status", "retries", "error_type", "server_ttft_ms",
+    "finish_reason", "http_status", "retries", "overloaded", "error_type", "server_ttft_ms",
     "server_total_ms", "send_to_received_ms",
 )
 FLOAT_REQ = ("content_chars", "reasoning_chars", "tool_call_chars",
@@ -49,8 +49,8 @@ FLOAT_REQ = ("content_chars", "reasoning_chars", "tool_call_chars",
 # Columns copied from the record as they are.
 _AS_RECORDED = ("request_id", "role", "attempt", "turn", "step", "model", "session_id",
                 "start_unix_ns", "prompt_tokens", "completion_tokens", "cached_tokens",
-                "token_source", "finish_reason", "http_status", "retries")
-INT_REQ = ("attempt", "turn", "step", "start_unix_ns", "n_itl", "retries")
+                "token_source", "finish_reason", "http_status", "retries", "overloaded")
+INT_REQ = ("attempt", "turn", "step", "start_unix_ns", "n_itl", "retries", "overloaded")
 # reward.json's count of the agent's `say`s in the scored attempt (1 in single-turn modes): a
 # count, not a 0..1 score, so never imputed as 0.
 TURNS_KEY = "turns"

@@ -87,6 +87,28 @@ class GoalLabel(BaseModel):
         return self
 
 
+class GoldPerfect(BaseModel):
+    """What an agent making exactly the gold calls scores against this task's labels.
+
+    Computed by the task builder with the verifier's own scoring (tests/scoring.py) when the
+    dataset comes with gold labels (the bundled sample, a directory holding
+    `gold_labels.json`); null for data without gold (the hub). The agent calls each servable
+    gold goal's first alternative once and nothing for a goal no tool serves."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    gold: str = Field(description="Where the gold labels came from, e.g. 'sample "
+                      "gold_goals.json'.")
+    tsq: float = Field(ge=0, le=1)
+    solved: float = Field(ge=0, le=1)
+    goal_score: float = Field(ge=0, le=1)
+    goals_declined: float = Field(ge=0, le=1)
+    n_goals_servable: int = Field(ge=0, description="Goals the labels list tools for: with "
+                                  "0, goal_score falls back to goal coverage.")
+    n_goals_no_tool: int = Field(ge=0, description="Goals the labels mark no-tool: with 0, "
+                                 "goals_declined is vacuous (1.0).")
+
+
 class Provenance(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -107,6 +129,10 @@ class Expected(BaseModel):
     )
     goals: list[GoalLabel]
     provenance: Provenance
+    gold_perfect: GoldPerfect | None = Field(
+        None, description="The gold-perfect agent's scores against these labels; null when "
+        "the dataset has no gold labels (not measured)."
+    )
 
 
 class GoalEntry(BaseModel):

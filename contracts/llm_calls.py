@@ -81,6 +81,9 @@ class LLMCallRecord(BaseModel):
     finish_reason: str | None = None
     http_status: int | None = None
     retries: int = 0
+    overloaded: int = Field(
+        0, description="Tries of this request the server answered HTTP 429 or 529 (shedding "
+        "load), whether a retry then succeeded or not.")
     error: CallError | None = None
     server: dict[str, Any] | None = Field(
         None, description="Server-reported timing / worker ids (Dynamo nvext) when returned."

@@ -7,6 +7,9 @@
 - The customer's request is the task's `instruction.md`; the agent's words (its text beside
   each call, the bank's replies it saw, its final answer) come from `agent/trajectory.json`
   (Harbor's ATIF) when the agent wrote one.
+- In conversation mode, every customer and agent line of the scored attempt comes from the
+  bank's conversation log (`agent/conversation.jsonl`), in order (`dialogue`); each call
+  carries the customer turn it was made on, so a reader can place it between the lines.
 
 Missing or broken files add an `Issue` and leave the field empty; nothing here raises.
 """
@@ -20,6 +23,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from analysis.files import Issue, read_json_dict
+from contracts.conversation import CONVERSATION_FILE, ConversationEntry
 from contracts.expected import EXPECTED_FILE
 from contracts.intents import INTENTS_FILE
 from contracts.tsq import TSQ_DETAILS_FILE
@@ -39,6 +43,8 @@ class BankCall(BaseModel):
     """One call the bank recorded for the scored attempt."""
 
     seq: int | None = None
+    turn: int = Field(0, description="Customer turn the call was made on (0 before the "
+                      "first `bank say`, and always in single-turn tasks).")
     tool: str
     arguments: Any = None
     valid: bool = False
@@ -66,6 +72,9 @@ class TrialInputs(BaseModel):
         "one serves, first preferred). None when the labels do not map tools to goals.")
     known_tools: list[str] = Field(default_factory=list, description="The task's tool names.")
     turns: list[Turn] = Field(default_factory=list)
+    dialogue: list[ConversationEntry] = Field(
+        default_factory=list, description="Conversation mode: the scored attempt's customer "
+        "and agent lines in order (empty in single-turn modes).")
     final_answer: str | None = None
     agent_replies: int = Field(0, description="Agent (not evaluator) model replies in the "
                                "trajectory, every attempt.")
@@ -130,8 +139,35 @@ def scored_calls(calls: list[dict[str, Any]], accepts: list[int],
     chosen = [c for c in calls if _attempt_of(c) == attempt]
     chosen.sort(key=lambda c: c["seq"] if isinstance(c.get("seq"), int) else 0)
     return attempt, [BankCall(seq=c.get("seq") if isinstance(c.get("seq"), int) else None,
+                              turn=c["turn"] if _is_count(c.get("turn")) else 0,
                               tool=c["tool"], arguments=c.get("arguments"),
                               valid=c.get("valid") is True) for c in chosen]
+
+
+def read_dialogue(trial_dir: Path, attempt: int | None, issues: list[Issue]
+                  ) -> list[ConversationEntry]:
+    """The scored attempt's lines of the bank's conversation log, in `seq` order; none when
+    the task was no conversation (no log). Unreadable lines are counted as one issue."""
+    path = trial_dir / "agent" / CONVERSATION_FILE
+    if not path.is_file():
+        return []
+    try:
+        raw_lines = path.read_bytes().splitlines()
+    except OSError as exc:
+        issues.append(Issue(str(path), f"unreadable ({exc})"))
+        return []
+    lines, bad = [], 0
+    for raw in raw_lines:
+        if not raw.strip():
+            continue
+        try:
+            lines.append(ConversationEntry.model_validate_json(raw))
+        except ValueError:
+            bad += 1
+    if bad:
+        issues.append(Issue(str(path), f"{bad} unreadable line(s) skipped"))
+    return sorted((e for e in lines if attempt is None or e.attempt == attempt),
+                  key=lambda e: e.seq)
 
 
 def _calls_from_tsq(tsq: dict[str, Any], attempt: int | None) -> list[dict[str, Any]]:
@@ -298,5 +334,6 @@ def read_trial_inputs(trial_dir: Path, scenario_id: str, issues: list[Issue]) ->
         scenario_id=scenario_id, instruction=instruction, calls=calls, scored_attempt=attempt,
         expected_tools=expected_tools, goals=goals, goal_tools=goal_tools,
         known_tools=_known_tools(task, issues),
-        turns=turns, final_answer=final, **replies,
+        turns=turns, dialogue=read_dialogue(trial_dir, attempt, issues), final_answer=final,
+        **replies,
     )

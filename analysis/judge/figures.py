@@ -54,6 +54,9 @@ def level_judge(trials: pd.DataFrame, jobs: pd.DataFrame) -> pd.DataFrame:
                           & trials["status"].isin(QUALITY_STATUSES)]
             for trial in mine["trial"]:
                 found += _records(Path(job.path) / trial)
+        # A verdict whose every request failed judged nothing: a failed pass is never named
+        # as the level's judge (`bankbench judge` printed each failure's reason).
+        found = [r for r in found if r.status != "error"]
         row: dict = {"source": source, "level": level, "judge": NO_JUDGE, "judge_n": 0,
                      "judge_unparseable": 0}
         if found:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from math import comb
+from math import comb, erfc, sqrt
 
 import numpy as np
 import pandas as pd
@@ -99,35 +99,37 @@ def cluster_bootstrap_mean_ci(values: np.ndarray, clusters: np.ndarray, level: f
 def paired_cluster_bootstrap_diff_ci(
         base: np.ndarray, base_clusters: np.ndarray, other: np.ndarray,
         other_clusters: np.ndarray, level: float = 0.95, resamples: int = BOOTSTRAP_RESAMPLES,
-        seed: int = BOOTSTRAP_SEED) -> tuple[float, float, float, int]:
-    """(difference other − base, low, high, clusters paired) of the two means, over the
+        seed: int = BOOTSTRAP_SEED) -> tuple[float, float, float, int, float]:
+    """(difference other − base, low, high, clusters paired, p) of the two means, over the
     clusters (scenarios) both sides have. Each resample draws one set of scenarios and takes
     both runs' trials of them, so what the scenarios share (their difficulty) cancels out.
-    Fewer than two paired clusters: no interval."""
+    With one value per cluster (per-scenario means) every scenario weighs the same.
+    p: two-sided, from the bootstrap standard error (`bootstrap_p`). Fewer than two paired
+    clusters: no interval, p NaN."""
     b_sums, b_counts, b_ids = _clusters(base, base_clusters)
     o_sums, o_counts, o_ids = _clusters(other, other_clusters)
     common = [c for c in b_ids if c in o_ids]
     if not common:
-        return np.nan, np.nan, np.nan, 0
+        return np.nan, np.nan, np.nan, 0, np.nan
     bi = np.array([b_ids[c] for c in common])
     oi = np.array([o_ids[c] for c in common])
     b_sums, b_counts, o_sums, o_counts = b_sums[bi], b_counts[bi], o_sums[oi], o_counts[oi]
     diff = float(o_sums.sum() / o_counts.sum() - b_sums.sum() / b_counts.sum())
     if len(common) < 2:
-        return diff, np.nan, np.nan, len(common)
+        return diff, np.nan, np.nan, len(common), np.nan
     rng = np.random.default_rng(seed)
     diffs = np.concatenate([
         o_sums[idx].sum(axis=1) / o_counts[idx].sum(axis=1)
         - b_sums[idx].sum(axis=1) / b_counts[idx].sum(axis=1)
         for idx in _draws(len(common), resamples, rng)])
-    return (diff, *_percentile_interval(diffs, level), len(common))
+    return (diff, *_percentile_interval(diffs, level), len(common), bootstrap_p(diff, diffs))
 
 
 def paired_cluster_bootstrap_quantile_diff_ci(
         base: np.ndarray, base_clusters: np.ndarray, other: np.ndarray,
         other_clusters: np.ndarray, qs: tuple[float, ...], level: float = 0.95,
         resamples: int = BOOTSTRAP_RESAMPLES, seed: int = BOOTSTRAP_SEED
-) -> list[tuple[float, float, float, int]]:
+) -> list[tuple[float, float, float, int, float]]:
     """As `paired_cluster_bootstrap_diff_ci`, for each q-th percentile in `qs` (numpy's linear
     interpolation) of the values, e.g. p50 and p99 TTFT of the requests of paired scenarios.
 
@@ -136,13 +138,13 @@ def paired_cluster_bootstrap_quantile_diff_ci(
     b_ids, o_ids = _clusters(base, base_clusters)[2], _clusters(other, other_clusters)[2]
     common = [c for c in b_ids if c in o_ids]
     if not common:
-        return [(np.nan, np.nan, np.nan, 0)] * len(qs)
+        return [(np.nan, np.nan, np.nan, 0, np.nan)] * len(qs)
     position = pd.Series(np.arange(len(common)), index=pd.Index(common, dtype=object))
     sides = [_sorted_by_value(v, k, position) for v, k in ((base, base_clusters),
                                                            (other, other_clusters))]
     diffs = [float(np.percentile(sides[1][0], q) - np.percentile(sides[0][0], q)) for q in qs]
     if len(common) < 2:
-        return [(d, np.nan, np.nan, len(common)) for d in diffs]
+        return [(d, np.nan, np.nan, len(common), np.nan) for d in diffs]
     rng = np.random.default_rng(seed)
     step = max(1, 4_000_000 // max(len(v) for v, _ in sides))
     boot: list[np.ndarray] = []
@@ -154,8 +156,8 @@ def paired_cluster_bootstrap_quantile_diff_ci(
             boot.append(_weighted_percentiles(*sides[1], drawn, qs)
                         - _weighted_percentiles(*sides[0], drawn, qs))
     stats = np.concatenate(boot)
-    return [(d, *_percentile_interval(stats[:, i], level), len(common))
-            for i, d in enumerate(diffs)]
+    return [(d, *_percentile_interval(stats[:, i], level), len(common),
+             bootstrap_p(d, stats[:, i])) for i, d in enumerate(diffs)]
 
 
 def _sorted_by_value(values: np.ndarray, clusters: np.ndarray, position: pd.Series
@@ -183,6 +185,30 @@ def _weighted_percentiles(values: np.ndarray, codes: np.ndarray, drawn: np.ndarr
         i1 = (cum <= j1[:, None]).sum(axis=1)
         out[:, i] = values[i0] + (h - j0) * (values[i1] - values[i0])
     return out
+
+
+def bootstrap_p(estimate: float, stats: np.ndarray) -> float:
+    """Two-sided p of "no difference": normal approximation with the bootstrap standard error
+    (continuous, so a multiplicity correction over many rows is not floored by 1/resamples as
+    a count of resamples beyond 0 would be). Zero spread: 0 for a non-zero estimate, else 1."""
+    se = float(np.std(stats, ddof=1)) if len(stats) > 1 else np.nan
+    if np.isnan(se) or np.isnan(estimate):
+        return np.nan
+    if se == 0:
+        return 1.0 if estimate == 0 else 0.0
+    return erfc(abs(estimate) / se / sqrt(2))
+
+
+def holm(p_values: list[float], alpha: float = 0.05) -> list[bool]:
+    """Holm's step-down rejection over a family of p-values (NaN never rejected): controls
+    the chance of any false "difference" across the family at alpha."""
+    order = sorted((p, i) for i, p in enumerate(p_values) if not np.isnan(p))
+    rejected = [False] * len(p_values)
+    for rank, (p, i) in enumerate(order):
+        if p > alpha / (len(order) - rank):
+            break
+        rejected[i] = True
+    return rejected
 
 
 def _percentile_interval(stats: np.ndarray, level: float) -> tuple[float, float]:

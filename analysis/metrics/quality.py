@@ -1,4 +1,5 @@
-"""Tool-selection quality of one group of trials (a level of a job or sweep).
+"""Tool-selection quality of one group of trials (a level of a job or sweep), and the
+gold-perfect agent's figures on the same labels (`gold_perfect_figures`).
 
 Two views of which trials count:
 - *infra excluded* (the `…_mean` figures): trials in `in_quality` (scored and agent_failed);
@@ -47,8 +48,9 @@ _REWARDS = {
     "goals_declined": ("Goals declined", "Share of a trial's no-tool goals declined (no call "
                        "outside every servable goal's alternatives); over trials with such "
                        "goals only."),
-    "goal_score": ("Goal score", "Share of a trial's labelled goals handled right (served or "
-                   "declined); over trials with labelled goals."),
+    "goal_score": ("Goal score", "Goals handled right (served or declined) over the trial's "
+                   "labelled goals plus the distinct tools it called that serve no goal (each "
+                   "a goal mishandled); over trials with labelled goals."),
 }
 # A goal share is vacuous in a trial without the goals it counts (reward.json then holds 1.0
 # or goal_coverage): those trials are left out of its mean, by these counts.
@@ -84,14 +86,22 @@ TSQ_SPREAD = Metric("tsq_scenario_std", "TSQ spread", "score 0–1", False,
 N_SCENARIOS = Metric("n_scenarios", "Scenarios", "scenarios", None,
                      "Distinct scenarios among the counted trials: the unit every quality "
                      "interval resamples.")
-# Filled by analysis/provenance.py; defined here so the report's table of figures has it.
-TSQ_CEILING = Metric(
-    "tsq_ceiling", "TSQ ceiling", "score 0–1", None,
-    "The TSQ a perfect agent is expected to reach against these labels: their measured "
-    "held-out micro F1 (labels.quality in the task's expected.json); blank when not measured.")
+# Filled by analysis/provenance.py from the tasks' expected.json; defined here so the report's
+# table of figures has them.
+GOLD_PERFECT_KEYS = ("tsq", "solved", "goal_score", "goals_declined")
+GOLD_PERFECT = tuple(
+    Metric(f"gold_perfect_{key}", f"{_REWARDS[key][0]} gold-perfect", "score 0–1"
+           if key != "solved" else "share", None,
+           f"What an agent making exactly the gold calls scores as `{key}` against the same "
+           "labels (the verifier's own scoring, per scenario, averaged over the level's "
+           "scenarios as the trials' figure is; 95% scenario bootstrap CI). Measured only "
+           "where the dataset has gold labels (the bundled sample, a directory with "
+           "gold_labels.json); blank (\"not measured\") elsewhere. It is not an upper bound: an "
+           "agent that repeats the labeller's mistakes scores higher.")
+    for key in GOLD_PERFECT_KEYS)
 
 METRICS = (*REWARD_METRICS, TSQ_INFRA0, SOLVED_INFRA0, PASS_AT_1, PASS_AT_K, PASS_HAT_K,
-           TSQ_SPREAD, N_SCENARIOS, TSQ_CEILING)
+           TSQ_SPREAD, N_SCENARIOS, *GOLD_PERFECT)
 
 SOLVED_FROM_REWARD = "reward.json solved"
 SOLVED_DERIVED = "derived: precision = recall = 1"
@@ -212,3 +222,18 @@ def per_scenario(trials: pd.DataFrame) -> pd.DataFrame:
     out = out.join(infra.rename("n_infra_failed"), how="outer").fillna(
         {"n": 0, "c": 0, "n_infra_failed": 0})
     return out.reset_index()
+
+
+def gold_perfect_figures(records: list[dict[str, float]]) -> dict[str, float]:
+    """Mean and scenario bootstrap CI of each `GOLD_PERFECT_KEYS` over one record per scenario
+    (expected.json's `gold_perfect`); a goal share only over scenarios with the goals it counts,
+    as the trials' own figure is (`_GOAL_COUNTS`)."""
+    out: dict[str, float] = {}
+    frame = pd.DataFrame(records)
+    for key in GOLD_PERFECT_KEYS:
+        rows = _with_goals(frame, key) if len(frame) else frame
+        values = rows[key].to_numpy(dtype=float) if key in rows else np.array([])
+        mean, low, high = bootstrap_mean_ci(values)
+        out |= {f"gold_perfect_{key}_mean": mean, f"gold_perfect_{key}_ci_low": low,
+                f"gold_perfect_{key}_ci_high": high}
+    return out

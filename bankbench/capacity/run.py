@@ -1,6 +1,7 @@
 """`run_capacity`: bracket then bisect concurrency inside one sweep directory, judging each
-level from its files (latency SLOs from analysis.summary, decision consistency from
-analysis.consistency), recording every step in capacity.json.
+level from its files (latency SLOs from analysis.summary, decisions against their own noise
+from analysis.consistency / analysis.decision_noise), recording every step, the boundary, the
+limiting checks, cliffs and the design's power in capacity.json.
 
 Levels run through the sweep runner's own machinery (`open_sweep` / `run_level`): a complete
 level is reused, a partial one continued, so an interrupted search resumes where it stopped.
@@ -8,6 +9,7 @@ level is reused, a partial one continued, so an interrupted search resumes where
 
 from __future__ import annotations
 
+import math
 import time
 from datetime import UTC, datetime
 from pathlib import Path
@@ -15,10 +17,22 @@ from pathlib import Path
 import pandas as pd
 
 from analysis import tables as tables_mod
-from analysis.consistency import consistency_table, read_decisions
+from analysis.consistency import level_scenarios, read_decisions, reference_rows
+from analysis.decision_noise import per_level_confidence
 from analysis.metrics.goodput import SLO
 from analysis.summary import summarize
-from bankbench.capacity.search import bracket, describe, judge, next_level
+from bankbench.capacity import plan
+from bankbench.capacity.search import (
+    boundary,
+    bracket,
+    cliffs,
+    describe,
+    judge,
+    levels_judgeable,
+    limiting,
+    next_level,
+    slo_value,
+)
 from bankbench.sweep import harbor_job
 from bankbench.sweep.runner import (
     SweepError,
@@ -33,6 +47,7 @@ from contracts.capacity import (
     CapacityRecord,
     CapacitySearch,
     CapacityStep,
+    Design,
 )
 from contracts.sweep import SweepConfig, level_dir
 
@@ -65,32 +80,59 @@ class Evaluation:
         tables = tables_mod.load(sweep_dir)
         self.summary = summarize(tables, goodput_slo(search))
         self.requests = tables.requests
-        decisions = read_decisions(tables).frame
-        self.reference_level = None if reference is not None or decisions.empty \
-            else int(decisions["level"].min())
-        self.consistency = (consistency_table(decisions, reference) if len(decisions)
-                            else pd.DataFrame())
+        self.decisions = read_decisions(tables).frame
+        self.reference_level = None
+        if reference is None and len(self.decisions):
+            self.reference_level = int(self.decisions["level"].min())
+            reference = self.decisions[self.decisions["level"] == self.reference_level]
+        self.reference = reference
 
     def step(self, search: CapacitySearch, level: int, phase: str, reused: bool,
-             seconds: float) -> CapacityStep:
+             seconds: float, confidence: float) -> CapacityStep:
         summary_row = self.summary[self.summary["level"] == level].iloc[0]
         requests = self.requests[self.requests["level"] == level]
-        found = (self.consistency[self.consistency["level"] == level]
-                 if len(self.consistency) else self.consistency)
-        row = found.iloc[0] if len(found) else None
-        checks = judge(search, summary_row, requests, row, level == self.reference_level)
+        at = self.decisions[self.decisions["level"] == level] if len(self.decisions) \
+            else self.decisions
+        lost = float(at["lost"].mean()) if len(at) else math.nan
+        slo_values = {name: slo_value(name, summary_row, requests, lost)
+                      for name in search.slos}
+        is_reference = level == self.reference_level
+        scenarios = (level_scenarios(at, self.reference, search.agreement_metric, is_reference)
+                     if len(at) and self.reference is not None else [])
+        tsq = summary_row.get("tsq_mean")
+        checks, figures = judge(search, slo_values, scenarios, is_reference, confidence,
+                                None if tsq is None else float(tsq))
         return CapacityStep(level=level, phase=phase, passed=all(c.passed for c in checks),
-                            reused=reused, checks=checks, seconds=seconds,
+                            reused=reused, checks=checks, decisions=figures, seconds=seconds,
                             at=datetime.now(UTC))
 
 
 def _reference(search: CapacitySearch) -> pd.DataFrame | None:
     if search.reference is None:
         return None
-    frame = read_decisions(tables_mod.load(Path(search.reference))).frame
-    if frame.empty:
-        raise SweepError(f"--reference {search.reference}: no finished trials in it")
-    return frame[frame["level"] == frame["level"].min()]
+    try:
+        return reference_rows(Path(search.reference), [])
+    except tables_mod.AnalysisInputError as exc:
+        raise SweepError(f"--reference {exc}") from None
+
+
+def _design(record: CapacityRecord, k_levels: int) -> Design | None:
+    """The design's figures from the reference level as measured (its scenarios, its
+    baseline as the floor)."""
+    ref = next((s for s in record.steps if s.decisions and s.decisions.scenarios), None)
+    if ref is None:
+        return None
+    return plan.design(record.search, ref.decisions.scenarios, k_levels,
+                       ref.decisions.baseline.mean, sims=200)
+
+
+def _deterministic(config: SweepConfig) -> bool | None:
+    """Whether the server serves batch-invariant: known for the GPU profiles the search
+    starts itself (--set deterministic=true), not for a server it was pointed at."""
+    if not (config.profile or "").startswith("gpu-"):
+        return None
+    return str(config.server_options.get("deterministic", "false")).lower() in (
+        "true", "1", "yes")
 
 
 def run_capacity(config: SweepConfig, search: CapacitySearch, sweep_dir: Path, *,
@@ -98,7 +140,11 @@ def run_capacity(config: SweepConfig, search: CapacitySearch, sweep_dir: Path, *
     """Search in `sweep_dir` (new, or resumed); returns the finished record."""
     sweep_dir = sweep_dir.resolve()
     reference = _reference(search)  # a bad reference fails before any server starts
-    record = CapacityRecord(search=search)
+    if config.attempts < search.repeats:
+        print(f"note: {search.repeats} repeats per scenario and level (--attempts "
+              f"{config.attempts} raised): the noise floor needs them", flush=True)
+        config = config.model_copy(update={"attempts": search.repeats})
+    record = CapacityRecord(search=search, deterministic=_deterministic(config))
     started = time.perf_counter_ns()
     with open_sweep(config, sweep_dir, resume=resume,
                     resume_command="bankbench capacity --resume") as session:
@@ -107,6 +153,8 @@ def run_capacity(config: SweepConfig, search: CapacitySearch, sweep_dir: Path, *
         if ceiling < search.max_level:
             print(f"note: levels above {ceiling} ({session.manifest.n_tasks} tasks x "
                   f"{config.attempts} attempts) add no load; the search stops there", flush=True)
+        k_levels = levels_judgeable(search, ceiling)
+        confidence = per_level_confidence(search.alpha, k_levels)
         while True:
             level, phase = next_level(record.steps, search, ceiling)
             if level is None:
@@ -125,12 +173,16 @@ def run_capacity(config: SweepConfig, search: CapacitySearch, sweep_dir: Path, *
             run_level(session, level)
             seconds = 0.0 if reused else (time.perf_counter_ns() - t0) / 1e9
             step = Evaluation(sweep_dir, search, reference).step(
-                search, level, phase, reused, seconds)
+                search, level, phase, reused, seconds, confidence)
             record.steps.append(step)
             record.capacity, record.lowest_failing = bracket(record.steps)
+            record.boundary_high = boundary(record.steps, record.capacity)
+            record.limiting = limiting(record.steps, record.lowest_failing)
+            record.cliffs = cliffs(record.steps, search.max_drop)
             save_record(sweep_dir, record)
             print(f"capacity: level {level} {'passes' if step.passed else 'fails'}: "
                   f"{describe(step.checks)}", flush=True)
+        record.design = _design(record, k_levels)
         record.finished = True
         save_record(sweep_dir, record)
         session.manifest.finished_at = datetime.now(UTC)

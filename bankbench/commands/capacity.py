@@ -12,20 +12,14 @@ from pathlib import Path
 from bankbench.commands.sweep import add_run_options
 
 
-def _slo(text: str) -> tuple[str, float]:
-    from contracts.capacity import slo_column
+def _slo(text: str) -> dict[str, float]:
+    """One --slo value (NAME=NUMBER or a comma list), by the parser `report` shares."""
+    from bankbench.slo_option import level_slos
 
-    name, sep, value = text.partition("=")
     try:
-        slo_column(name.strip())
-        number = float(value)
+        return level_slos([text])
     except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc) if sep and value else
-                                         f"{text!r}: expected NAME=NUMBER, e.g. "
-                                         "ttft_p90_ms=500") from None
-    if not sep or number < 0:
-        raise argparse.ArgumentTypeError(f"{text!r}: expected NAME=NUMBER ≥ 0")
-    return name.strip(), number
+        raise argparse.ArgumentTypeError(str(exc).removeprefix("--slo ")) from None
 
 
 def _field(name: str) -> dict:
@@ -42,24 +36,32 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="find the highest concurrency within latency SLOs and consistent decisions",
         description=(
             "Double the concurrency from --start until a level fails, then bisect, to find the "
-            "highest level at which every --slo holds and the agent's tool calls still agree "
-            "with a reference run (the lowest level, or --reference) — judged by the lower end "
-            "of the 95% interval. Levels are ordinary sweep levels (c<level>/ Harbor jobs): "
-            "finished ones are reused and an interrupted search resumes with --resume. Each "
-            "step is recorded in capacity.json; the search ends with one line, the level "
-            "table, capacity.png and the sweep's report."
+            "highest level at which every --slo holds and the agent's decisions stay intact: "
+            "every scenario runs --repeats times per level, and a level passes when the drop "
+            "of its agreement with the reference (the lowest level, or --reference) below the "
+            "reference's agreement with itself is shown to be under --max-drop, with the "
+            "chance of passing a degraded level held to --alpha across all levels. Levels are "
+            "ordinary sweep levels (c<level>/ Harbor jobs): finished ones are reused and an "
+            "interrupted search resumes with --resume. Each step is recorded in "
+            "capacity.json; the search ends with one line (capacity, its boundary interval, "
+            "the limiting check, the design's power), the level table, capacity.png and the "
+            "sweep's report. --plan prints what a design can claim without running anything."
         ),
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
     search = p.add_argument_group("search")
     search.add_argument("--slo", type=_slo, action="append", default=[], metavar="NAME=NUMBER",
-                        help="upper bound per level, repeatable: <metric>_<stat>_ms (metric "
+                        help="upper bound per level, repeatable (comma lists too; the format "
+                        "and metric names of `bankbench report --slo`): <metric>_<stat>_ms (metric "
                         "ttft (client, first content-bearing read) | ttfc (time to first tool "
                         "call) | server_ttft (the server's first token) | itl | tpot | e2e, or "
                         "AIPerf's time_to_first_token | inter_token_latency | request_latency; "
                         "stat "
-                        "mean | p50 | p90 | p95 | p99), error_rate or lost_rate")
-    search.add_argument("--min-agreement", type=float, **_field("min_agreement"))
+                        "mean | p50 | p90 | p95 | p99), error_rate, overload_rate or lost_rate")
+    search.add_argument("--max-drop", type=float, **_field("max_drop"))
+    search.add_argument("--alpha", type=float, **_field("alpha"))
+    search.add_argument("--repeats", type=int, **_field("repeats"))
+    search.add_argument("--min-tsq", type=float, **_field("min_tsq"))
     search.add_argument("--agreement-metric", choices=["tool_f1", "arg_agreement"],
                         **_field("agreement_metric"))
     search.add_argument("--start", type=int, **_field("start"))
@@ -67,12 +69,36 @@ def register(sub: argparse._SubParsersAction) -> None:
     search.add_argument("--max-minutes", type=float, **_field("max_minutes"))
     search.add_argument("--gpus", type=int, **_field("gpus"))
     search.add_argument("--reference", metavar="SWEEP_DIR", **_field("reference"))
+    planning = p.add_argument_group("plan (no server, nothing run)")
+    planning.add_argument("--plan", action="store_true",
+                          help="print the design's power and smallest detectable drop, then "
+                          "exit")
+    planning.add_argument("--scenarios", type=int,
+                          help="scenarios the search would run (default: --limit)")
+    planning.add_argument("--floor", type=float,
+                          help="agreement between repeats to assume (default: read from "
+                          "--pilot, else 0.95)")
+    planning.add_argument("--pilot", metavar="SWEEP_DIR",
+                          help="a run with ≥ 2 repeats whose lowest level's agreement with "
+                          "itself is the floor")
     add_run_options(p)
     p.add_argument("--out", default="jobs", help="parent folder of sweep directories")
     p.add_argument("--name", help="sweep directory name (default: capacity-<UTC timestamp>)")
     p.add_argument("--resume", metavar="SWEEP_DIR",
                    help="continue an interrupted search (its options are read back from it)")
     p.set_defaults(func=_run)
+
+
+def _merge_slos(given: list[dict[str, float]]) -> dict[str, float]:
+    """Repeated --slo flags accumulate; a name given twice with two values is refused."""
+    merged: dict[str, float] = {}
+    for bounds in given:
+        for name, bound in bounds.items():
+            if merged.get(name, bound) != bound:
+                raise SystemExit(f"bankbench capacity: --slo {name} given twice "
+                                 f"({merged[name]:g} and {bound:g})")
+            merged[name] = bound
+    return merged
 
 
 def _fail(message: str, code: int = 1) -> int:
@@ -96,10 +122,13 @@ def _run(args: argparse.Namespace) -> int:
             search = load_record(sweep_dir).search
         else:
             search = CapacitySearch(
-                slos=dict(args.slo), min_agreement=args.min_agreement,
+                slos=_merge_slos(args.slo), max_drop=args.max_drop, alpha=args.alpha,
+                repeats=args.repeats, min_tsq=args.min_tsq,
                 agreement_metric=args.agreement_metric, start=args.start,
                 max_level=args.max_level, max_minutes=args.max_minutes, gpus=args.gpus,
                 reference=str(Path(args.reference).resolve()) if args.reference else None)
+            if args.plan:  # no server, no sweep: the design alone
+                return _plan(args, search)
             args.levels = [search.start]  # the sweep config's first level; more are added
             config = SweepConfig.model_validate(_explicit_options(args, all_fields=True))
             name = args.name or "capacity-" + datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
@@ -125,6 +154,48 @@ def _run(args: argparse.Namespace) -> int:
             return _fail(f"server failed to start: {exc}")
         raise
     _finish(sweep_dir.resolve(), record)
+    return 0
+
+
+DEFAULT_PLAN_FLOOR = 0.95
+
+
+def _plan(args: argparse.Namespace, search) -> int:
+    """The design's figures for --scenarios/--limit, --repeats and the levels, at a floor
+    given, read from --pilot, or assumed."""
+    from analysis.consistency import consistency
+    from analysis.tables import AnalysisInputError
+    from bankbench.capacity import plan
+    from bankbench.capacity.search import levels_judgeable
+
+    n = args.scenarios or args.limit
+    if not n or n < 2:
+        return _fail("--plan: say how many scenarios the search would run (--scenarios N or "
+                     "--limit N, at least 2)", 2)
+    floor, where = args.floor, "given"
+    if floor is None and args.pilot:
+        try:
+            table, _ = consistency(Path(args.pilot))
+        except (AnalysisInputError, FileNotFoundError) as exc:
+            return _fail(f"--pilot {args.pilot}: {exc}", 2)
+        key = f"{search.agreement_metric}_baseline"
+        values = table.loc[table["level"] == table["level"].min(), key].dropna()
+        if values.empty:
+            return _fail(f"--pilot {args.pilot}: no scenario with 2 repeats that called tools "
+                         "at its lowest level", 2)
+        floor, where = float(values.iloc[0]), f"measured in {args.pilot}"
+    if floor is None:
+        floor, where = DEFAULT_PLAN_FLOOR, "assumed (give --floor or --pilot)"
+    if not 0 < floor <= 1:
+        return _fail(f"--floor {floor:g}: expected a share in (0, 1]", 2)
+    k = levels_judgeable(search, n * search.repeats)
+    design = plan.design(search, n, k, floor)
+    top = min(search.max_level, n * search.repeats)
+    print(f"floor {floor:.3f} ({where}); levels {search.start}..{top}")
+    for line in plan.summary_lines(design, search.max_drop, search.alpha):
+        print(line)
+    warning = plan.verdict(design, search.max_drop)
+    print(warning or "the design supports its claim")
     return 0
 
 

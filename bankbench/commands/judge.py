@@ -62,12 +62,19 @@ def _run(args: argparse.Namespace) -> int:
         problem = exc.errors()[0]
         print(f"bankbench judge: --{problem['loc'][0]}: {problem['msg']}", file=sys.stderr)
         return 2
+    if not args.path.is_dir():
+        print(f"bankbench judge: {args.path}: no such directory", file=sys.stderr)
+        return 2
+    problem = _preflight(options.base_url, options.model, args.api_key_env)
+    if problem:
+        print(f"bankbench judge: judge check failed, no trial was judged: {problem}",
+              file=sys.stderr)
+        return 2
     print(f"bankbench judge: {args.path} with {options.model} at {options.base_url} "
           f"(prompt {options.prompt_version}, {options.samples} sample(s), temperature "
           f"{options.effective_temperature})", file=sys.stderr)
     try:
-        summary = judge_path(args.path, options,
-                             log=lambda line: print(f"  {line}", file=sys.stderr))
+        summary = judge_path(args.path, options, log=_with_reasons(args.path))
     except (AnalysisInputError, ValueError, OSError) as exc:
         print(f"bankbench judge: {exc}", file=sys.stderr)
         return 2
@@ -76,3 +83,54 @@ def _run(args: argparse.Namespace) -> int:
     print(f"  judged {summary.judged} trial(s) ({outcomes}); {summary.skipped_done} already "
           f"judged; not judged by status: {skipped}", file=sys.stderr)
     return 1 if summary.outcomes.get("error") else 0
+
+
+def _preflight(base_url: str, model: str, api_key_env: str | None) -> str | None:
+    """One GET of /models before any trial is read or judged: a wrong URL, key or model name
+    is one line in a second, not an error recorded for every trial."""
+    from bankbench.sweep.preflight import PreflightFailed, check_server
+
+    try:
+        # No key variable: no key is sent (a name nothing sets).
+        check_server(base_url, model, api_key_env=api_key_env or "BANKBENCH_JUDGE_NO_KEY")
+    except PreflightFailed as exc:
+        return str(exc).replace("--ak api_key_env=NAME", "--api-key-env NAME")
+    return None
+
+
+def _with_reasons(path: Path):
+    """The judge's per-trial log line, with the reason a trial's verdict failed (the first
+    failed sample's error, or that its answer could not be parsed) appended."""
+    import re
+
+    from contracts.judge import JUDGE_DIR, JudgeRecord
+
+    def log(line: str) -> None:
+        found = re.match(r"\[\d+/\d+\] (\S+): (error|unparseable|partial)$", line)
+        if found:
+            judge_dir = next(Path(path).glob(f"**/{found.group(1)}/{JUDGE_DIR}"), None)
+            reason = _reason(judge_dir, JudgeRecord)
+            if reason:
+                line += f" — {reason}"
+        print(f"  {line}", file=sys.stderr)
+
+    return log
+
+
+def _reason(judge_dir: Path | None, record_model) -> str | None:
+    if judge_dir is None:
+        return None
+    newest = max(judge_dir.glob("*.json"), key=lambda p: p.stat().st_mtime, default=None)
+    if newest is None:
+        return None
+    try:
+        record = record_model.model_validate_json(newest.read_bytes())
+    except (OSError, ValueError):
+        return None
+    for sample in record.samples:
+        if sample.status == "error":
+            return sample.error or "request failed"
+        if sample.status == "unparseable":
+            return "answer not in the expected JSON: " + (sample.raw or "")[:80].replace(
+                "\n", " ")
+    return None

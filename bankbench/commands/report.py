@@ -34,20 +34,22 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--out", type=Path, default=None, metavar="DIR",
                    help="Output folder (default: the sweep directory itself, or <job>-report/ "
                         "beside a job).")
-    p.add_argument("--slo", default=None, metavar="BOUNDS",
-                   help="Goodput bounds, e.g. ttft_ms=500,itl_ms=50,e2e_s=30 (any subset). "
-                        "itl_ms is compared to each request's time per output token.")
+    p.add_argument("--slo", action="append", metavar="NAME=NUMBER",
+                   help="Goodput bound per request, repeatable (comma lists too): ttft_ms, "
+                        "itl_ms (each request's time per output token; also tpot_ms), e2e_ms; "
+                        "e.g. --slo ttft_ms=500 --slo e2e_ms=30000. Same format and metric "
+                        "names as `bankbench capacity --slo`.")
     p.add_argument("--no-plots", action="store_true", help="Skip the figures (faster).")
     p.set_defaults(func=_run)
 
 
 def _run(args: argparse.Namespace) -> int:
-    from analysis.metrics.goodput import parse_slo
     from analysis.report import write_report
     from analysis.tables import AnalysisInputError
+    from bankbench.slo_option import request_slo
 
     try:
-        slo = parse_slo(args.slo) if args.slo else None
+        slo = request_slo(args.slo)
         print(f"bankbench report: reading {args.path}"
               + (f" and {len(args.compare)} to compare" if args.compare else ""), file=sys.stderr)
         report = write_report(args.path, args.out, args.compare, slo, draw=not args.no_plots,

@@ -141,6 +141,8 @@ def _run(args: argparse.Namespace) -> int:
         else:
             fields = stored.config.model_dump()
     else:
+        # A default name is claimed atomically (a taken one becomes <name>-2): two sweeps
+        # started in the same second never share a directory.
         name = args.name or "sweep-" + datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
         sweep_dir = Path(args.out) / name
         fields = _explicit_options(args, all_fields=True)
@@ -155,9 +157,11 @@ def _run(args: argparse.Namespace) -> int:
     stopped_by = _stop_cleanly_on_sigterm()
     try:
         if routers:
-            reports = run_router_sweep(config, routers, sweep_dir, resume=bool(args.resume))
+            reports = run_router_sweep(config, routers, sweep_dir, resume=bool(args.resume),
+                                       claim=not args.name)
         else:
-            reports = [run_sweep(config, sweep_dir, resume=bool(args.resume))]
+            reports = [run_sweep(config, sweep_dir, resume=bool(args.resume),
+                                 claim=not args.resume and not args.name)]
     except KeyboardInterrupt:
         return 128 + stopped_by.get("signal", signal.SIGINT)
     except (SweepError, FileNotFoundError, ValueError) as exc:

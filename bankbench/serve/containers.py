@@ -186,6 +186,8 @@ def worker_command(
         if profile.kv_events:
             cmd += ["--kv-events-config", json.dumps(
                 {"publisher": "zmq", "topic": "kv-events", "endpoint": f"tcp://*:{kv_port}"})]
+        if profile.deterministic:
+            cmd += ["--enable-deterministic-inference"]
         if role == "prefill":
             cmd += ["--disaggregation-mode", "prefill", "--disaggregation-transfer-backend",
                     "nixl", "--disaggregation-bootstrap-port", str(bootstrap_port),
@@ -256,6 +258,8 @@ def build_specs(profile: GpuProfile, stack_id: str, ports: StackPorts, *,
         for i, ids in enumerate(gpu_sets[role]):
             name = f"{role}-{i}"
             worker_env = env | model_env | {"DYN_SYSTEM_PORT": str(ports.system[index])}
+            if profile.deterministic and profile.engine == "vllm":
+                worker_env["VLLM_BATCH_INVARIANT"] = "1"
             bootstrap = ports.bootstrap[i] if role == "prefill" else None
             spec = ContainerSpec(
                 name=f"{stack_id}-{name}", role=role, image=profile.image,

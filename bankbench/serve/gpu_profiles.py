@@ -93,6 +93,10 @@ class GpuProfile(BaseModel):
     etcd_image: str = "quay.io/coreos/etcd:v3.5.21"
     nats_image: str = "nats:2.11"
     start_timeout_s: float = Field(default=1800.0, gt=0, description="model download + load")
+    deterministic: bool = Field(
+        default=False, description="batch-invariant kernels, so temperature-0 replies do not "
+        "depend on what else is batched (vLLM: VLLM_BATCH_INVARIANT=1; SGLang: "
+        "--enable-deterministic-inference); slower, a control arm for decision noise")
 
     _split_args = field_validator("frontend_args", mode="before")(_split)
 

@@ -29,6 +29,10 @@ class HarborFailed(RuntimeError):
     pass
 
 
+class JobAborted(RuntimeError):
+    """The job was stopped from outside Harbor (its server went away); the message says why."""
+
+
 def harbor_executable() -> str:
     """The `harbor` next to this interpreter (the project venv), else whatever is on PATH."""
     beside = Path(sys.executable).with_name("harbor")
@@ -119,15 +123,18 @@ def trial_problem(trial_dir: Path) -> str | None:
     return None
 
 
-def quarantine_unfinished_trials(job_dir: Path, dest: Path) -> list[tuple[Path, str]]:
-    """Move trial folders that hold a result.json but no finished trial (see trial_problem)
-    out of the job into `dest`, so `harbor job resume` runs those trials again and the job
-    holds each trial once. Moved, not deleted: nothing is lost. Returns (new path, why)."""
+def quarantine_unfinished_trials(
+    job_dir: Path, dest: Path, also: Callable[[Path], str | None] | None = None,
+) -> list[tuple[Path, str]]:
+    """Move trial folders that hold a result.json but no finished trial (see trial_problem),
+    or that `also` names a reason for, out of the job into `dest`, so `harbor job resume` runs
+    those trials again and the job holds each trial once. Moved, not deleted: nothing is lost.
+    Returns (new path, why)."""
     moved = []
     for trial in trial_dirs(job_dir):
         if not (trial / "result.json").exists():
             continue  # Harbor's resume deletes and reruns these itself
-        problem = trial_problem(trial)
+        problem = trial_problem(trial) or (also(trial) if also else None)
         if problem:
             dest.mkdir(parents=True, exist_ok=True)
             target = dest / trial.name
@@ -155,9 +162,13 @@ def run_job(
     cmd: list[str], *, log_path: Path, job_dir: Path,
     progress: Callable[[Path], str | None] | None = None,
     poll_s: float = 2.0, report_every_s: float = 10.0,
+    watch: Callable[[], str | None] | None = None, watch_every_s: float = 10.0,
 ) -> None:
     """Run Harbor to completion, printing a progress line whenever it changes (at most every
-    `report_every_s`). Ctrl-C stops Harbor's whole process group before re-raising."""
+    `report_every_s`). Ctrl-C stops Harbor's whole process group before re-raising.
+
+    `watch` (every `watch_every_s`) returns why the job cannot go on (the server is gone), or
+    None; on a reason Harbor is stopped the way Ctrl-C stops it and JobAborted is raised."""
     log_path.parent.mkdir(parents=True, exist_ok=True)
     env = dict(os.environ, HARBOR_TELEMETRY="0", LITELLM_LOCAL_MODEL_COST_MAP="True")
     with log_path.open("ab") as log:
@@ -165,9 +176,16 @@ def run_job(
     # The parent-death signal makes a killed sweep take Harbor with it.
     proc = procs.spawn(cmd, log_path, env=env, die_with_parent=True)
     last_line, last_time = None, 0.0
+    last_watch = time.monotonic()
     try:
         while proc.poll() is None:
             time.sleep(poll_s)
+            if watch is not None and time.monotonic() - last_watch >= watch_every_s:
+                reason = watch()
+                last_watch = time.monotonic()
+                if reason and proc.poll() is None:
+                    stop_process_group(proc)
+                    raise JobAborted(reason)
             if progress is None:
                 continue
             line = progress(job_dir)
@@ -201,3 +219,39 @@ def stop_process_group(proc: subprocess.Popen) -> None:
 
 def tail(path: Path, lines: int = 20) -> str:
     return procs.tail(path, lines) or "(no log)"
+
+
+def _swap_base_url(node: object, old: str, new: str) -> int:
+    """Replace `base_url: old` by `new` wherever it sits in a parsed JSON tree; the count."""
+    n = 0
+    if isinstance(node, dict):
+        for key, value in node.items():
+            if key == "base_url" and value == old:
+                node[key] = new
+                n += 1
+            else:
+                n += _swap_base_url(value, old, new)
+    elif isinstance(node, list):
+        n += sum(_swap_base_url(item, old, new) for item in node)
+    return n
+
+
+def rewrite_base_url(job_dir: Path, old: str, new: str) -> int:
+    """Point a level's Harbor job at a server's new address: the agent's `base_url` in the
+    job's config.json and lock.json and in every trial's config.json (Harbor's resume refuses
+    a job whose finished trials' configs differ from the job's). Trial results are left as
+    they are. Returns how many files changed."""
+    changed = 0
+    files = [job_dir / "config.json", job_dir / "lock.json"]
+    files += [t / "config.json" for t in trial_dirs(job_dir)]
+    for path in files:
+        try:
+            data = json.loads(path.read_text())
+        except (OSError, ValueError):
+            continue
+        if _swap_base_url(data, old, new):
+            tmp = path.with_suffix(".json.tmp")
+            tmp.write_text(json.dumps(data, indent=4))
+            os.replace(tmp, path)
+            changed += 1
+    return changed

@@ -1,27 +1,63 @@
-"""One progress line for a running level: trials done, running TSQ and TTFT."""
+"""One progress line for a running level: trials done of the total, failures by class, an ETA,
+and the running TSQ (quality trials only) and TTFT."""
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 from bankbench.sweep.harbor_job import finished_trials, trial_dirs
 
 
-def line(level: int, job_dir: Path) -> str | None:
-    started = len(trial_dirs(job_dir))
-    if not started:
+def _duration(seconds: float) -> str:
+    seconds = max(0, round(seconds))
+    if seconds < 60:
+        return f"{seconds} s"
+    if seconds < 3600:
+        return f"{seconds // 60} min {seconds % 60:02d} s"
+    return f"{seconds // 3600} h {seconds % 3600 // 60:02d} min"
+
+
+def eta(done: int, total: int | None, elapsed_s: float, done_before: int = 0) -> str | None:
+    """Time left at the pace of the trials finished in this run (those a resumed level found
+    already done took no time here); None until one has finished."""
+    ran = done - done_before
+    if not total or ran <= 0 or done >= total:
+        return None
+    return _duration(elapsed_s / ran * (total - done))
+
+
+def line(level: int, job_dir: Path, *, total: int | None = None,
+         started: float | None = None, done_before: int = 0) -> str | None:
+    """`c4: 6/20 done, 4 running, 1 failed (1 infra_failed) | ETA 1 min 10 s | TSQ … | TTFT …`.
+    `started` is the level's time.monotonic() start; `done_before` the trials a resumed level
+    already held."""
+    started_trials = len(trial_dirs(job_dir))
+    if not started_trials:
         return None
     done = len(finished_trials(job_dir))
-    text = f"  c{level}: {done} trials done, {started - done} running"
     try:
         from analysis.progress import running_summary
 
         summary = running_summary(job_dir)
     except Exception:  # progress must never stop a sweep
-        return text
+        summary = {}
+    total = summary.get("trials_total") or total
+    text = f"  c{level}: {done}/{total} done" if total else f"  c{level}: {done} done"
+    text += f", {started_trials - done} running"
+    failed: dict[str, int] = summary.get("trials_failed") or {}
+    n_failed = sum(failed.values())
+    text += f", {n_failed} failed"
+    if n_failed:
+        text += " (" + ", ".join(f"{n} {k}" for k, n in sorted(failed.items())) + ")"
+    if started is not None and (left := eta(done, total, time.monotonic() - started,
+                                            done_before)):
+        text += f" | ETA {left}"
     tsq, ttft = summary.get("tsq_mean"), summary.get("ttft_ms_mean")
     if tsq is not None:
-        text += f" | TSQ {tsq:.3f}"
+        text += f" | TSQ {tsq:.3f} (n={summary.get('n_tsq')})"
+    elif done:
+        text += " | TSQ – (no scored trial yet)"
     if ttft is not None:
         text += f" | TTFT {ttft:.1f} ms"
     return text

@@ -12,6 +12,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from pathlib import Path
 
+from bankbench.sweep import lock
 from bankbench.sweep.runner import (
     SweepError,
     load_manifest,
@@ -42,8 +43,9 @@ def is_router_sweep(sweep_dir: Path) -> bool:
 
 
 def run_router_sweep(config: SweepConfig, routers: list[str], sweep_dir: Path, *,
-                     resume: bool = False) -> list[Path]:
-    """Run (or continue) one sweep per router; returns each router's report.md."""
+                     resume: bool = False, claim: bool = False) -> list[Path]:
+    """Run (or continue) one sweep per router; returns each router's report.md. The top
+    folder is locked while it runs, like a single sweep's (lock.py)."""
     if not config.profile:
         raise SweepError("--routers needs --profile: each router runs on a stack the sweep "
                          "starts (a --base-url server has one router, chosen where it runs)")
@@ -56,6 +58,24 @@ def run_router_sweep(config: SweepConfig, routers: list[str], sweep_dir: Path, *
         raise SweepError(f"unknown router(s) {unknown} (known: {', '.join(ROUTERS)})")
     shared = config.model_copy(update={"router": None})
     sweep_dir = sweep_dir.resolve()
+    if resume and not sweep_dir.is_dir():
+        raise SweepError(f"{sweep_dir}: no such sweep directory")
+    if not resume:
+        if claim:
+            sweep_dir = lock.claim_new_dir(sweep_dir)
+        else:
+            sweep_dir.mkdir(parents=True, exist_ok=True)
+    busy = ("wait for it to end, or stop it first (Ctrl-C in its terminal, or kill -INT with "
+            "that pid)" if resume else "choose another --name")
+    try:
+        with lock.hold(sweep_dir, busy_hint=busy):
+            return _run_locked(config, shared, routers, sweep_dir, resume=resume)
+    except lock.SweepBusy as exc:
+        raise SweepError(str(exc)) from None
+
+
+def _run_locked(config: SweepConfig, shared: SweepConfig, routers: list[str], sweep_dir: Path,
+                *, resume: bool) -> list[Path]:
     if resume:
         manifest = load_router_manifest(sweep_dir)
         if manifest.fingerprint != shared.fingerprint() or manifest.routers != routers:
@@ -67,7 +87,6 @@ def run_router_sweep(config: SweepConfig, routers: list[str], sweep_dir: Path, *
         if is_router_sweep(sweep_dir) or (sweep_dir / SWEEP_FILE).exists():
             raise SweepError(f"{sweep_dir} already holds a sweep; continue it with --resume "
                              f"{sweep_dir}, or choose another --name")
-        sweep_dir.mkdir(parents=True, exist_ok=True)
         manifest = RouterSweepManifest(
             name=sweep_dir.name, routers=routers, config=shared,
             fingerprint=shared.fingerprint(), started_at=datetime.now(UTC),

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import platform
+import shutil
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -19,7 +20,7 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-from bankbench.sweep import harbor_job, preflight, progress
+from bankbench.sweep import harbor_job, lock, preflight, progress
 from bankbench.sweep.provenance import git_sha, versions
 from bankbench.sweep.tasks import fallback_warning, prepare_tasks
 from contracts.request_trace import REQUEST_TRACE_FILE
@@ -68,14 +69,39 @@ def save_manifest(sweep_dir: Path, manifest: SweepManifest) -> None:
 
 
 def check_resumable(config: SweepConfig, sweep_dir: Path) -> SweepManifest:
+    """The manifest of the sweep to continue; SweepError when the configuration changed. The
+    one option that may change is --base-url: the same server back at another address."""
     manifest = load_manifest(sweep_dir)
     earlier = manifest.config
-    if earlier.fingerprint() != config.fingerprint():
+    same_url = config.model_copy(update={"base_url": earlier.base_url})
+    if earlier.fingerprint() != same_url.fingerprint():
         diff = "; ".join(config.differences(earlier))
         raise SweepError(
             f"refusing to resume {sweep_dir}: the configuration changed ({diff}). "
             "Start a new sweep, or resume with the original options."
         )
+    return manifest
+
+
+def _move_to_new_url(config: SweepConfig, sweep_dir: Path,
+                     manifest: SweepManifest) -> SweepManifest:
+    """`--resume DIR --base-url NEW`: the server came back elsewhere (`serve up` picks a new
+    port). Harbor's resume replays each level's job config and refuses one whose trials differ,
+    so the agent's base_url is rewritten in every level's job and trial config; the URLs used
+    before are kept in sweep.json (`earlier_base_urls`)."""
+    old, new = manifest.config.base_url, config.base_url
+    if not old or not new or old == new:
+        return manifest
+    _preflight(config, new, str(config.model))
+    for record in manifest.level_records:
+        job_dir = sweep_dir / record.job_dir
+        harbor_job.rewrite_base_url(job_dir, old, new)
+    manifest.earlier_base_urls.append(old)
+    manifest.config = config
+    manifest.fingerprint = config.fingerprint()
+    manifest.base_url = new
+    save_manifest(sweep_dir, manifest)
+    print(f"resuming against {new} (was {old}); recorded in {SWEEP_FILE}", flush=True)
     return manifest
 
 
@@ -114,6 +140,86 @@ def _preflight(config: SweepConfig, base_url: str, model: str) -> None:
         preflight.check_server(base_url, model, api_key_env=key_env)
     except preflight.PreflightFailed as exc:
         raise SweepError(f"server check failed, no trial was run: {exc}") from None
+
+
+def check_options(config: SweepConfig) -> None:
+    """What can be checked before anything slow starts (building tasks, a server, Harbor): the
+    agent's --ak options (the agent's own validation, as `bankbench check` applies it), the
+    label method and its file, the dataset source. SweepError with one line."""
+    from agents.options import parse_options
+
+    try:
+        parse_options(dict(config.agent_kwargs))
+    except ValueError as exc:
+        raise SweepError(str(exc).removeprefix("BankingAgent: ")) from None
+    if config.tasks:
+        return  # nothing is built
+    from tasks.banking.labels import METHODS, LabelsError
+    from tasks.banking.labels.curated import read_labels_file
+
+    spec = config.labels
+    if spec.startswith("file:"):
+        try:
+            read_labels_file(Path(spec.removeprefix("file:")).expanduser())
+        except LabelsError as exc:
+            raise SweepError(str(exc)) from None
+    elif spec not in METHODS:
+        raise SweepError(f"--labels {spec!r}: expected one of {', '.join(METHODS)}")
+    if config.source not in ("auto", "hf", "sample") and not Path(config.source).is_dir():
+        raise SweepError(f"--source {config.source}: no such directory (expected auto, hf, "
+                         "sample or a folder in the hub's layout)")
+
+
+def _build_tasks(config: SweepConfig, sweep_dir: Path, reuse: bool):
+    """prepare_tasks with the builder's own errors as one-line SweepErrors."""
+    from tasks.banking.dataset import DatasetError
+    from tasks.banking.labels import LabelsError
+    from tasks.banking.writer import WriteError
+
+    if not config.tasks and not (reuse and (sweep_dir / "tasks").is_dir()):
+        print(f"building tasks (source {config.source}, labels {config.labels}"
+              + (f", first {config.limit}" if config.limit else "") + ") ...", flush=True)
+    try:
+        return prepare_tasks(config, sweep_dir, reuse=reuse)
+    except (DatasetError, LabelsError, WriteError) as exc:
+        raise SweepError(f"building tasks: {exc}") from None
+
+
+class _ServerWatch:
+    """Is the sweep's server still there? Asked before each level and every `every_s` while one
+    runs. A failed check is repeated `rechecks` times `gap_s` apart before the server counts as
+    gone: a loaded server may miss one answer, a dead one misses them all. Bounded: at most
+    (rechecks + 1) x (timeout + gap) ≈ 30 s from the first miss to the verdict."""
+
+    def __init__(self, config: SweepConfig, base_url: str, model: str, *, every_s: float = 10.0,
+                 rechecks: int = 3, gap_s: float = 3.0, timeout_s: float = 5.0) -> None:
+        self.base_url = base_url
+        self.model = config.agent_kwargs.get("model", model)
+        self.key_env = config.agent_kwargs.get("api_key_env", preflight.DEFAULT_KEY_ENV)
+        self.every_s, self.rechecks, self.gap_s, self.timeout_s = (
+            every_s, rechecks, gap_s, timeout_s)
+
+    def _miss(self) -> str | None:
+        try:
+            preflight.check_server(self.base_url, self.model, api_key_env=self.key_env,
+                                   timeout_s=self.timeout_s)
+            return None
+        except preflight.PreflightFailed as exc:
+            return str(exc).split(";")[0]  # what failed, without the set-up advice
+
+    def __call__(self) -> str | None:
+        """None while the server answers; else why it is considered gone."""
+        miss = self._miss()
+        if miss is None:
+            return None
+        t0 = time.monotonic()
+        for _ in range(self.rechecks):
+            time.sleep(self.gap_s)
+            if (again := self._miss()) is None:
+                return None
+            miss = again
+        return (f"the server stopped answering ({self.rechecks + 1} checks over "
+                f"{time.monotonic() - t0 + self.timeout_s:.0f} s, last: {miss})")
 
 
 def _reusable_port(base_url: str, wait_s: float = 90.0) -> int | None:
@@ -161,16 +267,52 @@ class SweepSession:
     base_url: str
     model: str
     scrape: _Scraper  # one per sweep, so a server without /metrics is named once
+    resume_command: str = "bankbench sweep --resume"
+    watch: _ServerWatch | None = None
 
 
 @contextmanager
 def open_sweep(config: SweepConfig, sweep_dir: Path, *, resume: bool = False,
-               resume_command: str = "bankbench sweep --resume") -> Iterator[SweepSession]:
+               resume_command: str = "bankbench sweep --resume",
+               claim: bool = False) -> Iterator[SweepSession]:
     """Build tasks, bring the server up (or check the given one) and write sweep.json; the
-    server is stopped on the way out. `sweep` and `capacity` run their levels inside it."""
+    server is stopped on the way out. `sweep` and `capacity` run their levels inside it.
+
+    The sweep directory is locked for the whole block (lock.py): a second sweep or a resume
+    aimed at a live sweep is refused at once. `claim`: `sweep_dir` is a default name, so a
+    taken one becomes `<name>-2`… instead of a refusal. A new sweep that fails before its
+    sweep.json is written removes the directory it created: refused runs leave nothing."""
     sweep_dir = sweep_dir.resolve()
+    if resume and not sweep_dir.is_dir():
+        raise SweepError(f"{sweep_dir}: no such sweep directory")
+    check_options(config)
+    if not resume and not config.profile:
+        # Fail before anything is created, built or run: a dead URL would fail every trial.
+        _preflight(config, str(config.base_url), str(config.model))
+    created = False
+    if not resume:
+        if claim:
+            sweep_dir, created = lock.claim_new_dir(sweep_dir), True
+        elif not sweep_dir.exists():
+            sweep_dir.mkdir(parents=True)
+            created = True
+    busy = ("wait for it to end, or stop it first (Ctrl-C in its terminal, or kill -INT with "
+            "that pid)" if resume else "choose another --name")
+    try:
+        with lock.hold(sweep_dir, busy_hint=busy):
+            with _open_locked(config, sweep_dir, resume=resume, resume_command=resume_command,
+                              created=created) as session:
+                yield session
+    except lock.SweepBusy as exc:
+        raise SweepError(str(exc)) from None
+
+
+@contextmanager
+def _open_locked(config: SweepConfig, sweep_dir: Path, *, resume: bool, resume_command: str,
+                 created: bool) -> Iterator[SweepSession]:
     if resume:
         manifest: SweepManifest | None = check_resumable(config, sweep_dir)
+        manifest = _move_to_new_url(config, sweep_dir, manifest)
     else:
         if (sweep_dir / SWEEP_FILE).exists():
             raise SweepError(
@@ -178,86 +320,94 @@ def open_sweep(config: SweepConfig, sweep_dir: Path, *, resume: bool = False,
                 "or choose another --name"
             )
         manifest = None
-    if not config.profile:
-        # Fail before anything is built or run: a dead URL would fail every trial slowly.
-        _preflight(config, str(config.base_url), str(config.model))
-    sweep_dir.mkdir(parents=True, exist_ok=True)
-
-    prepared = prepare_tasks(config, sweep_dir, reuse=resume)
-    tasks_dir, n_tasks = prepared.tasks_dir, prepared.n_tasks
-    if manifest is not None and manifest.dataset_fallback:  # a resumed sweep says it again
-        print(fallback_warning(manifest.dataset_fallback), flush=True)
-    too_big = [n for n in config.levels if n > n_tasks * config.attempts]
-    if too_big:
-        print(
-            f"note: levels {too_big} exceed the {n_tasks * config.attempts} trials per level "
-            f"({n_tasks} tasks x {config.attempts} attempts); raise --attempts to load them fully",
-            flush=True,
-        )
-
-    server = None
+        if config.profile is None:
+            print(f"server ok: {config.base_url} serves {config.model}", flush=True)
+    saved = False
     try:
-        if config.profile:
-            from bankbench.serve import api
-
-            port = None
-            if manifest is not None:
-                # The level jobs hold the first run's URL in their Harbor config: the resumed
-                # trials must find the server where the killed run had it.
-                _stop_leftover_server(sweep_dir / "server")
-                port = _reusable_port(manifest.base_url)
-            print(f"starting server profile {config.profile} ...", flush=True)
-            server = api.up(
-                config.profile, router=config.router, workers=config.workers,
-                model=config.model, options=dict(config.server_options),
-                state_dir=sweep_dir / "server", port=port,
+        prepared = _build_tasks(config, sweep_dir, reuse=resume)
+        tasks_dir, n_tasks = prepared.tasks_dir, prepared.n_tasks
+        if manifest is not None and manifest.dataset_fallback:  # a resumed sweep says it again
+            print(fallback_warning(manifest.dataset_fallback), flush=True)
+        too_big = [n for n in config.levels if n > n_tasks * config.attempts]
+        if too_big:
+            print(
+                f"note: levels {too_big} exceed the {n_tasks * config.attempts} trials per "
+                f"level ({n_tasks} tasks x {config.attempts} attempts); raise --attempts to "
+                "load them fully",
+                flush=True,
             )
-            base_url, model = server.base_url, server.model
-            _preflight(config, base_url, model)
-            print(f"server ready: {base_url} model {model}", flush=True)
-        else:
-            base_url, model = str(config.base_url), str(config.model)
+        server = None
+        try:
+            if config.profile:
+                from bankbench.serve import api
 
-        if manifest is None:
-            manifest = SweepManifest(
-                name=sweep_dir.name, config=config,
-                fingerprint=config.fingerprint(), levels=config.levels,
-                attempts=config.attempts, server_profile=config.profile, base_url=base_url,
-                model=model, router=server.router if server else None,
-                tasks_dir=str(tasks_dir), n_tasks=n_tasks, dataset=prepared.dataset,
-                dataset_fallback=prepared.fallback,
-                versions=versions(server.versions if server else None), git_sha=git_sha(),
-                host={"cpus": os.cpu_count(), "platform": platform.platform()},
-                started_at=_now(),
-                level_records=[
-                    LevelRecord(level=n, job_dir=level_dir_name(n),
-                                router=server.router if server else None)
-                    for n in config.levels
-                ],
+                port = None
+                if manifest is not None:
+                    # The level jobs hold the first run's URL in their Harbor config: the
+                    # resumed trials must find the server where the killed run had it.
+                    _stop_leftover_server(sweep_dir / "server")
+                    port = _reusable_port(manifest.base_url)
+                print(f"starting server profile {config.profile} ...", flush=True)
+                server = api.up(
+                    config.profile, router=config.router, workers=config.workers,
+                    model=config.model, options=dict(config.server_options),
+                    state_dir=sweep_dir / "server", port=port,
+                )
+                base_url, model = server.base_url, server.model
+                _preflight(config, base_url, model)
+                print(f"server ready: {base_url} model {model}", flush=True)
+            else:
+                base_url, model = str(config.base_url), str(config.model)
+
+            if manifest is None:
+                manifest = SweepManifest(
+                    name=sweep_dir.name, config=config,
+                    fingerprint=config.fingerprint(), levels=config.levels,
+                    attempts=config.attempts, server_profile=config.profile,
+                    base_url=base_url, model=model, router=server.router if server else None,
+                    tasks_dir=str(tasks_dir), n_tasks=n_tasks, dataset=prepared.dataset,
+                    dataset_fallback=prepared.fallback,
+                    versions=versions(server.versions if server else None),
+                    git_sha=git_sha(),
+                    host={"cpus": os.cpu_count(), "platform": platform.platform()},
+                    started_at=_now(),
+                    level_records=[
+                        LevelRecord(level=n, job_dir=level_dir_name(n),
+                                    router=server.router if server else None)
+                        for n in config.levels
+                    ],
+                )
+            else:
+                manifest.base_url, manifest.model = base_url, model
+            save_manifest(sweep_dir, manifest)
+            saved = True
+            yield SweepSession(config, sweep_dir, manifest, tasks_dir, base_url, model,
+                               _Scraper(base_url), resume_command,
+                               _ServerWatch(config, base_url, model))
+        except KeyboardInterrupt:
+            print(
+                f"\nsweep interrupted; finished trials are kept. Continue with:\n"
+                f"  {resume_command} {sweep_dir}",
+                flush=True,
             )
-        else:
-            manifest.base_url, manifest.model = base_url, model
-        save_manifest(sweep_dir, manifest)
-        yield SweepSession(config, sweep_dir, manifest, tasks_dir, base_url, model,
-                           _Scraper(base_url))
-    except KeyboardInterrupt:
-        print(
-            f"\nsweep interrupted; finished trials are kept. Continue with:\n"
-            f"  {resume_command} {sweep_dir}",
-            flush=True,
-        )
+            raise
+        finally:
+            if server is not None:
+                from bankbench.serve import api
+
+                print("stopping the server this sweep started ...", flush=True)
+                api.down(server)
+    except BaseException:
+        if created and not saved:
+            # Nothing of this sweep exists yet: leave no half-made directory behind.
+            shutil.rmtree(sweep_dir, ignore_errors=True)
         raise
-    finally:
-        if server is not None:
-            from bankbench.serve import api
-
-            print("stopping the server this sweep started ...", flush=True)
-            api.down(server)
 
 
 def run_level(session: SweepSession, level: int) -> LevelRecord:
     """Run (skip if complete, continue if partial) one level's Harbor job in the session; a
-    level the manifest does not list yet is added to it first."""
+    level the manifest does not list yet is added to it first. SweepError when the server is
+    gone (checked before the level and while it runs): the sweep stops there, resumable."""
     manifest = session.manifest
     record = next((r for r in manifest.level_records if r.level == level), None)
     if record is None:
@@ -265,27 +415,56 @@ def run_level(session: SweepSession, level: int) -> LevelRecord:
         manifest.level_records.append(record)
         manifest.levels.append(level)
         save_manifest(session.sweep_dir, manifest)
-    _run_level(session.config, session.sweep_dir, manifest, record, session.tasks_dir,
-               session.base_url, session.model, session.scrape)
+    try:
+        _run_level(session, record)
+    except harbor_job.JobAborted as exc:
+        if record.state == "running":  # a level refused before it started stays pending
+            record.state = "failed"
+            save_manifest(session.sweep_dir, manifest)
+        raise SweepError(_server_gone_message(session, level, str(exc))) from None
     return record
 
 
-def run_sweep(config: SweepConfig, sweep_dir: Path, *, resume: bool = False) -> Path:
-    """Run (or continue) a sweep in `sweep_dir`; returns the path of report.md."""
-    with open_sweep(config, sweep_dir, resume=resume) as session:
+def _server_gone_message(session: SweepSession, level: int, why: str) -> str:
+    how = f"  {session.resume_command} {session.sweep_dir}"
+    if session.config.profile:
+        where = "(the resumed sweep starts its server again)"
+    else:
+        where = ("(if it comes back at another address, add --base-url NEW_URL; "
+                 "`bankbench serve up --port PORT` brings a stack back on its old port)")
+    return (f"level {level}: {why}; the sweep stopped. Finished trials are kept; those the "
+            f"lost server failed run again on resume. Once the server is back, continue "
+            f"with:\n{how}\n{where}")
+
+
+def run_sweep(config: SweepConfig, sweep_dir: Path, *, resume: bool = False,
+              claim: bool = False) -> Path:
+    """Run (or continue) a sweep in `sweep_dir`; returns the path of report.md. `claim`: the
+    directory name is a default one (a taken name becomes `<name>-2`…)."""
+    from analysis.report import write_report
+
+    with open_sweep(config, sweep_dir, resume=resume, claim=claim) as session:
         for record in list(session.manifest.level_records):
             run_level(session, record.level)
         session.manifest.finished_at = _now()
         save_manifest(session.sweep_dir, session.manifest)
-
-    from analysis.report import write_report
-
-    report = write_report(session.sweep_dir)
-    session.manifest.report = str(report)
-    save_manifest(session.sweep_dir, session.manifest)
+        # Still under the sweep's lock: a resume cannot start while the report is written.
+        print("writing the report ...", flush=True)
+        report = write_report(session.sweep_dir)
+        session.manifest.report = str(report)
+        save_manifest(session.sweep_dir, session.manifest)
     if session.manifest.dataset_fallback:  # said at the start; said again where one looks last
         print(fallback_warning(session.manifest.dataset_fallback), flush=True)
     return report
+
+
+def _infra_failed(trial: Path) -> str | None:
+    """Why a finished trial must run again on resume: the server failed it (infra_failed) —
+    it measured the outage, not the agent."""
+    from analysis.progress import trial_status
+
+    status, reason = trial_status(trial)
+    return f"infra failure ({reason})" if status == "infra_failed" else None
 
 
 def _copy_trace_lines(trace: Path, start: int, out: Path) -> None:
@@ -296,21 +475,26 @@ def _copy_trace_lines(trace: Path, start: int, out: Path) -> None:
         dst.write(src.read())
 
 
-def _run_level(
-    config: SweepConfig, sweep_dir: Path, manifest: SweepManifest, record: LevelRecord,
-    tasks_dir: Path, base_url: str, model: str, scrape: _Scraper,
-) -> None:
+def _run_level(session: SweepSession, record: LevelRecord) -> None:
+    config, sweep_dir, manifest = session.config, session.sweep_dir, session.manifest
     level = record.level
     job_dir = level_dir(sweep_dir, level)
     state = harbor_job.job_state(job_dir)
+    if state is harbor_job.JobState.COMPLETE and record.state == "failed":
+        # Harbor finished, but the server was lost under it: its infra failures run again.
+        state = harbor_job.JobState.PARTIAL
     if state is harbor_job.JobState.COMPLETE:
         print(f"level {level}: already complete, skipped", flush=True)
         record.state = "complete"
         save_manifest(sweep_dir, manifest)
         return
+    if session.watch is not None and (why := session.watch()):
+        raise harbor_job.JobAborted(why)
 
     resumed = state is harbor_job.JobState.PARTIAL
-    print(f"level {level}: {'resuming' if resumed else 'running'} (-n {level})", flush=True)
+    total = manifest.n_tasks * config.attempts
+    print(f"level {level}: {'resuming' if resumed else 'running'} (-n {level}, {total} trials)",
+          flush=True)
     record.state, record.resumed = "running", record.resumed or resumed
     record.started_at = record.started_at or _now()
     save_manifest(sweep_dir, manifest)
@@ -318,36 +502,46 @@ def _run_level(
     # Scrape after Harbor has created the job folder would be racy; scrape into the sweep dir
     # first and move it in once the job folder exists.
     before = sweep_dir / f".{level_dir_name(level)}-{METRICS_BEFORE}"
-    have_before = scrape(before)
+    have_before = session.scrape(before)
     if resumed:
         try:
             harbor_job.wait_for_earlier_harbor(sweep_dir)
         except harbor_job.HarborFailed as exc:
             raise SweepError(f"level {level}: {exc}") from None
         quarantine = sweep_dir / "quarantine" / level_dir_name(level)
-        for moved, why in harbor_job.quarantine_unfinished_trials(job_dir, quarantine):
+        for moved, why in harbor_job.quarantine_unfinished_trials(job_dir, quarantine,
+                                                                  also=_infra_failed):
             print(f"  {moved.name}: {why}; moved to {quarantine}, its trial runs again",
                   flush=True)
         cmd = harbor_job.resume_command(job_dir)
     else:
         cmd = harbor_job.harbor_run_argv(
-            config, tasks_dir=tasks_dir, sweep_dir=sweep_dir, job_name=level_dir_name(level),
-            level=level, base_url=base_url, model=model,
+            config, tasks_dir=session.tasks_dir, sweep_dir=sweep_dir,
+            job_name=level_dir_name(level), level=level, base_url=session.base_url,
+            model=session.model,
         )
     log_path = sweep_dir / "logs" / f"{level_dir_name(level)}.harbor.log"
     trace = sweep_dir / "server" / REQUEST_TRACE_FILE
     trace_from = trace.stat().st_size if trace.is_file() else 0
+    started, done_before = time.monotonic(), len(harbor_job.finished_trials(job_dir))
     try:
         harbor_job.run_job(
             cmd, log_path=log_path, job_dir=job_dir,
-            progress=lambda d: progress.line(level, d),
+            progress=lambda d: progress.line(level, d, total=total, started=started,
+                                             done_before=done_before),
+            watch=session.watch,
         )
     except harbor_job.HarborFailed as exc:
         record.state = "failed"
         save_manifest(sweep_dir, manifest)
         raise SweepError(f"level {level}: {exc}") from exc
+    if session.watch is not None and any(_infra_failed(t)
+                                         for t in harbor_job.finished_trials(job_dir)):
+        # Harbor can finish a level between two watches with the server already gone.
+        if why := session.watch():
+            raise harbor_job.JobAborted(why)
 
-    have_after = scrape(job_dir / METRICS_AFTER) if job_dir.exists() else False
+    have_after = session.scrape(job_dir / METRICS_AFTER) if job_dir.exists() else False
     if have_before and job_dir.exists():
         os.replace(before, job_dir / METRICS_BEFORE)
     record.metrics = have_before and have_after

@@ -20,7 +20,7 @@ from pydantic import BaseModel, Field
 
 from contracts.conversation import CUSTOMER_FILE, DEFAULT_MAX_TURNS
 from contracts.expected import Expected, GoalLabel, LabelsInfo, Provenance
-from tasks.banking import render
+from tasks.banking import goldperfect, render
 from tasks.banking.arguments import arguments_for
 from tasks.banking.dataset import BadRow, Dataset, DatasetError, OnBadRow, Scenario, load
 from tasks.banking.labels import (
@@ -48,6 +48,7 @@ TEMPLATE_FILES = {
     "environment/toolschema.py": 0o644,
     "tests/test.sh": 0o755,
     "tests/verify.py": 0o644,
+    "tests/scoring.py": 0o644,
     "tests/transcript.py": 0o644,
 }
 # One source, shipped twice: the bank validates calls with it, the verifier re-validates them.
@@ -176,6 +177,7 @@ def task_files(
     template: dict[str, tuple[bytes, int]],
     shared: dict[str, bytes],
     max_turns: int = DEFAULT_MAX_TURNS,
+    gold: goldperfect.Gold | None = None,
 ) -> TaskFiles:
     labels = labelset.scenarios[scenario.scenario_id]
     goals = scenario.row.user_goals
@@ -188,6 +190,8 @@ def task_files(
         goals=goal_labels(goals, labels),
         provenance=Provenance(dataset_revision=dataset.revision, builder=builder_tag()),
     )
+    # Only from this dataset's own gold; without it the figure is "not measured".
+    expected.gold_perfect = goldperfect.for_task(gold, expected)
     meta = render.TaskMetadata(
         scenario_id=scenario.scenario_id,
         domain=dataset.domain,
@@ -254,6 +258,7 @@ def build_tasks(
         say(f"skipping bad row {bad.line()}")
     chosen = select(dataset, scenarios, limit)
     labelset = label_scenarios(labels, dataset, chosen, model_options)
+    gold = goldperfect.gold_for(dataset)
     template = template_files(template_dir)
     tools_json = render.tools_json(dataset.tools).encode()
     shared = {
@@ -263,7 +268,8 @@ def build_tasks(
     }
     # Render everything first: a problem in any task stops the build before a file is written.
     rendered = [
-        (s.scenario_id, task_files(s, dataset, labelset, mode, template, shared, max_turns))
+        (s.scenario_id, task_files(s, dataset, labelset, mode, template, shared, max_turns,
+                                   gold))
         for s in chosen
     ]
     for sid, files in rendered:

@@ -144,6 +144,15 @@ async def test_an_identical_failure_is_not_retried_to_the_end(scripted_stack):
     assert info.value.request_chars > 0
 
 
+async def test_overload_replies_are_counted_even_when_a_retry_succeeds(scripted_stack):
+    """429 and 529 are the server shedding load: the record counts them (capacity charges
+    them to the error rate) although the third try succeeded."""
+    reply, seen = await _through_proxy(scripted_stack,
+                                       FaultSchedule(["http_429", "http_529", "pass"]))
+    assert seen == ["http_429", "http_529", "pass"] and reply.record.error is None
+    assert (reply.record.retries, reply.record.overloaded) == (2, 2)
+
+
 async def test_different_failures_in_a_row_are_still_retried(scripted_stack):
     reply, seen = await _through_proxy(scripted_stack,
                                        FaultSchedule(["http_500", "http_503", "http_500", "pass"]))

@@ -3,11 +3,13 @@ on synthetic sweeps and show the table and figure each one is for."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import nbformat
 import pytest
 from nbclient import NotebookClient
+from nbclient.exceptions import CellExecutionError
 
 from analysis.synthetic import synthetic_sweep
 
@@ -16,14 +18,33 @@ NOTEBOOKS = sorted((ROOT / "analysis" / "notebooks").glob("*.ipynb"))
 CELL_TIMEOUT_S = 300
 
 
-def _run(path: Path, parameters: str | None = None) -> nbformat.NotebookNode:
+# Each notebook's run parameters, set to the synthetic demo by name.
+DEMO = {"compare_runs": 'BASELINE = OTHER = "demo"', "example": 'JOB = "demo"',
+        "latency_quality_frontier": 'RUNS = ["demo"]', "trial_requests": 'RUN = "demo"'}
+
+
+def _run(path: Path, parameters: str | None = None, *, cwd: Path = ROOT,
+         start_dir: Path | None = None) -> nbformat.NotebookNode:
+    """Run the notebook in a kernel whose working directory is `cwd`, as Jupyter runs it in
+    the notebook's folder; `start_dir` is where the user started Jupyter (the $PWD the kernel
+    inherits)."""
     nb = nbformat.read(path, as_version=4)
     if parameters is not None:
         cell = next(c for c in nb.cells if c.cell_type == "code")
         cell.source += "\n" + parameters  # override the defaults of the parameters cell
-    # Raises CellExecutionError (with the traceback) when any cell fails.
-    NotebookClient(nb, timeout=CELL_TIMEOUT_S, kernel_name="python3",
-                   resources={"metadata": {"path": str(ROOT)}}).execute()
+    client = NotebookClient(nb, timeout=CELL_TIMEOUT_S, kernel_name="python3",
+                            resources={"metadata": {"path": str(cwd)}})
+    if start_dir is not None:
+        os.environ["PWD"], before = str(start_dir), os.environ.get("PWD")
+        try:
+            client.execute()  # raises CellExecutionError (with the traceback) on any failure
+        finally:
+            if before is None:
+                os.environ.pop("PWD", None)
+            else:
+                os.environ["PWD"] = before
+    else:
+        client.execute()
     return nb
 
 
@@ -46,7 +67,7 @@ def test_every_notebook_has_a_parameters_cell_first_and_says_what_it_shows():
 @pytest.mark.slow
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
 def test_notebook_runs_on_a_synthetic_sweep_and_shows_a_table_and_a_figure(path: Path):
-    nb = _run(path)
+    nb = _run(path, DEMO[path.stem])
     kinds = _mime_types(nb)
     assert "text/html" in kinds, f"{path.name} showed no table"
     assert "image/png" in kinds, f"{path.name} drew no figure"
@@ -64,3 +85,32 @@ def test_compare_notebook_reads_the_paths_given_and_labels_them(tmp_path: Path):
                     if c.cell_type == "code" for o in c.get("outputs", []))
     assert "kv-router" in shown and "round-robin" in shown
     assert "c8" in shown and "c16" not in shown  # the given sweeps' levels, not the demo's
+
+
+def _outputs(nb: nbformat.NotebookNode) -> str:
+    return "".join(o.get("text", "") + o.get("data", {}).get("text/plain", "")
+                   for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", []))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_notebook_refuses_a_missing_path_instead_of_inventing_data(path: Path, tmp_path: Path):
+    missing = str(tmp_path / "no-such-sweep")
+    params = DEMO[path.stem].replace('"demo"', repr(missing))
+    with pytest.raises(CellExecutionError) as caught:
+        _run(path, params)
+    assert "no such directory" in str(caught.value) and str(missing) in str(caught.value)
+    with pytest.raises(CellExecutionError) as caught:  # nothing given: say what to set
+        _run(path)
+    assert '"demo"' in str(caught.value) or "'demo'" in str(caught.value)
+
+
+@pytest.mark.slow
+def test_a_relative_path_is_taken_from_where_jupyter_was_started(tmp_path: Path):
+    synthetic_sweep(tmp_path / "jobs" / "my-sweep", [2, 8], trials_per_level=6,
+                    requests_per_trial=2, seed=5)
+    nb = _run(ROOT / "analysis/notebooks/trial_requests.ipynb", 'RUN = "jobs/my-sweep"',
+              cwd=ROOT / "analysis" / "notebooks", start_dir=tmp_path)
+    assert "SYNTHETIC demo" not in _outputs(nb)
+    shown = _outputs(nb)
+    assert "banking-" in shown  # the trial picked from the given sweep

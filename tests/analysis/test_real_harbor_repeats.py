@@ -62,8 +62,15 @@ def test_pass_at_k_on_two_repeats(jobs):
     f1 = (labels.get("quality") or {}).get("heldout_micro_f1")
     if f1 is None:
         assert oracle["label_quality"] == "not measured"
-    else:  # a perfect agent against these labels is expected to reach about their F1
-        assert oracle["label_heldout_f1"] == oracle["tsq_ceiling"] == f1
+    else:
+        assert oracle["label_heldout_f1"] == f1
+    # The sample has gold: beside TSQ stands the gold-perfect agent's score on its own gold,
+    # over the scenarios the job ran.
+    perfect = [json.loads(p.read_text())["gold_perfect"]["tsq"]
+               for p in jobs[2].glob("*/tests/expected.json")]
+    assert len(perfect) == N_TASKS
+    assert oracle["gold_perfect_tsq_mean"] == pytest.approx(sum(perfect) / N_TASKS)
+    assert oracle["gold_perfect"].startswith("bundled sample gold")
 
 
 def test_harbors_own_pass_at_k_is_absent_for_these_rewards(jobs):

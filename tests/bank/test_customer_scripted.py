@@ -46,15 +46,32 @@ def test_goals_are_revealed_one_turn_at_a_time_then_a_goodbye():
     assert not any(a["ended"] for a in answers[:-1])
 
 
-def test_a_question_gets_the_goals_details_and_a_second_one_no_more():
+def test_a_question_gets_the_goals_details_and_a_second_one_no_more_and_the_next_goal():
     answers = converse(brief(), ["Hello!", "Done.", "Moved.", "Which bill, and how much?",
-                                 "And which day exactly?", "Paid."])
+                                 "And which day exactly?", "Set."])
     details, no_more = answers[3], answers[4]
     assert details["kind"] == "details" and details["goal_index"] == 2
     for specific in ("$96.40", "Metro Power", "Friday"):
         assert specific in details["text"]
-    assert no_more["kind"] == "no_more" and "don't know more" in no_more["text"]
-    assert answers[5]["goal_index"] == 3  # the answer moves on
+    # Nothing more to tell about this goal: say so and go on with the next, never stall.
+    assert "don't know more" in no_more["text"]
+    assert no_more["kind"] == "goal" and no_more["goal_index"] == 3
+    assert customer.as_clause(GOALS[3]) in no_more["text"]
+    assert answers[5]["ended"]  # the last goal answered
+
+
+def test_an_agent_ending_every_message_with_a_question_still_hears_every_goal():
+    """Every agent message asks something (no mere offer of help): each customer reply is a
+    goal's details, or "I don't know more" with the next goal — every goal comes up within
+    the turn limit and the conversation ends."""
+    asking = [f"Done with that. Would you like me to note anything on file ({n})?"
+              for n in range(10)]
+    answers = converse(brief(max_turns=10), ["Hello, what can I do for you?", *asking])
+    revealed = [a["goal_index"] for a in answers if a["kind"] == "goal"]
+    assert revealed == [0, 1, 2, 3]
+    assert len(answers) <= 10 and answers[-1]["ended"]
+    assert answers[-1]["end_reason"] == "satisfied"
+    assert all(a["kind"] in ("goal", "details", "goodbye") for a in answers)
 
 
 def test_a_refusal_is_acknowledged_and_the_customer_moves_on():

@@ -1,34 +1,39 @@
-"""Decision consistency on hand-made sweeps with known answers: the same calls agree fully,
-another tool halves F1, changed arguments lower argument agreement, malformed and truncated
-replies and lost trials are counted at the level where they happen."""
+"""Decision consistency on hand-made sweeps with known answers: repeats give each level its
+own floor and the reference its baseline, the drop is baseline minus agreement, lost trials are
+left out of agreement and charged to the server or the harness, a model that never calls a
+tool has nothing to compare, and tool names are compared as the verifier normalises them."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
+import math
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from analysis.consistency import arg_agreement, consistency, tool_f1
+from analysis.consistency import arg_agreement, consistency, normal_tool_name, tool_f1
 from analysis.synthetic import record, write_job, write_sweep_manifest, write_trial
 from contracts.sweep import level_dir
 
+REPO = Path(__file__).resolve().parents[2]
 REWARDS = {"tsq": 1.0, "precision": 1.0, "recall": 1.0, "param_validity": 1.0,
            "multiset_f1": 1.0, "goal_coverage": 1.0}
 BAL = ("get_account_balance", {"account_number": "1", "account_type": "checking"})
 XFER = ("transfer_funds", {"from_account": "1", "to_account": "2", "amount": 5})
+FREEZE = ("freeze_card", {"card": "1"})
 
 
 def _trial(job: Path, name: str, calls: list[tuple[str, dict]], *, valid: bool = True,
            replies: list[str] = (), finish: list[str] = ("stop",),
-           exception_type: str | None = None) -> None:
+           exception_type: str | None = None, status: str = "ok") -> None:
     scenario = name.split("__")[0]
     records = [record(trial_name=name, scenario_id=scenario, finish_reason=f, step=i)
                for i, f in enumerate(finish)]
     trial = write_trial(job, name, scenario_id=scenario, records=records,
                         rewards=None if exception_type else REWARDS,
-                        agent_status={"status": "ok", "reason": None},
+                        agent_status={"status": status, "reason": None},
                         exception_type=exception_type)
     lines = [json.dumps({"seq": i, "attempt": 1, "tool": t, "arguments": a, "valid": valid})
              for i, (t, a) in enumerate(calls)]
@@ -50,7 +55,8 @@ def _sweep(root: Path, levels: dict[int, dict[str, dict]]) -> Path:
 def test_pair_metrics_known_answers():
     assert tool_f1([BAL, XFER], [BAL, XFER]) == 1.0
     assert tool_f1([BAL], [BAL, XFER]) == pytest.approx(2 / 3)
-    assert tool_f1([], []) == 1.0 and tool_f1([], [BAL]) == 0.0
+    assert tool_f1([], [BAL]) == 0.0
+    assert math.isnan(tool_f1([], []))  # no decision on either side: nothing to compare
     changed = ("transfer_funds", {"from_account": "1", "to_account": "2", "amount": 50})
     assert arg_agreement([XFER], [changed]) == pytest.approx(2 / 3)
     assert arg_agreement([BAL, XFER], [BAL, XFER]) == 1.0
@@ -59,40 +65,88 @@ def test_pair_metrics_known_answers():
     assert arg_agreement([("t", json.dumps({"a": 1}))], [("t", {"a": 1})]) == 1.0
 
 
-def test_level_table_counts_what_changed_under_load(tmp_path):
-    same = {"calls": [BAL, XFER], "replies": ["", ""]}
+def test_tool_names_are_normalised_as_the_verifier_does():
+    path = REPO / "tasks/banking/template/environment/toolschema.py"
+    spec = importlib.util.spec_from_file_location("toolschema_for_test", path)
+    schema = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(schema)
+    for name in ("bank__Get-Account_Balance", "tools.get_account_balance", "GET_ACCOUNT-BALANCE",
+                 " a__b__c ", "x.y__z"):
+        assert normal_tool_name(name) == schema.normalise_name(name), name
+
+
+def _both(calls: list, **kwargs) -> dict:
+    return {"calls": calls, **kwargs}
+
+
+def test_floor_baseline_agreement_and_drop(tmp_path):
+    """Two repeats per scenario and level. At c1 three scenarios repeat themselves and one
+    (003) flips between two tools: baseline (1+1+1+0.5)/4. At c8 scenario 001 switches to
+    another tool in both repeats (its floor stays 1, its agreement with c1 falls), 002 is lost
+    once to a time-out (left out, charged to the server) and 003 once to the harness."""
+    one, other = [BAL, XFER], [BAL, FREEZE]
     sweep = _sweep(tmp_path / "s", {
-        1: {"banking-000__a": same, "banking-001__a": same, "banking-002__a": same,
-            "banking-003__a": same},
-        8: {"banking-000__b": same,
-            # another tool instead of the transfer: F1 1/2, the shared tool's args agree
-            "banking-001__b": {"calls": [BAL, ("freeze_card", {"card": "1"})],
-                               "replies": ["", '<tool_call>{"name": "x"']},
-            # truncated reply, schema-invalid calls
-            "banking-002__b": {"calls": [BAL, XFER], "valid": False,
-                               "finish": ["stop", "length"]},
-            # lost to a timeout: counts 0 in agreement
-            "banking-003__b": {"calls": [], "exception_type": "AgentTimeoutError"}},
+        1: {"banking-000__a": _both(one), "banking-000__b": _both(one),
+            "banking-001__a": _both(one), "banking-001__b": _both(one),
+            "banking-002__a": _both(one), "banking-002__b": _both(one),
+            "banking-003__a": _both(one), "banking-003__b": _both(other)},
+        8: {"banking-000__c": _both(one, replies=["", '<tool_call>{"name": "x"']),
+            "banking-000__d": _both(one, finish=["stop", "length"]),
+            "banking-001__c": _both(other), "banking-001__d": _both(other, valid=False),
+            "banking-002__c": _both(one), "banking-002__d": _both(
+                [], exception_type="AgentTimeoutError"),
+            "banking-003__c": _both(one), "banking-003__d": _both(
+                [], status="harness_error")},
     })
     table, _ = consistency(sweep)
     c1 = table[table["level"] == 1].iloc[0]
     c8 = table[table["level"] == 8].iloc[0]
-    assert c1["tool_f1"] == 1.0 and c1["lost"] == 0.0 and c1["reference"] == "c1"
-    assert c8["n_pairs"] == 4
-    assert c8["tool_f1"] == pytest.approx((1 + 0.5 + 1 + 0) / 4)
-    assert c8["arg_agreement"] == pytest.approx((1 + 1 + 1 + 0) / 4)
-    assert c8["lost"] == pytest.approx(1 / 4)
-    assert c8["malformed"] == pytest.approx((0 + 0.5) / 2)  # trials with a trajectory
-    assert c8["truncated"] == pytest.approx((0 + 0 + 0.5 + 0) / 4)
-    assert c8["schema_valid"] == pytest.approx((1 + 1 + 0) / 3)
-    assert c8["tool_f1_ci_low"] <= c8["tool_f1"] <= c8["tool_f1_ci_high"]
-    assert c8["tool_f1_ci_low"] < c1["tool_f1_ci_low"]
+    assert c1["reference"] == "c1" and c1["tool_f1_n"] == 4
+    assert c1["tool_f1_baseline"] == pytest.approx(3.5 / 4)
+    assert c1["tool_f1_floor"] == c1["tool_f1"] == c1["tool_f1_baseline"]
+    assert c1["tool_f1_drop"] == 0.0 and c1["tool_f1_drop_ci_low"] < 0 < c1[
+        "tool_f1_drop_ci_high"]  # open at no difference
+    # c8: 002 and 003 have one usable repeat each: no floor for them, agreement yes
+    assert c8["tool_f1_floor"] == pytest.approx(1.0)  # 000 and 001 repeat themselves
+    agreement = [1.0, 0.5, 1.0, (1 + 0.5) / 2]  # per scenario, over (c8 repeat, c1 repeat)
+    assert c8["tool_f1"] == pytest.approx(np.mean(agreement))
+    assert c8["tool_f1_drop"] == pytest.approx(np.mean(
+        [1 - 1.0, 1 - 0.5, 1 - 1.0, 0.5 - 0.75]))
+    assert c8["tool_f1_ci_low"] < c8["tool_f1"] < c8["tool_f1_ci_high"]
+    assert c8["lost"] == pytest.approx(1 / 8) and c8["harness_lost"] == pytest.approx(1 / 8)
+    assert c8["malformed"] == pytest.approx(0.5)  # the one trial with a trajectory
+    assert c8["truncated"] == pytest.approx(np.mean([0, 0.5, 0, 0, 0, 0, 0, 0]))
+    assert c8["schema_valid"] < 1.0
+
+
+def test_a_model_that_never_calls_a_tool_is_not_called_consistent(tmp_path):
+    silent = {f"banking-00{i}__{r}": _both([]) for i in range(3) for r in "ab"}
+    sweep = _sweep(tmp_path / "s", {1: silent, 4: {k.replace("__", "__x"): v
+                                                   for k, v in silent.items()}})
+    table, _ = consistency(sweep)
+    for _, row in table.iterrows():
+        assert np.isnan(row["tool_f1"]) and row["tool_f1_n"] == 0
+        assert row["tool_f1_note"] == "no tool calls to compare"
+
+
+def test_an_agent_failure_is_a_decision_not_a_lost_trial(tmp_path):
+    sweep = _sweep(tmp_path / "s", {
+        1: {"banking-000__a": _both([BAL]), "banking-000__b": _both([BAL])},
+        2: {"banking-000__c": _both([BAL], status="agent_error"),
+            "banking-000__d": _both([XFER], status="agent_error")}})
+    table, _ = consistency(sweep)
+    c2 = table[table["level"] == 2].iloc[0]
+    assert c2["lost"] == 0.0 and c2["tool_f1"] == pytest.approx(0.5)
 
 
 def test_reference_from_another_sweep(tmp_path):
-    ref = _sweep(tmp_path / "ref", {2: {"banking-000__r": {"calls": [BAL]}}})
-    run = _sweep(tmp_path / "run", {1: {"banking-000__a": {"calls": [BAL, XFER]}},
-                                    4: {"banking-000__b": {"calls": [BAL]}}})
+    ref = _sweep(tmp_path / "ref", {2: {"banking-000__r": _both([BAL]),
+                                        "banking-000__s": _both([BAL])}})
+    run = _sweep(tmp_path / "run", {1: {"banking-000__a": _both([BAL, XFER]),
+                                        "banking-000__b": _both([BAL, XFER])},
+                                    4: {"banking-000__c": _both([BAL]),
+                                        "banking-000__d": _both([BAL])}})
     table, _ = consistency(run, reference=ref)
     assert list(table["tool_f1"]) == [pytest.approx(2 / 3), 1.0]
+    assert list(table["tool_f1_drop"]) == [pytest.approx(1 / 3), 0.0]
     assert set(table["reference"]) == {"ref/c2"}

@@ -1,16 +1,39 @@
 """The search on recorded steps: doubling until a level fails, bisecting to adjacent levels,
-the caps, and the checks a level is judged by (SLO names, the agreement's interval)."""
+the caps, the checks a level is judged by (SLO names, decisions against their own noise), the
+boundary interval, the limiting check, cliffs and the headline."""
 
 from __future__ import annotations
 
+import math
 from datetime import UTC, datetime
 
 import pandas as pd
 import pytest
 
+from analysis.decision_noise import ScenarioAgreement
 from bankbench.capacity.output import headline
-from bankbench.capacity.search import bracket, judge, next_level
-from contracts.capacity import CapacityRecord, CapacitySearch, CapacityStep, slo_column
+from bankbench.capacity.search import (
+    boundary,
+    bracket,
+    cliffs,
+    judge,
+    judge_decisions,
+    levels_judgeable,
+    limiting,
+    next_level,
+    slo_value,
+)
+from contracts.capacity import (
+    DEFAULT_LOST_RATE,
+    CapacityRecord,
+    CapacitySearch,
+    CapacityStep,
+    Check,
+    DecisionFigures,
+    Design,
+    Interval,
+    slo_column,
+)
 
 
 def _step(level: int, passed: bool) -> CapacityStep:
@@ -59,20 +82,119 @@ def test_slo_names():
         CapacitySearch(slos={"latency": 3})
 
 
-def test_judge_uses_the_lower_end_of_the_agreement_interval():
+def _agreeing(n: int, drop_in: int = 0, floor: float = 1.0) -> list[ScenarioAgreement]:
+    """n scenarios at baseline `floor`; the first `drop_in` of them fully diverged."""
+    return [ScenarioAgreement(f"s{i}", 2, 2, floor, floor, 0.0 if i < drop_in else floor)
+            for i in range(n)]
+
+
+def test_slo_values_and_the_decision_check():
     search = CapacitySearch(slos={"ttft_p90_ms": 500, "error_rate": 0.01,
-                                  "server_ttft_p50_ms": 100}, min_agreement=0.9)
-    summary = pd.Series({"ttft_ms_p90": 400.0, "n_requests": 100, "n_failed_requests": 2})
-    requests = pd.DataFrame({"ok": [True, True, False], "server_ttft_ms": [50.0, 70.0, 999.0]})
-    consistent = pd.Series({"tool_f1": 0.97, "tool_f1_ci_low": 0.93, "lost": 0.0})
-    checks = {c.name: c for c in judge(search, summary, requests, consistent, False)}
-    assert checks["ttft_p90_ms"].passed and checks["ttft_p90_ms"].value == 400
-    assert not checks["error_rate"].passed and checks["error_rate"].value == 0.02
-    assert checks["server_ttft_p50_ms"].value == 60.0  # failed requests left out
-    assert checks["tool_f1_ci_low"].passed
-    wide = pd.Series({"tool_f1": 0.95, "tool_f1_ci_low": 0.7, "lost": 0.0})
-    low = {c.name: c for c in judge(search, summary, requests, wide, False)}["tool_f1_ci_low"]
-    assert not low.passed  # the mean clears the bar, its interval does not
+                                  "server_ttft_p50_ms": 100})
+    summary = pd.Series({"ttft_ms_p90": 400.0})
+    requests = pd.DataFrame({"ok": [True] * 48 + [False], "overloaded": [0] * 49,
+                             "server_ttft_ms": [50.0] * 24 + [70.0] * 24 + [999.0]})
+    values = {n: slo_value(n, summary, requests, 0.25) for n in search.slos}
+    assert values == {"ttft_p90_ms": 400.0, "error_rate": 1 / 49, "server_ttft_p50_ms": 60.0,
+                      "lost_rate": 0.25}  # failed requests left out; lost_rate by default
+    checks = {c.name: c for c in judge(search, values, _agreeing(60), False, 0.995)[0]}
+    assert checks["ttft_p90_ms"].passed and not checks["error_rate"].passed
+    assert not checks["lost_rate"].passed and checks["lost_rate"].limit == DEFAULT_LOST_RATE
+    assert checks["tool_f1_drop"].passed  # 60 scenarios, all agree: bound under 0.10
+    # one scenario in five diverging fully: a 20-point drop fails, but is not shown beyond
+    # a 10-point margin at this confidence; two in five are
+    within = judge_decisions(search, _agreeing(60, drop_in=12), False, 0.995)[0]
+    assert not within.passed and not within.confident and within.value > 0.1
+    beyond = judge_decisions(search, _agreeing(60, drop_in=24), False, 0.995)[0]
+    assert not beyond.passed and beyond.confident
+
+
+def test_overload_replies_are_server_errors_even_when_a_retry_succeeded():
+    requests = pd.DataFrame({"ok": [True, True, True, False], "overloaded": [0, 2, 0, 0]})
+    summary = pd.Series(dtype=float)
+    assert slo_value("error_rate", summary, requests, 0.0) == 0.5
+    assert slo_value("overload_rate", summary, requests, 0.0) == 0.25
+
+
+def test_full_agreement_is_not_certainty_and_one_divergence_is_not_a_failure():
+    search = CapacitySearch()
+    # 14 scenarios all agreeing cannot certify a 10-point margin; the check says so as a
+    # failure within noise, not beyond it
+    small, figures = judge_decisions(search, _agreeing(14), False, 0.995)
+    assert not small.passed and not small.confident and figures.drop_upper > 0.1
+    assert figures.agreement.low < 1.0  # the interval stays open at full agreement
+    # with 60, one diverging scenario does not fail the level
+    assert judge_decisions(search, _agreeing(60, drop_in=1), False, 0.995)[0].passed
+
+
+def test_no_tool_calls_is_not_consistency():
+    """A model that never calls a tool made no decision: the check fails and says so."""
+    search = CapacitySearch()
+    empty = [ScenarioAgreement(f"s{i}", 2, 2, math.nan, math.nan, math.nan) for i in range(30)]
+    for is_reference in (True, False):
+        check, figures = judge_decisions(search, empty, is_reference, 0.995)
+        assert not check.passed and check.note == "no tool calls to compare"
+        assert figures.agreement.mean is None
+    one_repeat = [ScenarioAgreement("s0", 1, 1, math.nan, math.nan, 1.0)]
+    assert "fewer than 2 repeats" in judge_decisions(search, one_repeat, False, 0.99)[0].note
+
+
+def test_min_tsq_is_an_absolute_floor():
+    search = CapacitySearch(min_tsq=0.7)
+    checks = {c.name: c for c in judge(search, {"lost_rate": 0.0}, _agreeing(60), False, 0.99,
+                                        tsq=0.65)[0]}
+    assert not checks["min_tsq"].passed and checks["min_tsq"].value == 0.65
+    unlabelled = judge(search, {"lost_rate": 0.0}, _agreeing(60), False, 0.99, tsq=None)[0]
+    assert not {c.name: c for c in unlabelled}["min_tsq"].passed
+
+
+def test_levels_judgeable_covers_every_frontier():
+    search = CapacitySearch(max_level=64)
+    # 1..64 by doubling (7), then up to 5 bisections of the last gap (32..64)
+    assert levels_judgeable(search, 10**6) == 12
+    assert levels_judgeable(CapacitySearch(max_level=8), 4) == 3 + 1  # 1, 2, 4 and 3
+
+
+def _judged(level: int, passed: bool, ttft: float, drop: float, confident: bool = True
+            ) -> CapacityStep:
+    interval = Interval(mean=drop, low=drop - 0.05, high=drop + 0.05)
+    figures = DecisionFigures(metric="tool_f1", scenarios=50, floor=interval,
+                              baseline=interval, agreement=interval, drop=interval,
+                              drop_upper=drop + 0.04, drop_lower=drop - 0.04, confidence=0.99)
+    checks = [Check(name="ttft_p90_ms", value=ttft, limit=500, passed=ttft <= 500),
+              Check(name="tool_f1_drop", value=drop + 0.04, limit=0.1,
+                    passed=drop + 0.04 < 0.1, confident=confident)]
+    return CapacityStep(level=level, phase="bracket", passed=passed, reused=False,
+                        checks=checks, decisions=figures, seconds=0, at=datetime.now(UTC))
+
+
+def test_boundary_limiting_and_cliffs():
+    steps = [_judged(1, True, 100, 0.0), _judged(2, True, 120, 0.0),
+             _judged(4, False, 130, 0.08, confident=False),  # within noise
+             _judged(3, True, 125, 0.01), _judged(8, False, 700, 0.3)]
+    capacity, failing = bracket(steps)
+    assert (capacity, failing) == (3, 4)
+    assert boundary(steps, capacity) == 8  # c4 failed within noise, c8 beyond it
+    assert limiting(steps, failing) == ["tool_f1_drop"]
+    found = cliffs(steps, 0.1)
+    assert any(c.startswith("ttft_p90_ms x5.4 from c4 to c8") for c in found)
+    assert any(c.startswith("decision drop +0.22 from c4 to c8") for c in found)
+    record = CapacityRecord(search=CapacitySearch(slos={"ttft_p90_ms": 500}), steps=steps,
+                            capacity=3, lowest_failing=4, boundary_high=8,
+                            limiting=["tool_f1_drop"], cliffs=found)
+    line = headline(record)
+    assert line.startswith("3 concurrent agents within SLO ttft_p90_ms≤500, lost_rate≤0.05 "
+                           "with decisions intact")
+    assert "capacity in [3, c8), limited by tool_f1_drop at c4" in line and "cliff:" in line
+
+
+def test_headline_says_when_the_design_cannot_support_the_claim():
+    search = CapacitySearch(slos={"ttft_p90_ms": 500})
+    weak = Design(scenarios=14, repeats=2, levels_judgeable=10, confidence=0.995, floor=0.95,
+                  best_bound=0.21, power=0.0, search_power=0.0, detectable_drop=0.0)
+    line = headline(CapacityRecord(search=search, capacity=4, lowest_failing=5, design=weak))
+    assert line.startswith("Not enough scenarios to certify a decision drop under 0.1: 14 "
+                           "scenarios bound it at 0.21")
 
 
 def test_headline_per_gpu():
@@ -81,3 +203,19 @@ def test_headline_per_gpu():
     line = headline(record)
     assert line.startswith("12 concurrent agents within SLO ttft_p90_ms≤500")
     assert "3 per GPU on 4 GPUs" in line
+
+
+def test_the_record_says_whether_the_server_was_batch_invariant():
+    from bankbench.capacity.run import _deterministic
+    from contracts.sweep import SweepConfig
+
+    on = SweepConfig(levels=[1], profile="gpu-vllm", server_options={"deterministic": "true"})
+    off = SweepConfig(levels=[1], profile="gpu-sglang")
+    elsewhere = SweepConfig(levels=[1], base_url="http://127.0.0.1:9/v1", model="m")
+    assert (_deterministic(on), _deterministic(off), _deterministic(elsewhere)) == (
+        True, False, None)
+    search = CapacitySearch(slos={"ttft_p90_ms": 500})
+    line = headline(CapacityRecord(search=search, capacity=4, lowest_failing=5,
+                                   deterministic=False))
+    assert "server not batch-invariant" in line
+    assert "batch-invariant" not in headline(CapacityRecord(search=search, capacity=4))

@@ -22,9 +22,9 @@ N_TASKS = 4
 
 
 def _write_level(sweep: Path, level: int) -> None:
-    job = write_job(level_dir(sweep, level), level, n_total_trials=N_TASKS)
-    for i in range(N_TASKS):
-        name = f"banking-00{i}__{level}"
+    job = write_job(level_dir(sweep, level), level, n_total_trials=N_TASKS * 2)
+    for i, repeat in ((i, r) for i in range(N_TASKS) for r in "ab"):
+        name = f"banking-00{i}__{level}{repeat}"
         trial = write_trial(job, name, scenario_id=f"banking-00{i}",
                             records=[record(trial_name=name, ttft_ms=100.0 * level,
                                             e2e_ms=100.0 * level + 5)],
@@ -60,7 +60,9 @@ def fake_runner(tmp_path, monkeypatch):
 def test_brackets_bisects_records_and_reuses_on_resume(fake_runner):
     sweep, ran = fake_runner
     config = SweepConfig(levels=[1], profile="cpu-mocker")
-    search = CapacitySearch(slos={"ttft_p90_ms": 350})  # levels 1-3 pass, 4 fails
+    # levels 1-3 pass, 4 fails; four scenarios that always agree: a wide margin lets
+    # latency decide
+    search = CapacitySearch(slos={"ttft_p90_ms": 350}, max_drop=0.5, alpha=0.5)
     record = run_mod.run_capacity(config, search, sweep)
     assert ran == [1, 2, 4, 3]
     assert (record.capacity, record.lowest_failing, record.stopped_because) == (3, 4,
@@ -69,6 +71,10 @@ def test_brackets_bisects_records_and_reuses_on_resume(fake_runner):
     assert [(s["level"], s["phase"], s["passed"]) for s in stored["steps"]] == [
         (1, "bracket", True), (2, "bracket", True), (4, "bracket", False), (3, "bisect", True)]
     assert stored["finished"]
+    assert stored["limiting"] == ["ttft_p90_ms"] and stored["boundary_high"] == 4
+    assert stored["design"]["repeats"] == 2 and stored["design"]["scenarios"] == N_TASKS
+    decisions = stored["steps"][1]["decisions"]
+    assert decisions["floor"]["mean"] == 1.0 and decisions["drop"]["mean"] == 0.0
 
     again = run_mod.run_capacity(config, search, sweep, resume=True)
     assert ran == [1, 2, 4, 3]  # nothing ran twice

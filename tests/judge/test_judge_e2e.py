@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from analysis.judge.prompt import DEFAULT_VERSION
 from contracts.judge import JUDGE_DIR, JudgeRecord, record_name
 
 pytestmark = [pytest.mark.dynamo, pytest.mark.harbor, pytest.mark.slow,
@@ -112,7 +113,7 @@ def test_a_judged_job_keeps_its_rewards_and_reports_the_judge(stack, oracle_job,
     assert "judged 3 trial(s) (2 ok, 1 unparseable); 0 already judged" in done.stderr
     assert _rewards(job) == before  # byte-identical
 
-    name = record_name("session-v1", stack.model)
+    name = record_name(DEFAULT_VERSION, stack.model)
     records = {s: JudgeRecord.model_validate_json((t / JUDGE_DIR / name).read_text())
                for s, t in trials.items()}
     first = records["banking-000"]
@@ -134,7 +135,7 @@ def test_a_judged_job_keeps_its_rewards_and_reports_the_judge(stack, oracle_job,
     report = _cli("report", str(job), "--no-plots")
     assert report.returncode == 0, report.stderr
     text = (job.parent / "oracle-report" / "report.md").read_text()
-    assert "## Judge metrics" in text and stack.model in text and "session-v1" in text
+    assert "## Judge metrics" in text and stack.model in text and DEFAULT_VERSION in text
     judge_rows = [line for line in text.splitlines()
                   if line.startswith("|") and stack.model in line and "0.9" in line]
     # TSQ mean over the two parsed trials: (1.0 + 0.8) / 2; AC (0.75 + 0.6) / 2
@@ -147,7 +148,7 @@ def test_several_samples_give_their_mean_and_spread(stack, oracle_job, tmp_path)
     assert done.returncode == 0, done.stderr
     trial = _trials(job)["banking-000"]
     record = JudgeRecord.model_validate_json(
-        (trial / JUDGE_DIR / record_name("session-v1", stack.model)).read_text())
+        (trial / JUDGE_DIR / record_name(DEFAULT_VERSION, stack.model)).read_text())
     assert record.temperature == 0.7 and record.samples_requested == 2
     assert record.tool_selection_quality.mean == pytest.approx(0.75)
     assert record.tool_selection_quality.std == pytest.approx(0.25)

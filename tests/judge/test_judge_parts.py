@@ -12,7 +12,7 @@ import pytest
 
 from analysis.judge.client import parse_answer
 from analysis.judge.figures import NO_JUDGE, level_judge
-from analysis.judge.prompt import load_prompt
+from analysis.judge.prompt import STRICT_VERSION, load_prompt
 from analysis.judge.run import JudgeOptions, judge_path
 from analysis.metrics.base import cluster_bootstrap_mean_ci
 from analysis.synthetic import write_job, write_trial
@@ -49,8 +49,13 @@ def test_answers_outside_the_schema_are_unparseable_not_zero(text, status):
 
 def test_the_prompt_is_a_stored_file_with_a_stable_hash():
     prompt = load_prompt()
-    assert prompt.version == "session-v1" and len(prompt.sha256) == 64
-    assert prompt.sha256 == load_prompt("session-v1").sha256
+    assert prompt.version == "session-v2" and len(prompt.sha256) == 64
+    assert prompt.sha256 == load_prompt("session-v2").sha256
+    # The all-or-nothing action completion stands beside the partial one, as its own version.
+    strict = load_prompt(STRICT_VERSION)
+    assert strict.sha256 != prompt.sha256 and "all or nothing" in strict.text
+    assert "partial credit" in prompt.text and "partial credit" not in strict.text
+    assert load_prompt("session-v1").version == "session-v1"  # old verdicts stay readable
     with pytest.raises(ValueError, match="judge prompt 'v0' not found"):
         load_prompt("v0")
 

@@ -368,3 +368,25 @@ def test_row11_timeout_error_shows_each_containers_log(monkeypatch):
     assert "last lines of each container's log" in str(err)
     assert "== frontend ==\nfrontend says hello" in str(err)
     assert "== worker-0 ==\nworker-0 says hello" in str(err)
+
+
+@pytest.mark.parametrize("name", ["gpu-vllm", "gpu-sglang", "gpu-sglang-disagg"])
+def test_deterministic_switch_serves_batch_invariant(name):
+    """--set deterministic=true: vLLM workers get VLLM_BATCH_INVARIANT=1 (vLLM's switch, an
+    environment variable), SGLang workers --enable-deterministic-inference (SGLang's flag);
+    off by default, and the frontend is untouched either way."""
+    for on in (False, True):
+        profile = load_profile(name, {"deterministic": str(on).lower()})
+        specs = specs_for(profile)
+        workers = [s for s in specs if s.role in ("worker", "prefill", "decode")]
+        assert workers
+        for spec in workers:
+            flag = "--enable-deterministic-inference" in spec.command
+            env = spec.environment.get("VLLM_BATCH_INVARIANT") == "1"
+            if profile.engine == "vllm":
+                assert (env, flag) == (on, False)
+            else:
+                assert (flag, env) == (on, False)
+        front = by_role(specs, "frontend")[0]
+        assert "VLLM_BATCH_INVARIANT" not in front.environment
+        assert "--enable-deterministic-inference" not in front.command

@@ -16,6 +16,13 @@ through when there is none; `proxy.seen` lists what each request got. With
 every request that was in flight together with more than K requests (itself included): its tool
 call arrives as cut-off text the client cannot parse and `finish_reason` is "length"
 (`proxy.degraded` counts them). Such replies are buffered whole before they are sent.
+
+With `FaultSchedule(rescript=f)` it changes decisions rather than breaking them: at the first
+request of each agent session (`x-dynamo-session-id`), `f(prefix, k, in_flight)` picks the
+response-replay script the real mocker replays for the whole session — `prefix` the script the
+client asked for (`output_replay_id:<prefix>:<i>`), `k` how many sessions of that prefix came
+before, `in_flight` the requests in flight as the session began — and every request of the
+session is sent upstream with the chosen prefix (`proxy.rescripted` counts changed sessions).
 """
 
 from __future__ import annotations
@@ -24,7 +31,7 @@ import asyncio
 import json
 import random
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Literal
@@ -35,6 +42,7 @@ Fault = Literal[
     "pass",
     "http_400",
     "http_429",
+    "http_529",
     "http_500",
     "http_503",
     "drop_before_first_byte",
@@ -56,6 +64,8 @@ class FaultSchedule:
     # this many requests (itself included) gets its reply degraded as an overloaded server
     # might: its tool call arrives as unparsed, cut-off text and finish_reason is "length".
     degrade_above: int | None = None
+    # Per-session script choice (see the module docstring): (prefix, k, in_flight) -> prefix.
+    rescript: Callable[[str, int, int], str] | None = None
 
     @classmethod
     def seeded(cls, seed: int, n: int, faults: list[Fault], rate: float = 0.3,
@@ -80,6 +90,9 @@ class FaultProxy:
         self.requests: list[tuple[dict[str, str], bytes]] = []  # (headers, body) per POST
         self._open: list[list[int]] = []  # per request in flight: the most seen with it
         self.degraded = 0
+        self.rescripted = 0
+        self._scripts: dict[str, str] = {}  # session -> chosen prefix
+        self._sessions_seen: dict[str, int] = {}  # prefix -> sessions so far
         self._runner: web.AppRunner | None = None
         self._session: ClientSession | None = None
         self.port = 0
@@ -124,16 +137,41 @@ class FaultProxy:
             raise asyncio.CancelledError  # aiohttp drops the connection without a response
         if fault == "stall":
             await asyncio.sleep(self.schedule.stall_s)
-        if request.method != "POST" or self.schedule.degrade_above is None:
+        if request.method == "POST" and self.schedule.rescript is not None:
+            body = self._rescript(request, body)
+        if request.method != "POST" or (self.schedule.degrade_above is None
+                                         and self.schedule.rescript is None):
             return await self._forward(request, body, fault)
         peak = [0]
         self._open.append(peak)
         for other in self._open:
             other[0] = max(other[0], len(self._open))
         try:
-            return await self._forward(request, body, fault, peak)
+            return await self._forward(request, body, fault,
+                                       peak if self.schedule.degrade_above else None)
         finally:
             self._open.remove(peak)
+
+    def _rescript(self, request: web.Request, body: bytes) -> bytes:
+        session = request.headers.get("x-dynamo-session-id")
+        try:
+            payload = json.loads(body)
+            notes = payload["nvext"]["annotations"]
+        except (ValueError, KeyError, TypeError):
+            return body
+        for i, note in enumerate(notes):
+            key, _, rest = note.partition(":")
+            prefix, _, index = rest.rpartition(":")
+            if key != "output_replay_id" or not prefix or session is None:
+                continue
+            if session not in self._scripts:
+                k = self._sessions_seen.get(prefix, 0)
+                self._sessions_seen[prefix] = k + 1
+                chosen = self.schedule.rescript(prefix, k, len(self._open) + 1)
+                self._scripts[session] = chosen
+                self.rescripted += chosen != prefix
+            notes[i] = f"output_replay_id:{self._scripts[session]}:{index}"
+        return json.dumps(payload).encode()
 
     async def _forward(self, request: web.Request, body: bytes, fault: Fault,
                        peak: list[int] | None = None):

@@ -237,7 +237,7 @@ def test_resuming_a_sweep_checks_only_a_typed_max_turns(tmp_path, monkeypatch):
     goals = SweepConfig(levels=[1], profile="cpu-mocker")
     save_manifest(tmp_path, _manifest(goals))
     resumed = []
-    monkeypatch.setattr(runner, "run_sweep", lambda config, sweep_dir, resume: resumed.append(
+    monkeypatch.setattr(runner, "run_sweep", lambda config, sweep_dir, resume, **_: resumed.append(
         (config, resume)) or sweep_dir / "report.md")
     assert main(["sweep", "--resume", str(tmp_path)]) == 0
     assert resumed == [(goals, True)]

@@ -39,6 +39,7 @@ def trial(tmp_path: Path, python: str) -> Trial:
     trial.tests_dir.mkdir()
     shutil.copy(VERIFY_SCRIPT, trial.tests_dir / "verify.py")
     shutil.copy(VERIFY_SCRIPT.with_name("transcript.py"), trial.tests_dir / "transcript.py")
+    shutil.copy(VERIFY_SCRIPT.with_name("scoring.py"), trial.tests_dir / "scoring.py")
     shutil.copy(TEST_SH, trial.tests_dir / "test.sh")
     shutil.copy(EXPECTED_FIXTURE, trial.tests_dir / "expected.json")
     # As the task builder ships them: the shared schema validator and the tool schemas.

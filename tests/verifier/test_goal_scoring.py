@@ -68,7 +68,8 @@ def test_call_outside_every_alternative_wrongly_serves_no_tool_goals(trial: Tria
     assert outcome.details["goals"][2]["outside"] == [RECENT]
     assert outcome.reward["goals_served"] == 0.5
     assert outcome.reward["goals_declined"] == 0.0
-    assert outcome.reward["goal_score"] == pytest.approx(1 / 3)
+    # 1 goal handled of 3 goals plus 1 tool that serves none
+    assert outcome.reward["goal_score"] == pytest.approx(1 / 4)
     assert outcome.reward["solved"] == 0.0
 
 
@@ -77,7 +78,8 @@ def test_every_goal_served_but_an_extra_call_is_not_solved(trial: Trial) -> None
     trial.write_expected(expected(goals, [BALANCE, TRANSFER]))
     trial.write_intents(call_line(1, BALANCE), call_line(2, TRANSFER), call_line(3, RECENT))
     outcome = trial.verify()
-    assert outcome.reward["goal_score"] == 1.0
+    assert outcome.reward["goals_served"] == 1.0
+    assert outcome.reward["goal_score"] == pytest.approx(2 / 3)  # the stray call weighs as a goal
     assert outcome.reward["goals_declined"] == 1.0  # vacuous: no no-tool goal ...
     assert outcome.reward["n_goals_no_tool"] == 0.0  # ... which the count says
     assert outcome.reward["solved"] == 0.0  # the recent-transactions call served no goal
@@ -129,3 +131,20 @@ def test_no_tool_goal_with_tools_is_a_clear_input_error(trial: Trial) -> None:
     outcome = trial.verify()
     assert outcome.reward["goal_score"] == 0.0 and outcome.reward["tsq"] == 0.0
     assert "goals[0].no_tool" in outcome.details["reason"]
+
+
+def test_calling_every_tool_scores_below_the_goals_own_calls(verify) -> None:
+    """goal_score is no reward for spraying calls: every tool serves every goal but adds each
+    tool that serves none to the denominator."""
+    tools = [BALANCE, TRANSFER, "pay_bill", RECENT] + [f"tool_{n}" for n in range(16)]
+    goals = expected(GOALS[:2], [BALANCE, TRANSFER])
+    spray = verify.score_calls([{"tool": t, "valid": True} for t in tools], goals)["reward"]
+    exact = verify.score_calls([{"tool": t, "valid": True} for t in (BALANCE, TRANSFER)],
+                               goals)["reward"]
+    assert exact["goal_score"] == 1.0
+    assert spray["goals_served"] == 1.0
+    # 2 handled / (2 goals + 17 tools outside both goals' alternatives)
+    assert spray["goal_score"] == pytest.approx(2 / 19)
+    repeat = verify.score_calls([{"tool": RECENT, "valid": True}] * 3
+                                + [{"tool": BALANCE, "valid": True}], goals)["reward"]
+    assert repeat["goal_score"] == pytest.approx(1 / 3)  # a stray tool counts once

@@ -131,7 +131,7 @@ def test_score_calls_combines_every_number(verify: ModuleType) -> None:
             "solved": 0.0,  # transfer_funds never called, check_loans called
             "goals_served": 0.5,  # the pay goal has neither alternative
             "goals_declined": 1.0,  # vacuous: no no-tool goal
-            "goal_score": 0.5,
+            "goal_score": 1 / 3,  # 1 handled of 2 goals + check_loans, which serves none
             "n_goals_servable": 2.0,
             "n_goals_no_tool": 0.0,
             "turns": 1.0,  # a single-turn task: the one exchange

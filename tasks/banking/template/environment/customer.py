@@ -6,8 +6,10 @@ Two customers (picked per `bank say` by BANK_CUSTOMER, forwarded by the bank cli
 - scripted (default): no model, deterministic. Each turn it reveals the next pending goal,
   phrased in the persona's tone and detail level; a clarifying question from the agent gets
   the specifics the current goal contains, a second question on the same goal "I don't know
-  more than that"; a refusal is acknowledged and it moves on; once every goal was revealed and
-  answered it says goodbye (end_reason "satisfied").
+  more than that" together with the next goal (on the last goal: with a goodbye) — every
+  reply moves the conversation on, so an agent that ends each message with a question still
+  hears every goal; a refusal is acknowledged and it moves on; once every goal was revealed
+  and answered it says goodbye (end_reason "satisfied").
 - llm: the user-simulator protocol of the agent leaderboard (persona + scenario goals +
   conversation so far -> the customer's next message, or an end signal) on its own
   OpenAI-compatible endpoint (BANK_USER_BASE_URL, BANK_USER_MODEL, BANK_USER_API_KEY), one
@@ -236,16 +238,16 @@ def scripted_reply(brief: dict[str, Any], history: list[dict[str, Any]], message
     kind = classify(message)
     if current is None:
         return _reveal(persona, goals, 0, "")
-    if kind == "question":
-        if asked:
-            return _line(tones[6], current, "no_more")
+    if kind == "question" and not asked:
         return _line(details_line(persona, goals[current]), current, "details")
-    # An answer, an offer of more help or a refusal: the current goal is done with.
-    opening = tones[3] if kind == "refusal" else tones[2]
+    # An answer, an offer of more help, a refusal, or a question already answered with every
+    # detail there is: the current goal is done with (a stall otherwise: an agent ending each
+    # message with a question would never hear the next goal).
+    opening = {"refusal": tones[3], "question": tones[6]}.get(kind, tones[2])
     if current + 1 < len(goals):
         return _reveal(persona, goals, current + 1, opening)
-    return dict(_line(tones[4] if kind != "refusal" else f"{opening} {tones[4]}", None,
-                      "goodbye"), ended=True, end_reason="satisfied")
+    said = f"{opening} {tones[4]}" if kind in ("refusal", "question") else tones[4]
+    return dict(_line(said, None, "goodbye"), ended=True, end_reason="satisfied")
 
 
 def _reveal(persona: dict[str, Any], goals: list[str], index: int, opening: str

@@ -1,0 +1,149 @@
+"""The report's quality sections: what TSQ is measured against, the quality table with the
+gold-perfect agent's figures beside the label-bound ones, and the judge's figures.
+
+A label-bound figure (TSQ, solved, pass@k, pass^k) says how often an agent agreed with
+labels, not how often it was right. Beside each stands what an agent making exactly the gold
+calls scores under the same labels, where the dataset has gold; where it has none, TSQ is
+shown with "not measured" beside it and the all-or-nothing figures (solved, pass@k, pass^k),
+which imperfect labels distort most, are hidden — unless the labels are a curated file, which
+is then itself the gold.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import pandas as pd
+
+from analysis.markdown import fmt_ci, table
+from analysis.provenance import COLUMNS as PROVENANCE_COLUMNS
+from analysis.provenance import NOT_MEASURED, SAMPLE_FALLBACK
+
+HIDDEN = "hidden: labels not gold"
+_PROVENANCE_HEADERS = {
+    "dataset_source": "dataset source", "dataset_revision": "revision",
+    "labels": "labels (method@version)", "label_quality": "label method quality",
+    "label_heldout_f1": "label held-out F1", "mode": "instruction mode",
+    "judge": "judge model", "gold_perfect": "gold-perfect agent measured on",
+}
+
+
+def measured_against(summary: pd.DataFrame, mixed: Sequence[str],
+                     modes: Sequence[str] = ()) -> list[str]:
+    """The header block: which data, labels and mode every TSQ below is measured against."""
+    present = [c for c in PROVENANCE_COLUMNS if c in summary.columns]
+    if not present:
+        return []
+    frame = summary[["source", *present]].drop_duplicates()
+    lines = ["## What the quality figures are measured against", "",
+             table(frame, ["source", *(_PROVENANCE_HEADERS.get(c, c) for c in present)]), "",
+             "TSQ here is the set F1 of the tool names an agent called against the expected "
+             "tools its task's labels list (label method@version above); no judge model is "
+             "involved in it (a judge pass, when one ran, has its own section). The labels are "
+             "a labeller's, not gold: *label method quality* is how the method agreed with "
+             "gold on the held-out sets it names, not on this data. What a perfect agent "
+             "scores under these labels is the *gold-perfect* figure beside each TSQ below: "
+             "the verifier's own scoring of the gold calls, on this dataset's gold labels "
+             f"(\"{NOT_MEASURED}\" where the dataset has none, e.g. hub data). It is not an "
+             "upper bound: an agent repeating the labeller's mistakes scores higher.", ""]
+    if (summary.get("dataset_source") == SAMPLE_FALLBACK).any():
+        lines += [f"**Warning: the dataset is the {SAMPLE_FALLBACK}** — `--source auto` could "
+                  "not reach the Hugging Face hub and ran the small bundled sample instead of "
+                  "Agent Leaderboard v2; these figures are not comparable with hub runs.", ""]
+    if mixed:
+        lines += ["**Warning: runs compared with `--allow-mixed` differ in "
+                  + "; ".join(mixed) + ".** Their quality deltas mix a change of measuring "
+                  "stick with a change of system.", ""]
+    if modes:
+        lines += ["**The runs compared differ in " + "; ".join(modes) + ".** Same data and "
+                  "labels, different protocols: the deltas below compare how the agent was "
+                  "asked (all goals at once, the first message only, or a conversation with a "
+                  "simulated customer) as well as the system that served it.", ""]
+    return lines
+
+
+def labels_are_gold(row: pd.Series) -> bool:
+    """A curated labels file is its own gold; any labeller's labels are not."""
+    return str(row.get("labels", "")).startswith("file@")
+
+
+def _gold(row: pd.Series, key: str) -> str:
+    value = row.get(f"gold_perfect_{key}_mean")
+    return NOT_MEASURED if pd.isna(value) else fmt_ci(row, f"gold_perfect_{key}")
+
+
+def quality_row(row: pd.Series) -> dict[str, object]:
+    """One level's quality figures; the label-bound ones beside their gold-perfect values."""
+    shown = labels_are_gold(row) or not pd.isna(row.get("gold_perfect_tsq_mean"))
+    bound = (lambda text: text) if shown else (lambda text: HIDDEN)
+    return {
+        "source": row["source"], "level": row["level"], "counted": row["n_counted"],
+        "scenarios": row.get("n_scenarios"), "infra failed": row.get("n_infra_failed"),
+        "TSQ (infra excl.)": fmt_ci(row, "tsq"), "TSQ gold-perfect": _gold(row, "tsq"),
+        "TSQ (infra as 0)": fmt_ci(row, "tsq_infra0"),
+        "solved (infra excl.)": bound(fmt_ci(row, "solved")),
+        "solved gold-perfect": bound(_gold(row, "solved")),
+        "solved (infra as 0)": bound(fmt_ci(row, "solved_infra0")),
+        "precision": fmt_ci(row, "precision"), "recall": fmt_ci(row, "recall"),
+        "param validity": fmt_ci(row, "param_validity"),
+        "pass@1": bound(row.get("pass_at_1")), "k": row.get("k"),
+        "pass@k": bound(fmt_ci(row, "pass_at_k", "")),
+        "pass^k": bound(fmt_ci(row, "pass_hat_k", "")), "TSQ spread": row.get("tsq_scenario_std"),
+    }
+
+
+def goal_row(row: pd.Series) -> dict[str, object]:
+    """The per-goal shares beside their gold-perfect values (hidden without gold)."""
+    shown = labels_are_gold(row) or not pd.isna(row.get("gold_perfect_tsq_mean"))
+    out: dict[str, object] = {"source": row["source"], "level": row["level"]}
+    for key, name in (("goal_score", "goal score"), ("goals_declined", "goals declined")):
+        out[name] = fmt_ci(row, key) if shown else HIDDEN
+        out[f"{name} gold-perfect"] = _gold(row, key) if shown else HIDDEN
+    out["goals served"] = fmt_ci(row, "goals_served")
+    return out
+
+
+def quality_section(summary: pd.DataFrame) -> list[str]:
+    frame = pd.DataFrame([quality_row(row) for _, row in summary.iterrows()])
+    goals = pd.DataFrame([goal_row(row) for _, row in summary.iterrows()])
+    solved_from = ", ".join(sorted(set(summary.get("solved_from", pd.Series()).dropna())))
+    return [
+        "## Tool selection quality (mean, 95% scenario-cluster bootstrap CI)", "",
+        table(frame), "",
+        "Intervals resample scenarios with all their repeated trials (repeats of a scenario "
+        "are correlated; resampling single trials would give too narrow an interval); `[—]`: "
+        "no interval, because the level has one scenario or one trial. *infra excl.* leaves "
+        "`infra_failed` trials out (as the status table shows); *infra as 0* counts each as a "
+        "failed scenario run — a gap between the two means the server's failures hid "
+        "scenarios from quality. *gold-perfect*: what an agent making exactly the gold calls "
+        "scores under the same labels (the verifier's own scoring over the same scenarios; "
+        f"\"{NOT_MEASURED}\" without gold for this dataset). *Solved*: every goal served or "
+        "declined and no call outside the goals' alternatives — against labels, not gold, so "
+        f"it and pass@k/pass^k are \"{HIDDEN}\" where no gold-perfect value can stand beside "
+        f"them (source of the per-trial flag here: {solved_from or 'none'}). pass@k and pass^k "
+        "are computed on *solved* from the n counted trials of each scenario (unbiased "
+        "estimators; k = fewest counted trials of any scenario); the gold-perfect agent is "
+        "deterministic, so its pass^k equals its solved share. Harbor's own pass@k (in "
+        "its job result.json) reads only a reward with a single 0/1 key, so for these jobs, "
+        "whose reward.json holds several scores, Harbor reports none.", "",
+        "**Goals** (per-goal labels; goal score counts each tool called that serves no goal "
+        "as a mishandled goal)", "", table(goals), ""]
+
+
+def judge_section(summary: pd.DataFrame) -> list[str]:
+    """Judge TSQ and action completion (`bankbench judge`), when a judge pass ran."""
+    if "judge_n" not in summary.columns or not (summary["judge_n"].fillna(0) > 0).any():
+        return []
+    frame = pd.DataFrame([{
+        "source": row["source"], "level": row["level"], "judge": row["judge"],
+        "judged": row["judge_n"], "unparseable/failed": row["judge_unparseable"],
+        "judge TSQ": fmt_ci(row, "judge_tsq"), "action completion": fmt_ci(row, "judge_ac"),
+    } for _, row in summary.iterrows()])
+    return ["## Judge metrics (mean, 95% scenario-cluster bootstrap CI)", "", table(frame), "",
+            "A judge model read each counted trial's session (the customer's goals, the calls "
+            "and what the bank answered, the final answer) and scored Galileo's two "
+            "session-level judgements: *tool selection quality* and *action completion*, each "
+            "in [0, 1] (docs/judge.md). Trials whose judge answer could not be parsed or whose "
+            "request failed are counted in *unparseable/failed*, not scored as 0. These are a "
+            "judge's opinion beside the verifier's label-based TSQ above, never part of "
+            "reward.json.", ""]

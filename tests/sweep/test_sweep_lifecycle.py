@@ -1,0 +1,177 @@
+"""A sweep's directory over its life: locked while it runs (a second sweep or a resume aimed at
+it is refused at once, and nothing merges), default names that never collide, refused runs that
+leave nothing behind, and a server that dies mid-sweep: the sweep stops after a bounded re-check,
+says why, exits non-zero, and resumes once the server is back, here on another port.
+
+Real parts: `bankbench sweep` as the user runs it, the real harbor CLI, LocalEnvironment, the
+real Dynamo frontend with the mocker engine."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from collections import Counter
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from tests.reliability.helpers import HARBOR_ENV, assert_one_line_error, bankbench
+
+pytestmark = [pytest.mark.dynamo, pytest.mark.harbor, pytest.mark.slow]
+
+N_TASKS = 3
+
+
+def _stack(state_dir: Path):
+    from bankbench.serve import api
+
+    return api.up("cpu-mocker", state_dir=state_dir, options={"speedup_ratio": 1.0})
+
+
+@pytest.fixture
+def stack(tmp_path: Path) -> Iterator:
+    from bankbench.serve import api
+
+    state = _stack(tmp_path / "stack")
+    yield state
+    api.down(state)
+
+
+def _sweep_args(state, out: Path, *more: str) -> list[str]:
+    return ["sweep", "--base-url", state.base_url, "--model", state.model, "--source", "sample",
+            "--limit", str(N_TASKS), "--out", str(out), *more]
+
+
+def _start(args: list[str], log: Path) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", "bankbench", *args],
+                            stdout=log.open("w"), stderr=subprocess.STDOUT, text=True,
+                            env={**os.environ, **HARBOR_ENV})
+
+
+def _wait(condition, proc: subprocess.Popen, log: Path, timeout: float = 240) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if proc.poll() is not None:
+            pytest.fail(f"sweep ended early ({proc.returncode}):\n{log.read_text()[-3000:]}")
+        if time.monotonic() > deadline:
+            proc.kill()
+            pytest.fail(f"not reached in {timeout} s:\n{log.read_text()[-3000:]}")
+        time.sleep(0.2)
+
+
+def _finished(job: Path) -> list[Path]:
+    return [p for p in job.iterdir() if (p / "result.json").is_file()] if job.is_dir() else []
+
+
+def test_a_live_sweep_refuses_a_resume_and_a_second_sweep(tmp_path, stack):
+    out = tmp_path / "jobs"
+    log = tmp_path / "first.log"
+    first = _start(_sweep_args(stack, out, "--levels", "1", "--name", "s"), log)
+    sweep = out / "s"
+    _wait(lambda: (sweep / "sweep.json").exists(), first, log)
+
+    resumed = bankbench("sweep", "--resume", str(sweep), timeout=120)
+    again = bankbench(*_sweep_args(stack, out, "--levels", "1", "--name", "s"), timeout=120)
+    assert first.poll() is None, "the first sweep ended before the refusals were tested"
+    for done in (resumed, again):
+        line = assert_one_line_error(done, str(sweep), "in use by a running sweep",
+                                     f"pid {first.pid}")
+        assert "--resume" not in line  # nothing that would write into the live sweep
+    assert "choose another --name" in again.stderr
+
+    assert first.wait(timeout=300) == 0, log.read_text()[-3000:]
+    trials = _finished(sweep / "c1")
+    assert Counter(p.name.split("__")[0] for p in trials) == Counter(
+        {f"banking-{i:03d}": 1 for i in range(N_TASKS)})  # each task once: nothing merged
+
+
+def test_default_names_of_the_same_second_never_collide(tmp_path, stack, monkeypatch):
+    from bankbench.cli import main
+    from bankbench.commands import sweep as sweep_cmd
+
+    class Frozen(datetime):
+        @classmethod
+        def now(cls, tz=None):
+            return datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
+
+    monkeypatch.setattr(sweep_cmd, "datetime", Frozen)
+    for k, v in HARBOR_ENV.items():
+        monkeypatch.setenv(k, v)
+    out = tmp_path / "jobs"
+    args = ["sweep", "--base-url", stack.base_url, "--model", stack.model, "--source",
+            "sample", "--limit", "1", "--levels", "1", "--out", str(out)]
+    assert main(args) == 0
+    assert main(args) == 0
+    assert sorted(p.name for p in out.iterdir()) == ["sweep-20260102-030405",
+                                                     "sweep-20260102-030405-2"]
+    for d in out.iterdir():
+        assert len(_finished(d / "c1")) == 1
+
+
+def test_bad_options_are_one_line_before_anything_slow_and_leave_no_directory(tmp_path):
+    out = tmp_path / "jobs"
+    cases = [("--labels", f"file:{tmp_path / 'missing.json'}", "cannot read"),
+             ("--labels", "nope", "expected one of"),
+             ("--source", str(tmp_path / "nonexistent"), "no such directory"),
+             ("--ak", "tool_mod=text", "did you mean --ak tool_mode?")]
+    for option, value, why in cases:
+        done = bankbench("sweep", "--profile", "cpu-mocker", option, value, "--out", str(out),
+                         "--name", "x", timeout=120)
+        assert_one_line_error(done, value.split("=")[0], why)
+        # refused before anything slow: no task built, no server started
+        assert "building tasks" not in done.stdout and "starting server" not in done.stdout
+        assert not (out / "x").exists()
+
+
+def test_a_server_that_dies_stops_the_sweep_which_resumes_on_a_new_port(tmp_path):
+    from analysis.progress import trial_status
+    from bankbench.serve import api
+
+    old = _stack(tmp_path / "stack")
+    out = tmp_path / "jobs"
+    log = tmp_path / "sweep.log"
+    try:
+        proc = _start(_sweep_args(old, out, "--levels", "1,2", "--name", "s"), log)
+        sweep = out / "s"
+        _wait(lambda: len(_finished(sweep / "c1")) >= 1, proc, log)
+    finally:
+        api.down(old)
+    t_dead = time.monotonic()
+    code = proc.wait(timeout=180)
+    took = time.monotonic() - t_dead
+    text = log.read_text()
+    assert code == 1, text[-3000:]
+    assert took < 90, f"took {took:.0f} s to notice"
+    assert "stopped answering" in text and f"--resume {sweep}" in text
+    assert "--base-url NEW_URL" in text
+    manifest = json.loads((sweep / "sweep.json").read_text())
+    states = [r["state"] for r in manifest["level_records"]]
+    # It stopped at the level the server was lost in (Harbor may have finished that level just
+    # before: then the next one is refused before it starts); no later level ran.
+    assert states in (["failed", "pending"], ["complete", "pending"]), states
+    if states[0] == "complete":
+        assert "level 2: the server stopped answering" in text
+    assert not (sweep / "c2").exists()
+
+    new = _stack(tmp_path / "stack2")  # back, at another port
+    try:
+        assert new.base_url != old.base_url
+        done = bankbench("sweep", "--resume", str(sweep), "--base-url", new.base_url,
+                         timeout=600)
+    finally:
+        api.down(new)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert f"resuming against {new.base_url}" in done.stdout
+    manifest = json.loads((sweep / "sweep.json").read_text())
+    assert manifest["base_url"] == new.base_url
+    assert manifest["earlier_base_urls"] == [old.base_url]
+    for level in ("c1", "c2"):
+        trials = _finished(sweep / level)
+        assert len(trials) == N_TASKS, level
+        # the trials the outage failed ran again: none is left as an infra failure
+        assert [trial_status(t)[0] for t in trials].count("infra_failed") == 0
