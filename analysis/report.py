@@ -15,7 +15,7 @@ from typing import Any
 import pandas as pd
 
 from analysis import plots, turns
-from analysis.compare import compare_table
+from analysis.compare import MIN_PAIRED_SCENARIOS, TOO_FEW, compare_table
 from analysis.consistency_report import write_consistency
 from analysis.markdown import fmt, table
 from analysis.metrics import ALL
@@ -271,7 +271,10 @@ def _comparison(comparison: pd.DataFrame, baseline: str, mixed: Sequence[str]) -
             "verdict** (family-wise error 5 %; p from the bootstrap standard error), else "
             "*no clear difference*; the intervals shown are per row (95 %). Pooled ITL, "
             "throughput, concurrency and token-share rows carry no interval and are not "
-            "called either way."
+            "called either way; nor is any row over fewer than "
+            f"{MIN_PAIRED_SCENARIOS} paired scenarios (*{TOO_FEW}*), where the rule "
+            "calls a difference that is not there far more often than 5 % "
+            "(benchmarks/compare_small_n.py)."
             + (" Runs differ in: " + "; ".join(mixed) + "." if mixed else ""), ""]
 
 

@@ -31,6 +31,14 @@ from contracts.sweep import (
     level_dir,
     level_dir_name,
 )
+from contracts.task import (
+    DATASET_ID,
+    DEFAULT_MODE,
+    TASK_TOML,
+    InstructionMode,
+    TaskMetadata,
+    metadata_toml,
+)
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 _T0_NS = int(T0.timestamp()) * 1_000_000_000
@@ -164,18 +172,19 @@ def _reported(agent_status: dict[str, Any] | None) -> AgentContext | None:
 
 
 def write_task_stub(tasks_dir: Path, scenario_id: str, *, labels: str = "match@1",
-                    mode: str = "goals", dataset_revision: str = "sample-1",
-                    dataset: str = "galileo-ai/agent-leaderboard-v2",
+                    mode: InstructionMode = DEFAULT_MODE, dataset_revision: str = "sample-1",
+                    dataset: str = DATASET_ID,
                     label_quality: dict[str, Any] | None = None) -> Path:
-    """The provenance-bearing files of a task folder: task.toml `[metadata]` and
-    tests/expected.json (with `labels.quality` when given). No environment: not runnable."""
+    """The provenance-bearing files of a task folder: task.toml `[metadata]` (through the
+    builder's contract) and tests/expected.json (with `labels.quality` when given). No
+    environment: not runnable."""
     task = tasks_dir / scenario_id
     (task / "tests").mkdir(parents=True, exist_ok=True)
     method, _, version = labels.partition("@")
-    (task / "task.toml").write_text(
-        "[metadata]\n" + "".join(f"{k} = {json.dumps(v)}\n" for k, v in {
-            "scenario_id": scenario_id, "labels": labels, "dataset_revision": dataset_revision,
-            "mode": mode, "dataset": dataset}.items()))
+    meta = TaskMetadata(scenario_id=scenario_id, domain=scenario_id.rsplit("-", 1)[0],
+                        persona_index=0, n_goals=0, labels=labels,
+                        dataset_revision=dataset_revision, mode=mode, dataset=dataset)
+    (task / TASK_TOML).write_text("\n".join([*metadata_toml(meta), ""]))
     info: dict[str, Any] = {"method": method, "version": version}
     if label_quality is not None:
         info["quality"] = label_quality

@@ -21,12 +21,13 @@ import json
 import re
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import BaseModel, Field, field_validator, model_validator
 
 from contracts.conversation import DEFAULT_MAX_TURNS
 from contracts.expected import DEFAULT_LABEL_METHOD
+from contracts.task import DEFAULT_MODE, InstructionMode
 
 SWEEP_FILE = "sweep.json"
 ROUTERS_FILE = "routers.json"
@@ -75,10 +76,10 @@ class SweepConfig(BaseModel):
         None, description="Serve profile launched for the sweep (cpu-tiny, cpu-mocker, gpu-…)."
     )
     router: str | None = Field(
-        None, description="Dynamo router mode for a launched profile (None: the profile's)."
+        None, description="Dynamo router mode for a launched profile (unset: the profile's)."
     )
     workers: int | None = Field(
-        None, ge=1, description="Engine workers for a launched profile (None: the profile's)."
+        None, ge=1, description="Engine workers for a launched profile (unset: the profile's)."
     )
     server_options: dict[str, str] = Field(
         default_factory=dict, description="`--set key=value` overrides for the profile."
@@ -98,8 +99,8 @@ class SweepConfig(BaseModel):
         None, description="Existing task directory (skips building)."
     )
     limit: int | None = Field(None, ge=1, description="Use only the first N scenarios.")
-    mode: Literal["goals", "first-message", "conversation"] = Field(
-        "goals", description="Instruction mode of built tasks: goals (first message and every "
+    mode: InstructionMode = Field(
+        DEFAULT_MODE, description="Instruction mode of built tasks: goals (first message and every "
         "goal at once) | first-message | conversation (a simulated customer in the task "
         "environment reveals the goals turn by turn; docs/conversation.md)."
     )

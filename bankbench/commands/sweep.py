@@ -53,6 +53,21 @@ def _names(text: str) -> list[str]:
     return [x.strip() for x in text.split(",") if x.strip()]
 
 
+class DefaultsHelpFormatter(argparse.HelpFormatter):
+    """`(default: …)` only where it says something: never None, an empty list or False, and a
+    list as the comma list one types (`1,2,4,8`), not Python's `[1, 2, 4, 8]`."""
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        text = action.help or ""
+        default = action.default
+        if ("%(default)" in text or not action.option_strings or default is argparse.SUPPRESS
+                or default is None or default is False or default in ([], {}, ())):
+            return text
+        if isinstance(default, list | tuple):
+            return f"{text} (default: {','.join(map(str, default))})"
+        return text + " (default: %(default)s)"
+
+
 def add_run_options(p: argparse.ArgumentParser) -> None:
     """Every SweepConfig option but --levels: shared with `bankbench capacity`."""
     p.add_argument("--attempts", "-k", type=int, **_from_config("attempts"))
@@ -93,7 +108,7 @@ def register(sub: argparse._SubParsersAction) -> None:
             "Either launch a server profile (--profile, brought down at the end) or point at "
             "a running OpenAI-compatible server (--base-url with --model)."
         ),
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+        formatter_class=DefaultsHelpFormatter,
     )
     p.add_argument("--levels", type=_levels, metavar="N,N,…",
                    **_from_config("levels", ", comma-separated"))
@@ -105,7 +120,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--out", default="jobs", help="parent folder of sweep directories")
     p.add_argument("--name", help="sweep directory name (default: sweep-<UTC timestamp>)")
     p.add_argument("--resume", metavar="SWEEP_DIR",
-                   help="continue an interrupted sweep (same options as it was started with)")
+                   help="continue an interrupted or stopped sweep (same options as it was "
+                   "started with; --base-url NEW may name the server's new address)")
     p.set_defaults(func=_run)
 
 
