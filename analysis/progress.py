@@ -40,7 +40,7 @@ def trial_status(trial_dir: Path, job_finished: bool = False) -> tuple[str, str]
     read it), from its result.json, the agent's status file and exception.txt."""
     issues: list[files.Issue] = []
     result = files.read_trial_result(trial_dir, issues)
-    agent = files.read_agent_status(trial_dir, issues)
+    agent = files.read_agent_status(trial_dir, issues, result)
     exc_type = exc_msg = None
     if result is not None and result.exception_info is not None:
         exc_type = result.exception_info.exception_type
