@@ -20,6 +20,14 @@ from pydantic import BaseModel, Field
 
 from contracts.conversation import CUSTOMER_FILE, DEFAULT_MAX_TURNS
 from contracts.expected import Expected, GoalLabel, LabelsInfo, Provenance
+from contracts.task import (
+    CONVERSATION_MODE,
+    DATASET_ID,
+    DEFAULT_MODE,
+    INSTRUCTION_MODES,
+    InstructionMode,
+    TaskMetadata,
+)
 from tasks.banking import goldperfect, render
 from tasks.banking.arguments import arguments_for
 from tasks.banking.dataset import BadRow, Dataset, DatasetError, OnBadRow, Scenario, load
@@ -173,7 +181,7 @@ def task_files(
     scenario: Scenario,
     dataset: Dataset,
     labelset: LabelSet,
-    mode: render.Mode,
+    mode: InstructionMode,
     template: dict[str, tuple[bytes, int]],
     shared: dict[str, bytes],
     max_turns: int = DEFAULT_MAX_TURNS,
@@ -192,7 +200,7 @@ def task_files(
     )
     # Only from this dataset's own gold; without it the figure is "not measured".
     expected.gold_perfect = goldperfect.for_task(gold, expected)
-    meta = render.TaskMetadata(
+    meta = TaskMetadata(
         scenario_id=scenario.scenario_id,
         domain=dataset.domain,
         persona_index=scenario.row.persona_index,
@@ -200,11 +208,12 @@ def task_files(
         labels=labelset.tag,
         dataset_revision=dataset.revision,
         mode=mode,
+        dataset=DATASET_ID,
         builder=builder_tag(),
-        max_turns=max_turns if mode == "conversation" else None,
+        max_turns=max_turns if mode == CONVERSATION_MODE else None,
     )
     calls = oracle_calls(scenario, labels, dataset)
-    talking = mode == "conversation"
+    talking = mode == CONVERSATION_MODE
     text = {
         "task.toml": render.task_toml(meta),
         "instruction.md": render.instruction_md(scenario, mode),
@@ -228,7 +237,7 @@ def build_tasks(
     source: str,
     out: Path,
     domain: str = "banking",
-    mode: str = "goals",
+    mode: str = DEFAULT_MODE,
     labels: str = DEFAULT_METHOD,
     on_bad_row: OnBadRow = "fail",
     limit: int | None = None,
@@ -249,8 +258,8 @@ def build_tasks(
     `max_turns` is the conversation mode's turn limit (other modes ignore it).
     """
     say = log or (lambda line: print(line, file=sys.stderr, flush=True))
-    if mode not in render.MODES:
-        raise DatasetError(f"--mode {mode!r}: expected one of {', '.join(render.MODES)}")
+    if mode not in INSTRUCTION_MODES:
+        raise DatasetError(f"--mode {mode!r}: expected one of {', '.join(INSTRUCTION_MODES)}")
     if not 1 <= max_turns <= 100:
         raise DatasetError(f"--max-turns {max_turns}: must be between 1 and 100")
     dataset = load(source, domain, on_bad_row=on_bad_row, offline=offline, hub_cache=hub_cache)
@@ -299,7 +308,7 @@ def build_tasks(
         source=source,
         domain=domain,
         mode=mode,
-        max_turns=max_turns if mode == "conversation" else None,
+        max_turns=max_turns if mode == CONVERSATION_MODE else None,
         labels=labelset.tag,
         dataset_revision=dataset.revision,
         scenario_ids=[sid for sid, _ in rendered],
