@@ -19,7 +19,7 @@ from contracts.expected import Expected
 from contracts.reward import SCORE_KEYS
 from tasks.banking.build import TEMPLATE_DIR, TEMPLATE_FILES, build_tasks
 from tasks.banking.dataset import DatasetError, load
-from tasks.banking.labels import LabelsError
+from tasks.banking.labels import LabelsError, sentence
 from tasks.banking.sample import GOLD_LABELS_PATH, SAMPLE_VERSION, gold_labels
 from tasks.banking.writer import WriteError, read_tree
 
@@ -63,7 +63,7 @@ def test_task_toml_metadata(built_sample):
             "domain": "banking",
             "persona_index": scenario.row.persona_index,
             "n_goals": len(scenario.row.user_goals),
-            "labels": "sentence@1",
+            "labels": f"sentence@{sentence.VERSION}",
             "dataset_revision": f"sample-{SAMPLE_VERSION}",
             "mode": "goals",
             "dataset": "galileo-ai/agent-leaderboard-v2",
