@@ -117,7 +117,8 @@ def test_built_tasks_record_the_method_and_its_heldout_quality(tmp_path):
     build_tasks("sample", tmp_path, limit=1)  # the default labels
     expected = Expected.model_validate_json(
         next(tmp_path.glob("*/tests/expected.json")).read_text())
-    assert expected.labels.method == "sentence" and expected.labels.version == "1"
+    assert expected.labels.method == "sentence"
+    assert expected.labels.version == sentence.VERSION
     assert expected.labels.quality is not None
     assert 0 < expected.labels.quality.heldout_micro_f1 < 1
 
