@@ -508,6 +508,10 @@ def _run_level(session: SweepSession, record: LevelRecord) -> None:
             harbor_job.wait_for_earlier_harbor(sweep_dir)
         except harbor_job.HarborFailed as exc:
             raise SweepError(f"level {level}: {exc}") from None
+    if config.sharded:
+        _run_shards(session, record, have_before, before)
+        return
+    if resumed:
         quarantine = sweep_dir / "quarantine" / level_dir_name(level)
         for moved, why in harbor_job.quarantine_unfinished_trials(job_dir, quarantine,
                                                                   also=_infra_failed):
@@ -550,3 +554,32 @@ def _run_level(session: SweepSession, record: LevelRecord) -> None:
     record.state = harbor_job.job_state(job_dir).value
     record.finished_at = _now()
     save_manifest(sweep_dir, manifest)
+
+
+def _run_shards(session: SweepSession, record: LevelRecord, have_before: bool,
+                before: Path) -> None:
+    """The level as shards (bankbench/sweep/shards.py, or Ray tasks with --ray), all started
+    together; a failed shard fails the level after the others finish, and --resume continues
+    only what is unfinished."""
+    from bankbench.sweep import ray_shards, shards
+
+    config, sweep_dir, manifest, level = (session.config, session.sweep_dir, session.manifest,
+                                          record.level)
+    job_dir = level_dir(sweep_dir, level)
+    trace = sweep_dir / "server" / REQUEST_TRACE_FILE
+    trace_from = trace.stat().st_size if trace.is_file() else 0
+    record.shards = len(shards.concurrencies(level, config.shards))
+    run = ray_shards.run_level if config.ray else shards.run_level
+    failed = run(config, sweep_dir, level, session.tasks_dir, session.base_url, session.model)
+    have_after = session.scrape(job_dir / METRICS_AFTER) if job_dir.exists() else False
+    if have_before and job_dir.exists():
+        os.replace(before, job_dir / METRICS_BEFORE)
+    record.metrics = have_before and have_after
+    if trace.is_file() and job_dir.exists():
+        _copy_trace_lines(trace, trace_from, job_dir / REQUEST_TRACE_FILE)
+    record.state = "failed" if failed else harbor_job.job_state(job_dir).value
+    record.finished_at = _now()
+    save_manifest(sweep_dir, manifest)
+    if failed:
+        raise SweepError(f"level {level}: " + "\n".join(failed)
+                         + "\nfinished trials are kept; --resume runs the rest")
