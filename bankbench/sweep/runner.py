@@ -570,7 +570,8 @@ def _run_shards(session: SweepSession, record: LevelRecord, have_before: bool,
     trace_from = trace.stat().st_size if trace.is_file() else 0
     record.shards = len(shards.concurrencies(level, config.shards))
     run = ray_shards.run_level if config.ray else shards.run_level
-    failed = run(config, sweep_dir, level, session.tasks_dir, session.base_url, session.model)
+    failed = run(config, sweep_dir, level, session.tasks_dir, session.base_url, session.model,
+                 watch=session.watch, also=_infra_failed)
     have_after = session.scrape(job_dir / METRICS_AFTER) if job_dir.exists() else False
     if have_before and job_dir.exists():
         os.replace(before, job_dir / METRICS_BEFORE)
