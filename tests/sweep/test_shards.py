@@ -107,3 +107,17 @@ def test_a_dead_server_stops_every_shard_of_the_level(tmp_path, monkeypatch):
     assert all(pid and not (psutil.pid_exists(pid) and
                             psutil.Process(pid).status() != psutil.STATUS_ZOMBIE)
                for pid in pids)
+
+
+def test_resuming_on_a_new_address_rewrites_every_shard_job(tmp_path):
+    old, new = "http://127.0.0.1:1/v1", "http://127.0.0.1:2/v1"
+    config = {"agents": [{"kwargs": {"base_url": old}}]}
+    for shard in ("s0", "s1"):
+        job = tmp_path / "c4" / shard
+        (job / "banking-000__x").mkdir(parents=True)
+        for path in (job / "config.json", job / "lock.json",
+                     job / "banking-000__x" / "config.json"):
+            path.write_text(json.dumps(config))
+    assert harbor_job.rewrite_base_url(tmp_path / "c4", old, new) == 6
+    texts = [p.read_text() for p in (tmp_path / "c4").rglob("*.json")]
+    assert len(texts) == 6 and all(new in t and old not in t for t in texts)
