@@ -268,7 +268,7 @@ def rewrite_base_url(job_dir: Path, old: str, new: str) -> int:
     a job whose finished trials' configs differ from the job's). Trial results are left as
     they are. A sharded level folder: every shard's job. Returns how many files changed."""
     changed = 0
-    files = [j / name for j in level_jobs(job_dir) for name in ("config.json", "lock.json")]
+    files = [job / name for job in level_jobs(job_dir) for name in ("config.json", "lock.json")]
     files += [t / "config.json" for t in trial_dirs(job_dir)]
     for path in files:
         try:
