@@ -135,7 +135,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=_run)
 
 
-_NOT_IN_RAYJOB = {"--rayjob": 1, "--ray": 1, "--out": 1, "--name": 1, "--resume": 1}
+_NOT_IN_RAYJOB = {"--rayjob": 1, "--ray": 1, "--out": 1, "--name": 1, "--resume": 1,
+                  "--port": 1}
 
 
 def _rayjob_args(argv: list[str]) -> list[str]:
