@@ -253,7 +253,7 @@ def test_bad_options_stop_before_writing(tmp_path, fake_template, kwargs, error,
 
 def test_missing_template_is_named(tmp_path):
     with pytest.raises(DatasetError, match="task template incomplete: missing .*environment/bank"):
-        build_tasks("sample", tmp_path / "out", template_dir=tmp_path / "none", **quiet)
+        build_tasks("sample", tmp_path / "out", template_dir=tmp_path / "none", **cheap)
 
 
 def test_a_tool_name_in_the_customers_text_is_flagged(tmp_path, fake_template):
