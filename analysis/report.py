@@ -14,7 +14,7 @@ from typing import Any
 
 import pandas as pd
 
-from analysis import plots, turns
+from analysis import plots, shards, turns
 from analysis.compare import MIN_PAIRED_SCENARIOS, TOO_FEW, compare_table
 from analysis.consistency_report import write_consistency
 from analysis.markdown import fmt, table
@@ -76,7 +76,8 @@ def write_report(path: Path, out: Path | None = None, compare: Sequence[Path] = 
     text = render_markdown(
         tables, summary, comparison, inputs, slo, figures, out, mixed,
         extra_sections=[*turns.section(tables.requests, tables.trials, tables.sweeps),
-                        *consistency, *server_view_section(tables)], modes=modes)
+                        *consistency, *server_view_section(tables),
+                        *shards.section(tables)], modes=modes)
     report = out / "report.md"
     report.write_text(text, encoding="utf-8")
     return report
@@ -285,7 +286,7 @@ def _provenance(tables: Tables) -> str:
         m = tables.sweeps.get(source)
         rows.append({
             "source": source, "kind": "sweep" if m or len(jobs) > 1 else "job",
-            "levels": ", ".join(str(v) for v in sorted(jobs["level"])),
+            "levels": ", ".join(str(v) for v in sorted(set(jobs["level"]))),
             "model": m.model if m else "", "server": m.server_profile if m else "",
             "router": m.router if m else "", "git": (m.git_sha or "")[:10] if m else "",
             "versions": ", ".join(f"{k} {v}" for k, v in m.versions.items()) if m else "",

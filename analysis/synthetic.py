@@ -14,6 +14,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from harbor.models.agent.context import AgentContext
 from harbor.models.job.config import JobConfig
 from harbor.models.job.result import JobResult, JobStats
 from harbor.models.task.id import LocalTaskId
@@ -150,12 +151,24 @@ def write_trial(
         task_id=LocalTaskId(path=task_path), task_checksum="0", config=config,
         agent_info=AgentInfo(name="banking-agent", version="0"),
         verifier_result=VerifierResult(rewards=rewards) if rewards is not None else None,
+        agent_result=_reported(agent_status),
         exception_info=exception, started_at=started_at, finished_at=t,
         environment_setup=phases[0], agent_setup=phases[1], agent_execution=phases[2],
         verifier=phases[3],
     )
     (trial_dir / "result.json").write_text(result.model_dump_json(indent=4))
     return trial_dir
+
+
+def _reported(agent_status: dict[str, Any] | None) -> AgentContext | None:
+    """What the agent reports to Harbor in process beside agent_status.json (as
+    agents/episode.py does): the status analysis trusts once a trial has a result."""
+    if agent_status is None:
+        return None
+    return AgentContext(metadata={
+        "status": agent_status.get("status"), "status_reason": agent_status.get("reason"),
+        **{k: agent_status[k] for k in ("attempts", "accepted_attempt", "llm_calls")
+           if k in agent_status}})
 
 
 def write_task_stub(tasks_dir: Path, scenario_id: str, *, labels: str = "match@1",

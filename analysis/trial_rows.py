@@ -158,7 +158,7 @@ def _read_chunk(tasks: list[TrialTask]) -> Rows:
 def _read_trial(task: TrialTask, rows: Rows, issues: list[files.Issue]) -> None:
     trial_dir = task.trial_dir
     result = files.read_trial_result(trial_dir, issues)
-    agent_status = files.read_agent_status(trial_dir, issues)
+    agent_status = files.read_agent_status(trial_dir, issues, result)
     records = files.read_llm_calls(trial_dir, issues)
     attempts = files.read_attempt_scores(trial_dir, issues)
     rewards = result.verifier_result.rewards if result and result.verifier_result else None

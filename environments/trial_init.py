@@ -42,9 +42,23 @@ def mount(source, target, fstype=None, flags=0, data=None):
 def bind(source, target, read_only):
     mount(source, target, None, MS_BIND | MS_REC)
     if read_only:
+        # nosuid too: no setuid program of the host's lets the agent's uid become another.
         flags = os.statvfs(target).f_flag
         kept = (flags & KEPT_FLAGS) | (MS_RELATIME if flags & ST_RELATIME else 0)
-        mount(None, target, None, MS_REMOUNT | MS_BIND | MS_RDONLY | kept)
+        mount(None, target, None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | kept)
+
+
+def loopback_up():
+    """`ip link set lo up` of the trial's own network namespace, without iproute2."""
+    import fcntl
+    import socket
+    import struct
+
+    siocgifflags, siocsifflags, iff_up = 0x8913, 0x8914, 0x1
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
+        request = struct.pack("16sh22x", b"lo", 0)
+        flags = struct.unpack("16sh22x", fcntl.ioctl(sock, siocgifflags, request))[1]
+        fcntl.ioctl(sock, siocsifflags, struct.pack("16sh22x", b"lo", flags | iff_up))
 
 
 def make_point(path, is_dir):
@@ -77,7 +91,8 @@ def build(spec):
     # This PID namespace's own procfs: only the trial's processes are visible.
     mount("proc", root + "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
     scratch = root + spec["scratch"]
-    mount("tmpfs", scratch, "tmpfs", MS_NOSUID | MS_NODEV, f"size={spec['scratch_mb']}m,mode=755")
+    mount("tmpfs", scratch, "tmpfs", MS_NOSUID | MS_NODEV,
+          f"size={spec['scratch_mb']}m,nr_inodes={spec['scratch_inodes']},mode=755")
     for name, target, mode in spec["scratch_dirs"]:
         os.mkdir(f"{scratch}/{name}")
         os.chmod(f"{scratch}/{name}", mode)
@@ -89,6 +104,8 @@ def build(spec):
         bind(source, root + target, read_only)
     for path, mode in spec["modes"]:  # of folders mounted from the host: the folder itself
         os.chmod(root + path, mode)
+    if spec["loopback"]:
+        loopback_up()
     old = root + spec["old_root"]
     os.makedirs(old, exist_ok=True)
     os.chdir(root)

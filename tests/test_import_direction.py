@@ -66,7 +66,8 @@ ANALYSIS_LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("reading", ("analysis.trial_rows", "analysis.tables", "analysis.progress")),
     ("post-passes", ("analysis.summary", "analysis.provenance", "analysis.compare",
                      "analysis.consistency", "analysis.turns", "analysis.request_trace",
-                     "analysis.judge", "analysis.export", "analysis.console")),
+                     "analysis.judge", "analysis.export", "analysis.console",
+                     "analysis.shards")),
     ("report", ("analysis.report", "analysis.report_sections", "analysis.consistency_report",
                 "analysis.quality_report", "analysis.notebook_input")),
 ]

@@ -11,7 +11,9 @@ from __future__ import annotations
 import re
 import shutil
 import sys
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
@@ -233,6 +235,23 @@ def task_files(
     return files
 
 
+@contextmanager
+def _said_if_slow(say: Callable[[str], None], line: str, slow: bool,
+                  after_s: float = 2.0) -> Iterator[None]:
+    """For a `slow` step, say `line` once it has taken `after_s` (a download, a sentence
+    encoder, a model can take minutes on a busy machine); a quick step says nothing."""
+    if not slow:
+        yield
+        return
+    timer = threading.Timer(after_s, say, args=(line,))
+    timer.daemon = True
+    timer.start()
+    try:
+        yield
+    finally:
+        timer.cancel()
+
+
 def build_tasks(
     source: str,
     out: Path,
@@ -262,11 +281,18 @@ def build_tasks(
         raise DatasetError(f"--mode {mode!r}: expected one of {', '.join(INSTRUCTION_MODES)}")
     if not 1 <= max_turns <= 100:
         raise DatasetError(f"--max-turns {max_turns}: must be between 1 and 100")
-    dataset = load(source, domain, on_bad_row=on_bad_row, offline=offline, hub_cache=hub_cache)
+    # Only the steps that can take minutes are announced (a download; an encoder or a model
+    # labelling): a local file's quick error stays the one line it is.
+    slow_read = source in ("hf", "auto")
+    with _said_if_slow(say, f"downloading the {domain} dataset ({source}) ...", slow_read):
+        dataset = load(source, domain, on_bad_row=on_bad_row, offline=offline,
+                       hub_cache=hub_cache)
     for bad in dataset.bad_rows:
         say(f"skipping bad row {bad.line()}")
     chosen = select(dataset, scenarios, limit)
-    labelset = label_scenarios(labels, dataset, chosen, model_options)
+    slow_labels = labels in ("sentence", "intent", "semantic", "model")
+    with _said_if_slow(say, f"labelling {len(chosen)} scenarios ({labels}) ...", slow_labels):
+        labelset = label_scenarios(labels, dataset, chosen, model_options)
     gold = goldperfect.gold_for(dataset)
     template = template_files(template_dir)
     tools_json = render.tools_json(dataset.tools).encode()

@@ -233,3 +233,9 @@ def test_the_record_says_whether_the_server_was_batch_invariant():
                                    deterministic=False))
     assert "server not batch-invariant" in line
     assert "batch-invariant" not in headline(CapacityRecord(search=search, capacity=4))
+
+
+def test_headline_of_one_agent_is_singular():
+    record = CapacityRecord(search=CapacitySearch(slos={"ttft_p90_ms": 500}),
+                            capacity=1, lowest_failing=2, stopped_because="bracketed")
+    assert headline(record).startswith("1 concurrent agent within SLO")

@@ -19,7 +19,7 @@ import pytest
 
 from tests.support.llamacpp_server import llamacpp_server
 
-pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(1800)]
 
 HARBOR_ENV = {"HARBOR_TELEMETRY": "0", "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
 
@@ -55,7 +55,7 @@ def _sweep(tmp_path: Path, server, mode: str, *ak: str) -> Path:
             "--ak", f"tool_mode={mode}", "--ak", "max_tokens=48", "--ak", "max_steps=2"]
     for item in ak:
         args += ["--ak", item]
-    done = _bankbench(*args, timeout=840)
+    done = _bankbench(*args, timeout=1500)
     assert done.returncode == 0, (done.stdout + done.stderr)[-3000:]
     # Named once per sweep, not at each of the level's two scrapes.
     assert done.stdout.count("no /metrics from") == 1, done.stdout
