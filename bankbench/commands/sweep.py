@@ -156,7 +156,7 @@ def _run(args: argparse.Namespace) -> int:
     from pydantic import ValidationError
 
     from bankbench.sweep.routers import is_router_sweep, load_router_manifest, run_router_sweep
-    from bankbench.sweep.runner import SweepError, load_manifest, run_sweep
+    from bankbench.sweep.runner import BadOptions, SweepError, load_manifest, run_sweep
     from contracts.sweep import SweepConfig
 
     routers = args.routers
@@ -226,7 +226,7 @@ def _run(args: argparse.Namespace) -> int:
         return 128 + stopped_by.get("signal", signal.SIGINT)
     except (SweepError, FileNotFoundError, ValueError) as exc:
         print(f"bankbench sweep: {exc}", file=sys.stderr)
-        return 1
+        return 2 if isinstance(exc, BadOptions) else 1
     except Exception as exc:
         # Server start failures carry their own one-line cause and log tail.
         if exc.__class__.__name__ == "ServeError":

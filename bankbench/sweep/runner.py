@@ -40,6 +40,10 @@ class SweepError(RuntimeError):
     """A sweep cannot start or go on; the message says why and what to do."""
 
 
+class BadOptions(SweepError):
+    """An option given on the command line is wrong (exit 2, like argparse's own errors)."""
+
+
 def _now() -> datetime:
     return datetime.now(UTC)
 
@@ -155,7 +159,7 @@ def check_options(config: SweepConfig) -> None:
     try:
         parse_options(dict(config.agent_kwargs))
     except ValueError as exc:
-        raise SweepError(str(exc).removeprefix("BankingAgent: ")) from None
+        raise BadOptions(str(exc).removeprefix("BankingAgent: ")) from None
     if config.tasks:
         return  # nothing is built
     from tasks.banking.labels import METHODS, LabelsError
@@ -166,11 +170,11 @@ def check_options(config: SweepConfig) -> None:
         try:
             read_labels_file(Path(spec.removeprefix("file:")).expanduser())
         except LabelsError as exc:
-            raise SweepError(str(exc)) from None
+            raise BadOptions(str(exc)) from None
     elif spec not in METHODS:
-        raise SweepError(f"--labels {spec!r}: expected one of {', '.join(METHODS)}")
+        raise BadOptions(f"--labels {spec!r}: expected one of {', '.join(METHODS)}")
     if config.source not in ("auto", "hf", "sample") and not Path(config.source).is_dir():
-        raise SweepError(f"--source {config.source}: no such directory (expected auto, hf, "
+        raise BadOptions(f"--source {config.source}: no such directory (expected auto, hf, "
                          "sample or a folder in the hub's layout)")
 
 

@@ -123,6 +123,7 @@ def test_bad_options_are_one_line_before_anything_slow_and_leave_no_directory(tm
         done = bankbench("sweep", "--profile", "cpu-mocker", option, value, "--out", str(out),
                          "--name", "x", timeout=120)
         assert_one_line_error(done, value.split("=")[0], why)
+        assert done.returncode == 2  # a usage error, as argparse's own
         # refused before anything slow: no task built, no server started
         assert "building tasks" not in done.stdout and "starting server" not in done.stdout
         assert not (out / "x").exists()
