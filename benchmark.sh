@@ -23,9 +23,12 @@ for arg in "$@"; do
   esac
 done
 if [ "$server_given" = no ]; then
-  # SmolLM2-135M seldom calls a tool unless made to: force one on each attempt's first turn,
-  # and keep replies short (2 CPU cores decode ~40 tokens/s, ~15/s under a tool grammar).
-  set -- --profile cpu-tiny --levels 1,2,4 --limit 6 --source auto \
-         --ak tool_choice=first --ak max_tokens=128 "$@"
+  # SmolLM2-135M seldom calls a tool unless made to: force one on each attempt's first turn.
+  # Sized for 2 CPU cores: 4 scenarios, so level 4 runs them all at once in the worker's 4
+  # llama.cpp slots (decoded in one batch) and each level is a few model turns per scenario;
+  # short replies; a client timeout that fits a CPU's long-prompt prefill at level 4.
+  set -- --profile cpu-tiny --levels 1,2,4 --limit 4 --source auto \
+         --ak tool_choice=first --ak max_tokens=96 --ak max_steps=4 \
+         --ak request_timeout_s=600 "$@"
 fi
 exec bankbench sweep "$@"

@@ -26,7 +26,7 @@ MAX_OBSERVATION_CHARS = 4000  # keeps one odd reply from flooding the context
 
 class ExecLike(Protocol):
     async def exec(self, command: str, cwd: str | None = None, env: dict | None = None,
-                   timeout_sec: int | None = None) -> Any: ...
+                   timeout_sec: int | None = None, user: str | int | None = None) -> Any: ...
 
 
 class BankUnavailable(Exception):
@@ -95,9 +95,12 @@ def say_command(message: str, attempt: int, bank: str = BANK) -> str:
 async def say(env: ExecLike, message: str, attempt: int, customer_env: dict[str, str] | None,
               timeout_sec: int = 60) -> SayReply:
     """Send the agent's reply to the customer; the customer's answer. `customer_env` goes
-    into that one command's environment only (it may hold the customer endpoint's key)."""
+    into that one command's environment only (it may hold the customer endpoint's key), run
+    as root: the bank service takes customer settings from root's `bank say` alone, so the
+    agent's own commands cannot choose the customer."""
+    as_root = {"user": "root"} if customer_env else {}
     result = await env.exec(say_command(message, attempt), env=customer_env or None,
-                            timeout_sec=timeout_sec)
+                            timeout_sec=timeout_sec, **as_root)
     detail = ((result.stderr or "").strip() or (result.stdout or "").strip())[:300]
     if result.return_code == EXIT_CUSTOMER_MODEL_FAILED:
         raise CustomerFailed(f"the llm customer's endpoint failed: {detail or '(no output)'}",

@@ -45,6 +45,11 @@ FAMILY_ALPHA = 0.05  # Holm, over every verdict-bearing row of one compare table
 QUALITY_INTERVAL = "per-scenario means, scenario bootstrap"
 REQUEST_INTERVAL = "within-run scenario bootstrap"
 BETTER, WORSE, UNCLEAR = "better", "worse", "no clear difference"
+# Fewer paired scenarios than this: the delta and interval are shown, no verdict is called.
+# Under the null the rule above calls a difference 16-40 % of the time from 2-5 scenarios,
+# 9-10 % from 10, 4-8 % from 20 (benchmarks/compare_small_n.py, 400 simulations per cell).
+MIN_PAIRED_SCENARIOS = 10
+TOO_FEW = f"not called (< {MIN_PAIRED_SCENARIOS} scenarios)"
 # Summary column → (request column over successful requests, percentile) compared by a paired
 # scenario bootstrap of that percentile; error_rate is the mean of `failed` over all requests.
 REQUEST_KEYS: dict[str, tuple[str, float | None]] = {
@@ -183,6 +188,8 @@ def _paired_requests(requests: pd.DataFrame, keys: tuple[str, ...], base: tuple[
 def _row(diff: float, low: float, high: float, n: int, p: float,
          larger_is_better: bool | None) -> dict[str, object]:
     text, better = verdict(low, high, larger_is_better)
+    if n and text and n < MIN_PAIRED_SCENARIOS:  # outside the family Holm corrects
+        text, better = TOO_FEW, None
     # Over the scenarios both runs have; for quality, the mean of per-scenario differences.
     return {"delta": diff, "delta_ci_low": low, "delta_ci_high": high, "n_paired": float(n),
             "p_value": p, "verdict": text if n else "", "better": better}

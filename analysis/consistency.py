@@ -54,6 +54,7 @@ from analysis.decision_noise import (
 from analysis.export.trial_inputs import read_scored_calls, reply_counts
 from analysis.files import Issue
 from analysis.metrics.base import Metric, cluster_bootstrap_mean_ci
+from contracts.toolnames import normalise_tool_name
 
 TOOL_F1 = Metric("tool_f1", "Tool agreement (F1)", "share", True,
                  "Mean set F1 of tool names over every (level repeat, reference repeat) pair "
@@ -91,16 +92,6 @@ class Decisions:
     issues: list[Issue]
 
 
-def normal_tool_name(name: str) -> str:
-    """The verifier's name rule (tasks/banking/template/environment/toolschema.py ·
-    normalise_name): a `prefix__tool` keeps what follows the first `__`, a dotted
-    `module.tool` its last part, then lower-case without `_` and `-`."""
-    name = name.strip()
-    if "__" in name:
-        name = name.split("__", 1)[1]
-    return name.rsplit(".", 1)[-1].lower().replace("_", "").replace("-", "")
-
-
 def charged_to(status: str, exception_type: Any) -> str | None:
     """'server', 'harness' or None (the trial's decisions count)."""
     if status == "infra_failed" or (status == "agent_failed" and exception_type in _TIMEOUTS):
@@ -132,7 +123,7 @@ def read_decisions(tables: tables_mod.Tables) -> Decisions:
             "source": t.source, "level": int(t.level), "scenario_id": t.scenario_id,
             "repeat": int(t.repeat), "trial": t.trial, "status": t.status,
             "lost": float(charged == "server"), "harness_lost": float(charged == "harness"),
-            "calls": [(normal_tool_name(c.tool), c.arguments) for c in bank_calls],
+            "calls": [(normalise_tool_name(c.tool), c.arguments) for c in bank_calls],
             "schema_valid": (float(np.mean([c.valid for c in bank_calls]))
                              if bank_calls else np.nan),
             "malformed": (replies["unparsed_call_replies"] / replies["agent_replies"]

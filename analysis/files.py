@@ -56,6 +56,7 @@ class ExceptionView(_Lenient):
 
 
 class AgentContextView(_Lenient):
+    metadata: dict[str, Any] | None = None
     n_input_tokens: int | None = None
     n_cache_tokens: int | None = None
     n_output_tokens: int | None = None
@@ -138,7 +139,23 @@ def read_exception_txt(trial_dir: Path) -> str | None:
     return lines[-1].strip() if lines else None
 
 
-def read_agent_status(trial_dir: Path, issues: list[Issue]) -> AgentStatus | None:
+def read_agent_status(trial_dir: Path, issues: list[Issue],
+                      result: TrialResultView | None = None) -> AgentStatus | None:
+    """The agent's own account of how its trial ended.
+
+    Once the trial has a result.json, only what the agent reported to Harbor in its own
+    process counts (`agent_result.metadata`, written by Harbor on the host): the `agent/`
+    folder is copied out of the task environment, where any agent can write an
+    `agent_status.json` of its choosing. Without a result (a running trial) the file is read;
+    such a trial is never scored."""
+    if result is not None:
+        metadata = (result.agent_result.metadata if result.agent_result else None) or {}
+        if "status" not in metadata:
+            return None
+        reported = {"status": metadata["status"], "reason": metadata.get("status_reason"),
+                    **{k: metadata[k] for k in ("attempts", "accepted_attempt", "llm_calls")
+                       if metadata.get(k) is not None}}
+        return _validate(AgentStatus, reported, trial_dir / "result.json", issues)
     path = trial_dir / "agent" / AGENT_STATUS_FILE
     return _validate(AgentStatus, _read_json(path, issues), path, issues)
 

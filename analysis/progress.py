@@ -13,6 +13,7 @@ from analysis import files
 from analysis.metrics import latency
 from analysis.status import QUALITY_STATUSES, classify
 from contracts.llm_calls import LLM_CALLS_FILE, MEASURED_ROLES, LLMCallRecord
+from contracts.sweep import level_jobs
 
 
 def _ttfts(trial_dir: Path) -> list[float]:
@@ -39,7 +40,7 @@ def trial_status(trial_dir: Path, job_finished: bool = False) -> tuple[str, str]
     read it), from its result.json, the agent's status file and exception.txt."""
     issues: list[files.Issue] = []
     result = files.read_trial_result(trial_dir, issues)
-    agent = files.read_agent_status(trial_dir, issues)
+    agent = files.read_agent_status(trial_dir, issues, result)
     exc_type = exc_msg = None
     if result is not None and result.exception_info is not None:
         exc_type = result.exception_info.exception_type
@@ -58,15 +59,18 @@ def trial_status(trial_dir: Path, job_finished: bool = False) -> tuple[str, str]
 
 def running_summary(job_dir: Path) -> dict[str, Any]:
     """Trials done / running, failures by class, running mean TSQ (over the trials quality
-    counts: an infra failure is not a TSQ of 0) and TTFT of one Harbor job directory."""
-    job_dir = Path(job_dir)
+    counts: an infra failure is not a TSQ of 0) and TTFT of one Harbor job directory (or of a
+    sharded level folder: all its shard jobs)."""
+    jobs = level_jobs(Path(job_dir))
     issues: list[files.Issue] = []
-    total = files.read_json_dict(job_dir / "result.json", issues).get("n_total_trials")
+    totals = [files.read_json_dict(j / "result.json", issues).get("n_total_trials")
+              for j in jobs]
+    total = sum(totals) if totals and all(isinstance(t, int) for t in totals) else None
     done = running = errored = 0
     failed: dict[str, int] = {}
     tsq: list[float] = []
     ttft: list[float] = []
-    for trial_dir in (d for d in job_dir.iterdir() if d.is_dir()):
+    for trial_dir in (d for j in jobs for d in j.iterdir() if d.is_dir()):
         if not (trial_dir / "config.json").exists():
             continue
         ttft += _ttfts(trial_dir)

@@ -9,14 +9,14 @@ mode (`STATED`: goals vs conversation over one measuring stick) as a comparison 
 The judge column (and the judge figures beside it) come from the verdict
 files of `bankbench judge` (`analysis.judge.figures`); "none" when no judge pass ran.
 
-Read per (source, level) from the tasks the trials ran: each trial's `config.json` names its
-task path (Harbor's `TrialConfig.task.path`); the task's `task.toml [metadata]` carries
-`dataset`, `dataset_revision`, `labels` (method@version) and `mode`, and its
-`tests/expected.json` may carry `labels.quality` (the label method's quality as measured on
-the held-out gold sets it names) and `gold_perfect` (what an agent making exactly the gold
-calls scores against this task's labels, computed by the builder only when the dataset has
-gold labels). A level's gold-perfect figures average the scenarios it ran; one scenario
-without them makes the level's "not measured": no figure from other data stands in.
+Read per (source, level) from the tasks the trials ran (`analysis.task_folder` finds each
+trial's task folder and reads it): the task's `task.toml [metadata]` carries `dataset`,
+`dataset_revision`, `labels` (method@version) and `mode`, and its `tests/expected.json` may
+carry `labels.quality` (the label method's quality as measured on the held-out gold sets it
+names) and `gold_perfect` (what an agent making exactly the gold calls scores against this
+task's labels, computed by the builder only when the dataset has gold labels). A level's
+gold-perfect figures average the scenarios it ran; one scenario without them makes the level's
+"not measured": no figure from other data stands in.
 A sweep's `sweep.json` adds where the dataset came from (hub, bundled sample, and whether the
 sample stood in for an unreachable hub). Everything is read leniently: a task folder that is
 gone leaves "unknown", never an error.
@@ -24,23 +24,17 @@ gone leaves "unknown", never an error.
 
 from __future__ import annotations
 
-import json
-import tomllib
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
-from pydantic import BaseModel, ConfigDict
 
 from analysis.judge.figures import NO_JUDGE, level_judge
 from analysis.metrics.quality import GOLD_PERFECT_KEYS, gold_perfect_figures
-from contracts.expected import GoldPerfect, LabelsQuality
+from analysis.task_folder import NOT_MEASURED, UNKNOWN, TaskProvenance, read_task, task_path
 from contracts.sweep import SweepManifest
 
-UNKNOWN = "unknown"
-NOT_MEASURED = "not measured"
 SAMPLE_FALLBACK = "bundled sample (hub unreachable)"
 # What TSQ is measured against: runs that differ here measure with different sticks.
 MEASURING_STICK = ("dataset", "dataset_revision", "labels")
@@ -53,85 +47,6 @@ COLUMNS = ("dataset", "dataset_source", "dataset_revision", "labels", "label_qua
 # The gold-perfect agent's figures (mean and CI per key), beside the provenance columns.
 GOLD_PERFECT_COLUMNS = tuple(f"gold_perfect_{key}_{part}" for key in GOLD_PERFECT_KEYS
                              for part in ("mean", "ci_low", "ci_high"))
-
-
-class _TaskMetadata(BaseModel):
-    """The part of task.toml `[metadata]` analysis reads (other keys are ignored)."""
-
-    model_config = ConfigDict(extra="ignore")
-    dataset: str | None = None
-    dataset_revision: str | None = None
-    labels: str | None = None
-    mode: str | None = None
-
-
-@dataclass(frozen=True)
-class TaskProvenance:
-    dataset: str = UNKNOWN
-    dataset_revision: str = UNKNOWN
-    labels: str = UNKNOWN
-    mode: str = UNKNOWN
-    heldout_f1: float | None = None
-    label_quality: str = NOT_MEASURED
-    gold_perfect: GoldPerfect | None = None
-
-
-def read_task(task_dir: Path) -> TaskProvenance | None:
-    """A task folder's provenance, or None when it has no readable task.toml."""
-    try:
-        raw = tomllib.loads((task_dir / "task.toml").read_text(encoding="utf-8"))
-        meta = _TaskMetadata.model_validate(raw.get("metadata") or {})
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError, ValueError):
-        return None
-    expected = task_dir / "tests" / "expected.json"
-    f1, quality = _label_quality(expected)
-    return TaskProvenance(
-        dataset=meta.dataset or UNKNOWN, dataset_revision=meta.dataset_revision or UNKNOWN,
-        labels=meta.labels or UNKNOWN, mode=meta.mode or UNKNOWN, heldout_f1=f1,
-        label_quality=quality, gold_perfect=_gold_perfect(expected))
-
-
-def _gold_perfect(path: Path) -> GoldPerfect | None:
-    """expected.json's `gold_perfect`, or None (absent, null, or unreadable)."""
-    try:
-        found = json.loads(path.read_text(encoding="utf-8")).get("gold_perfect")
-        return None if found is None else GoldPerfect.model_validate(found)
-    except (OSError, UnicodeDecodeError, ValueError, AttributeError):
-        return None
-
-
-def _label_quality(path: Path) -> tuple[float | None, str]:
-    """(held-out micro F1, one-line description) from `labels.quality` (read through
-    `contracts.expected.LabelsQuality`); absent or unreadable → not measured."""
-    try:
-        labels = json.loads(path.read_text(encoding="utf-8")).get("labels")
-        quality = LabelsQuality.model_validate(labels["quality"])
-    except (OSError, UnicodeDecodeError, ValueError, AttributeError, KeyError, TypeError):
-        return None, NOT_MEASURED  # ValidationError is a ValueError
-    text = (f"held-out micro F1 {quality.heldout_micro_f1:.3f}, goals exact "
-            f"{quality.heldout_goal_exact:.3f}")
-    if quality.measured_with:
-        text += f" ({quality.measured_with})"
-    return quality.heldout_micro_f1, text
-
-
-def task_path(trial_dir: Path, job_dir: Path, scenario: str, tasks_dir: str | None
-               ) -> Path | None:
-    """Where the trial's task folder is now: its config's path (absolute, or relative to
-    where Harbor ran), else the sweep's task folder."""
-    try:
-        config = json.loads((trial_dir / "config.json").read_text(encoding="utf-8"))
-        given = Path(config["task"]["path"])
-    except (OSError, ValueError, KeyError, TypeError):
-        given = None
-    candidates = []
-    if given is not None:
-        candidates += [given] if given.is_absolute() else [
-            Path.cwd() / given, job_dir.parent / given, job_dir.parent.parent / given,
-            job_dir.parent.parent.parent / given]
-    if tasks_dir:
-        candidates.append(Path(tasks_dir) / scenario)
-    return next((p for p in candidates if (p / "task.toml").is_file()), None)
 
 
 def dataset_source(revision: str, manifest: SweepManifest | None) -> str:

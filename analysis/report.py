@@ -14,8 +14,8 @@ from typing import Any
 
 import pandas as pd
 
-from analysis import plots, turns
-from analysis.compare import compare_table
+from analysis import plots, shards, turns
+from analysis.compare import MIN_PAIRED_SCENARIOS, TOO_FEW, compare_table
 from analysis.consistency_report import write_consistency
 from analysis.markdown import fmt, table
 from analysis.metrics import ALL
@@ -76,7 +76,8 @@ def write_report(path: Path, out: Path | None = None, compare: Sequence[Path] = 
     text = render_markdown(
         tables, summary, comparison, inputs, slo, figures, out, mixed,
         extra_sections=[*turns.section(tables.requests, tables.trials, tables.sweeps),
-                        *consistency, *server_view_section(tables)], modes=modes)
+                        *consistency, *server_view_section(tables),
+                        *shards.section(tables)], modes=modes)
     report = out / "report.md"
     report.write_text(text, encoding="utf-8")
     return report
@@ -271,7 +272,10 @@ def _comparison(comparison: pd.DataFrame, baseline: str, mixed: Sequence[str]) -
             "verdict** (family-wise error 5 %; p from the bootstrap standard error), else "
             "*no clear difference*; the intervals shown are per row (95 %). Pooled ITL, "
             "throughput, concurrency and token-share rows carry no interval and are not "
-            "called either way."
+            "called either way; nor is any row over fewer than "
+            f"{MIN_PAIRED_SCENARIOS} paired scenarios (*{TOO_FEW}*), where the rule "
+            "calls a difference that is not there far more often than 5 % "
+            "(benchmarks/compare_small_n.py)."
             + (" Runs differ in: " + "; ".join(mixed) + "." if mixed else ""), ""]
 
 
@@ -282,7 +286,7 @@ def _provenance(tables: Tables) -> str:
         m = tables.sweeps.get(source)
         rows.append({
             "source": source, "kind": "sweep" if m or len(jobs) > 1 else "job",
-            "levels": ", ".join(str(v) for v in sorted(jobs["level"])),
+            "levels": ", ".join(str(v) for v in sorted(set(jobs["level"]))),
             "model": m.model if m else "", "server": m.server_profile if m else "",
             "router": m.router if m else "", "git": (m.git_sha or "")[:10] if m else "",
             "versions": ", ".join(f"{k} {v}" for k, v in m.versions.items()) if m else "",

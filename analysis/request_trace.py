@@ -49,10 +49,13 @@ def read_trace(path: Path) -> list[dict]:
 def trace_table(tables: Tables) -> pd.DataFrame:
     """One row per traced request of every job that has a request_trace.jsonl, with
     `joined` (its x_request_id is one of the job's llm_calls request ids)."""
-    rows = []
+    rows, seen = [], set()
     for job in tables.jobs.itertuples():
-        path = Path(job.path) / REQUEST_TRACE_FILE
-        if path.is_file():
+        # A sharded level's trace lies in its level folder, once for all its shards.
+        folder = Path(job.path).parent if pd.notna(job.shard) else Path(job.path)
+        path = folder / REQUEST_TRACE_FILE
+        if path.is_file() and path not in seen:
+            seen.add(path)
             rows += [dict(r, source=job.source, level=job.level) for r in read_trace(path)]
     frame = pd.DataFrame(rows, columns=_COLUMNS)
     known = set(tables.requests["request_id"]) if len(tables.requests) else set()

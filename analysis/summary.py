@@ -54,7 +54,11 @@ def summarize(tables: Tables, slo: SLO | None = None) -> pd.DataFrame:
         group_of_row[req_groups[key]] = number
     gap_group = group_of_row[itl_level_rows] if len(itl_level_rows) else itl_level_rows
     gap_ok = ok[itl_level_rows] if len(itl_level_rows) else np.zeros(0, dtype=bool)
-    jobs = tables.jobs.groupby(GROUP).first()
+    # A level run by shards has one job row per shard: its configured concurrency is theirs
+    # summed; the /metrics scrapes are the level's, the same on every row.
+    jobs = tables.jobs.groupby(GROUP).agg(
+        configured_concurrency=("configured_concurrency", "sum"),
+        metrics_before=("metrics_before", "first"), metrics_after=("metrics_after", "first"))
     # Input order of sources (the first is the comparison baseline), then level; a job with
     # no trial folder yet still gets its row.
     order = {source: i for i, source in enumerate(tables.sources)}

@@ -14,6 +14,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from harbor.models.agent.context import AgentContext
 from harbor.models.job.config import JobConfig
 from harbor.models.job.result import JobResult, JobStats
 from harbor.models.task.id import LocalTaskId
@@ -29,6 +30,14 @@ from contracts.sweep import (
     SweepManifest,
     level_dir,
     level_dir_name,
+)
+from contracts.task import (
+    DATASET_ID,
+    DEFAULT_MODE,
+    TASK_TOML,
+    InstructionMode,
+    TaskMetadata,
+    metadata_toml,
 )
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
@@ -142,6 +151,7 @@ def write_trial(
         task_id=LocalTaskId(path=task_path), task_checksum="0", config=config,
         agent_info=AgentInfo(name="banking-agent", version="0"),
         verifier_result=VerifierResult(rewards=rewards) if rewards is not None else None,
+        agent_result=_reported(agent_status),
         exception_info=exception, started_at=started_at, finished_at=t,
         environment_setup=phases[0], agent_setup=phases[1], agent_execution=phases[2],
         verifier=phases[3],
@@ -150,19 +160,31 @@ def write_trial(
     return trial_dir
 
 
+def _reported(agent_status: dict[str, Any] | None) -> AgentContext | None:
+    """What the agent reports to Harbor in process beside agent_status.json (as
+    agents/episode.py does): the status analysis trusts once a trial has a result."""
+    if agent_status is None:
+        return None
+    return AgentContext(metadata={
+        "status": agent_status.get("status"), "status_reason": agent_status.get("reason"),
+        **{k: agent_status[k] for k in ("attempts", "accepted_attempt", "llm_calls")
+           if k in agent_status}})
+
+
 def write_task_stub(tasks_dir: Path, scenario_id: str, *, labels: str = "match@1",
-                    mode: str = "goals", dataset_revision: str = "sample-1",
-                    dataset: str = "galileo-ai/agent-leaderboard-v2",
+                    mode: InstructionMode = DEFAULT_MODE, dataset_revision: str = "sample-1",
+                    dataset: str = DATASET_ID,
                     label_quality: dict[str, Any] | None = None) -> Path:
-    """The provenance-bearing files of a task folder: task.toml `[metadata]` and
-    tests/expected.json (with `labels.quality` when given). No environment: not runnable."""
+    """The provenance-bearing files of a task folder: task.toml `[metadata]` (through the
+    builder's contract) and tests/expected.json (with `labels.quality` when given). No
+    environment: not runnable."""
     task = tasks_dir / scenario_id
     (task / "tests").mkdir(parents=True, exist_ok=True)
     method, _, version = labels.partition("@")
-    (task / "task.toml").write_text(
-        "[metadata]\n" + "".join(f"{k} = {json.dumps(v)}\n" for k, v in {
-            "scenario_id": scenario_id, "labels": labels, "dataset_revision": dataset_revision,
-            "mode": mode, "dataset": dataset}.items()))
+    meta = TaskMetadata(scenario_id=scenario_id, domain=scenario_id.rsplit("-", 1)[0],
+                        persona_index=0, n_goals=0, labels=labels,
+                        dataset_revision=dataset_revision, mode=mode, dataset=dataset)
+    (task / TASK_TOML).write_text("\n".join([*metadata_toml(meta), ""]))
     info: dict[str, Any] = {"method": method, "version": version}
     if label_quality is not None:
         info["quality"] = label_quality

@@ -34,9 +34,12 @@ from contracts.reward import REWARD_KEYS
 from contracts.sweep import (
     METRICS_AFTER,
     METRICS_BEFORE,
+    SHARD_FILE,
     SWEEP_FILE,
+    ShardRecord,
     SweepManifest,
     level_dir,
+    level_jobs,
     level_of_dir,
 )
 
@@ -120,8 +123,9 @@ def _read_root(path: Path, source: str, sink: _Sink) -> None:
                 if level not in {lv for lv, _ in level_dirs}:
                     sink.issues.append((source, files.Issue(
                         str(level_dir(path, level)), "level listed in sweep.json has no job yet")))
-        for level, job_dir in level_dirs:
-            _read_job(job_dir, source, level, sink)
+        for level, ldir in level_dirs:
+            for job_dir in level_jobs(ldir):  # one job, or one per shard (c<level>/s<k>/)
+                _read_job(job_dir, source, level, sink, level_path=ldir)
         return
     if (path / "config.json").exists() or any(
         (d / "config.json").exists() for d in path.iterdir() if d.is_dir()
@@ -133,11 +137,19 @@ def _read_root(path: Path, source: str, sink: _Sink) -> None:
     )
 
 
-def _read_job(job_dir: Path, source: str, level: int | None, sink: _Sink) -> None:
+def _read_job(job_dir: Path, source: str, level: int | None, sink: _Sink,
+              level_path: Path | None = None) -> None:
+    """One Harbor job; a shard job is named `c<level>/s<k>` and takes the level folder's
+    /metrics scrapes (a level has one pair, whatever ran it)."""
     issues: list[files.Issue] = []
+    level_path = level_path or job_dir
+    sharded = level_path != job_dir
+    name = f"{level_path.name}/{job_dir.name}" if sharded else job_dir.name
+    shard = _shard_record(job_dir, issues) if sharded else None
     config = files.read_json_dict(job_dir / "config.json", issues)
     result = files.read_json_dict(job_dir / "result.json", issues)
-    configured = config.get("n_concurrent_trials")
+    # Harbor leaves its default -n (4) out of config.json; a shard's own record says it.
+    configured = shard.concurrency if shard else config.get("n_concurrent_trials")
     if level is None:
         if isinstance(configured, int):
             level = configured
@@ -149,20 +161,30 @@ def _read_job(job_dir: Path, source: str, level: int | None, sink: _Sink) -> Non
     n_before = len(sink.tasks)
     for trial_dir in sorted(d for d in job_dir.iterdir() if d.is_dir()):
         if (trial_dir / "config.json").exists() or (trial_dir / "result.json").exists():
-            sink.tasks.append(TrialTask(trial_dir, source, job_dir.name, level, job_finished))
+            sink.tasks.append(TrialTask(trial_dir, source, name, level, job_finished))
         elif any((trial_dir / sub).exists() for sub in ("agent", "verifier")):
             issues.append(files.Issue(str(trial_dir), "trial folder without config.json skipped"))
     sink.jobs.append({
-        "source": source, "job": job_dir.name, "level": level,
+        "source": source, "job": name, "level": level,
+        "shard": shard.shard if shard else None, "host": shard.host if shard else None,
         "configured_concurrency": configured if isinstance(configured, int) else level,
         "n_attempts_configured": config.get("n_attempts"),
         "n_total_trials": result.get("n_total_trials"),
         "n_trial_folders": len(sink.tasks) - n_before,
         "finished": job_finished, "path": str(job_dir),
-        "metrics_before": _existing(job_dir / METRICS_BEFORE),
-        "metrics_after": _existing(job_dir / METRICS_AFTER),
+        "metrics_before": _existing(level_path / METRICS_BEFORE),
+        "metrics_after": _existing(level_path / METRICS_AFTER),
     })
     sink.issues.extend((source, i) for i in issues)
+
+
+def _shard_record(job_dir: Path, issues: list[files.Issue]) -> ShardRecord | None:
+    try:
+        return ShardRecord.model_validate_json((job_dir / SHARD_FILE).read_text())
+    except (OSError, ValueError) as exc:
+        issues.append(files.Issue(str(job_dir / SHARD_FILE),
+                                  f"shard record unreadable ({exc.__class__.__name__})"))
+        return None
 
 
 def _existing(path: Path) -> str | None:
@@ -275,6 +297,7 @@ _TRIAL_COLUMNS = [
 _JOB_COLUMNS = [
     "source", "job", "level", "configured_concurrency", "n_attempts_configured",
     "n_total_trials", "n_trial_folders", "finished", "path", "metrics_before", "metrics_after",
+    "shard", "host",
 ]
 
 

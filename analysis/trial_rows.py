@@ -7,8 +7,8 @@ where starting workers would cost more than it saves. Every reader stays lenient
 is an `Issue`, and a trial whose reading fails outright (or a worker that dies) costs that
 trial or chunk an issue, never the others.
 
-The per-request timing columns come from `analysis.metrics.latency.request_timing`, the one
-derivation of every timing metric from the raw times.
+The per-request timing columns come from the definitions in `analysis.metrics.latency`
+(`ttft_ns`, `itl_ns`, …), called per record in `_add_requests`.
 """
 
 from __future__ import annotations
@@ -28,11 +28,12 @@ import numpy as np
 
 from analysis import files
 from analysis.metrics import latency
-from analysis.provenance import UNKNOWN, read_task, task_path
 from analysis.status import QUALITY_STATUSES, classify
+from analysis.task_folder import UNKNOWN, read_task, task_path
 from contracts.conversation import CONVERSATION_FILE
 from contracts.llm_calls import LLMCallRecord
 from contracts.reward import REWARD_KEYS
+from contracts.task import CONVERSATION_MODE, DEFAULT_MODE
 
 REQ_COLUMNS = (
     "request_id", "role", "attempt", "turn", "step", "model", "session_id", "worker_id",
@@ -55,9 +56,7 @@ INT_REQ = ("attempt", "turn", "step", "start_unix_ns", "n_itl", "retries", "over
 # count, not a 0..1 score, so never imputed as 0.
 TURNS_KEY = "turns"
 # The instruction mode of runs whose tasks predate the mode field (or are gone) and that hold
-# no conversation transcript: the only mode there was.
-DEFAULT_MODE = "goals"
-CONVERSATION_MODE = "conversation"
+# no conversation transcript is DEFAULT_MODE: the only mode there was.
 # Fewer trials than this are read in-process: a worker pool costs ~0.1 s to start.
 PARALLEL_FROM = 200
 CHUNK = 250
@@ -159,7 +158,7 @@ def _read_chunk(tasks: list[TrialTask]) -> Rows:
 def _read_trial(task: TrialTask, rows: Rows, issues: list[files.Issue]) -> None:
     trial_dir = task.trial_dir
     result = files.read_trial_result(trial_dir, issues)
-    agent_status = files.read_agent_status(trial_dir, issues)
+    agent_status = files.read_agent_status(trial_dir, issues, result)
     records = files.read_llm_calls(trial_dir, issues)
     attempts = files.read_attempt_scores(trial_dir, issues)
     rewards = result.verifier_result.rewards if result and result.verifier_result else None

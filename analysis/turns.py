@@ -20,8 +20,9 @@ import pandas as pd
 from analysis.markdown import fmt_ci, table
 from analysis.metrics.base import cluster_bootstrap_mean_ci
 from analysis.metrics.quality import view, with_solved
-from analysis.trial_rows import CONVERSATION_MODE, TURNS_KEY
+from analysis.trial_rows import TURNS_KEY
 from contracts.sweep import SweepManifest
+from contracts.task import CONVERSATION_MODE
 
 BY_TURN_COLUMNS = ["source", "router", "level", "turn", "requests", "ttft_p50_ms",
                    "ttft_p90_ms", "prompt_tokens_mean", "cached_share"]

@@ -5,16 +5,9 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from contracts.cache import cache_dir  # the one rule; bankbench.paths.cache_dir for callers
+
 REPO_ROOT = Path(__file__).resolve().parents[1]
-
-
-def cache_dir() -> Path:
-    """`$BANKBENCH_CACHE`, else `$XDG_CACHE_HOME/bankbench`, else `~/.cache/bankbench`."""
-    env = os.environ.get("BANKBENCH_CACHE")
-    if env:
-        return Path(env)
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "bankbench"
 
 
 def serve_state_root() -> Path:

@@ -8,6 +8,12 @@ and sweep.json stores it. One Harbor job per level lives in `<sweep>/c<level>/`
 server exposes Prometheus /metrics. Written by bankbench/sweep/runner.py at start, after every
 level and at the end; read by analysis to label each level's Harbor job.
 
+A level may be run by several Harbor processes at once (`--shards N`): then `c<level>/` holds
+no job of its own but one Harbor job per shard, `c<level>/s<k>/` (`shard_dir_name`), each with
+`shard.json` (`ShardRecord`: its concurrency, its tasks, the host and process that ran it), and
+the level's `metrics_before.prom` / `metrics_after.prom` stay in `c<level>/`. `level_jobs`
+gives a level's Harbor jobs either way; every reader walks a level through it.
+
 A sweep over several routers (`bankbench sweep --routers a,b`) is a folder holding
 `routers.json` (`RouterSweepManifest`) and one ordinary sweep per router in `r-<router>/`
 (`router_dir_name`), each with its own `sweep.json` whose `router` (and every level record's
@@ -21,17 +27,19 @@ import json
 import re
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import BaseModel, Field, field_validator, model_validator
 
 from contracts.conversation import DEFAULT_MAX_TURNS
 from contracts.expected import DEFAULT_LABEL_METHOD
+from contracts.task import DEFAULT_MODE, InstructionMode
 
 SWEEP_FILE = "sweep.json"
 ROUTERS_FILE = "routers.json"
 METRICS_BEFORE = "metrics_before.prom"
 METRICS_AFTER = "metrics_after.prom"
+SHARD_FILE = "shard.json"
 
 # Short names of Harbor environments; anything else is passed on as `module:Class`.
 ENVIRONMENTS = {
@@ -39,6 +47,7 @@ ENVIRONMENTS = {
     "docker": "docker",
 }
 _LEVEL_DIR = re.compile(r"^c(\d+)$")
+_SHARD_DIR = re.compile(r"^s(\d+)$")
 
 
 def level_dir_name(level: int) -> str:
@@ -48,6 +57,23 @@ def level_dir_name(level: int) -> str:
 
 def level_dir(sweep_dir: Path, level: int) -> Path:
     return sweep_dir / level_dir_name(level)
+
+
+def shard_dir_name(shard: int) -> str:
+    """The folder of one shard's Harbor job inside its level folder: `s<shard>`."""
+    return f"s{shard}"
+
+
+def level_jobs(level_path: Path) -> list[Path]:
+    """The Harbor jobs of one level folder: the folder itself (one process ran the level), or
+    its `s<k>/` shard jobs in shard order; [] when the folder does not exist."""
+    if not level_path.is_dir():
+        return []
+    if (level_path / "config.json").exists():
+        return [level_path]
+    shards = [(int(m.group(1)), d) for d in level_path.iterdir()
+              if d.is_dir() and (m := _SHARD_DIR.match(d.name))]
+    return [d for _, d in sorted(shards)] or [level_path]
 
 
 def router_dir_name(router: str) -> str:
@@ -75,10 +101,10 @@ class SweepConfig(BaseModel):
         None, description="Serve profile launched for the sweep (cpu-tiny, cpu-mocker, gpu-…)."
     )
     router: str | None = Field(
-        None, description="Dynamo router mode for a launched profile (None: the profile's)."
+        None, description="Dynamo router mode for a launched profile (unset: the profile's)."
     )
     workers: int | None = Field(
-        None, ge=1, description="Engine workers for a launched profile (None: the profile's)."
+        None, ge=1, description="Engine workers for a launched profile (unset: the profile's)."
     )
     server_options: dict[str, str] = Field(
         default_factory=dict, description="`--set key=value` overrides for the profile."
@@ -98,8 +124,8 @@ class SweepConfig(BaseModel):
         None, description="Existing task directory (skips building)."
     )
     limit: int | None = Field(None, ge=1, description="Use only the first N scenarios.")
-    mode: Literal["goals", "first-message", "conversation"] = Field(
-        "goals", description="Instruction mode of built tasks: goals (first message and every "
+    mode: InstructionMode = Field(
+        DEFAULT_MODE, description="Instruction mode of built tasks: goals (first message and every "
         "goal at once) | first-message | conversation (a simulated customer in the task "
         "environment reveals the goals turn by turn; docs/conversation.md)."
     )
@@ -113,6 +139,16 @@ class SweepConfig(BaseModel):
     )
     env: str = Field(
         "local", description="Harbor environment: local (no Docker) | docker | module:Class."
+    )
+    shards: int = Field(
+        1, ge=1, description="Harbor processes per level: each level's trials are split over N "
+        "processes (fewer at a level below N) whose concurrencies sum to the level, started "
+        "together.",
+    )
+    ray: str | None = Field(
+        None, description="Run each level's shards as Ray tasks on the Ray cluster at this "
+        "address (auto: the one this machine belongs to); needs bankbench[ray] and a sweep "
+        "directory on storage every node shares.",
     )
     agent_kwargs: dict[str, str] = Field(
         default_factory=dict, description="Agent options passed as harbor --ak key=value."
@@ -145,6 +181,11 @@ class SweepConfig(BaseModel):
         return self
 
     @property
+    def sharded(self) -> bool:
+        """Levels are laid out as shard jobs (`c<level>/s<k>/`)."""
+        return self.shards > 1 or self.ray is not None
+
+    @property
     def environment(self) -> str:
         return ENVIRONMENTS.get(self.env, self.env)
 
@@ -154,6 +195,9 @@ class SweepConfig(BaseModel):
         fields = self.model_dump(mode="json")
         if self.mode != "conversation":
             fields.pop("max_turns")
+        if self.shards == 1:
+            fields.pop("shards")  # an unsharded sweep's fingerprint is what it was before
+        fields.pop("ray")  # where the shards run, not what they measure
         return fields
 
     def fingerprint(self) -> str:
@@ -180,6 +224,26 @@ class LevelRecord(BaseModel):
         "part run after resuming (metrics_before.prom is re-scraped then).",
     )
     metrics: bool = Field(False, description="Before/after /metrics scrapes were taken.")
+    shards: int = Field(1, ge=1, description="Harbor processes that ran the level.")
+
+
+class ShardRecord(BaseModel):
+    """`c<level>/s<k>/shard.json`: one shard of a level, written by the sweep before its Harbor
+    job starts and again when it ends. Its trials are the Harbor job's trial folders beside it,
+    so a trial's shard and host are its job folder's."""
+
+    level: int
+    shard: int = Field(ge=0)
+    n_shards: int = Field(ge=1)
+    concurrency: int = Field(ge=1, description="This shard's harbor -n; shards sum to level.")
+    tasks: list[str] = Field(description="Task names this shard runs (harbor -i each).")
+    host: str = Field(description="Host name of the machine that ran the shard's Harbor.")
+    node: str | None = Field(None, description="Ray node id, when the shard ran as a Ray task.")
+    pid: int | None = Field(None, description="Harbor's process id on that host.")
+    state: str = Field("running", description="running | complete | partial | failed")
+    error: str | None = Field(None, description="Why the shard's Harbor failed (one line).")
+    started_at: datetime | None = None
+    finished_at: datetime | None = None
 
 
 class SweepManifest(BaseModel):
@@ -206,7 +270,7 @@ class SweepManifest(BaseModel):
     )
     versions: dict[str, str | None] = Field(
         default_factory=dict,
-        description="bankbench and harbor on this side; ai-dynamo (and llama-cpp-python on "
+        description="bankbench and harbor on this side; ai-dynamo (and xllamacpp on "
         "cpu-tiny) as installed where a launched profile runs; None where the server cannot "
         "tell (--base-url, GPU containers).",
     )

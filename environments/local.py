@@ -42,6 +42,7 @@ import subprocess
 import tarfile
 import tempfile
 from pathlib import Path
+from typing import Literal
 
 from harbor.environments.base import BaseEnvironment, ExecResult
 from harbor.environments.capabilities import EnvironmentCapabilities
@@ -61,14 +62,18 @@ from environments.sandbox import (
     plan_layout,
     run_command,
 )
+from environments.transfer import CopyReport, copy_file_out, copy_tree_out
 
 APP_DIR = "/app"  # where environment/ lands, as the tasks' Dockerfiles `COPY . /app`
 # Each trial's agent user: a uid no account on the host has, fresh per trial, so its process
-# limit is its own and no two trials' agents can touch each other's files.
-AGENT_UIDS = range(2_900_000_000, 2_900_000_000 + 2**24)
+# limit is its own, no two trials' agents can touch each other's files, and ending every
+# process of that uid ends the agent's and nobody else's. Even: the next uid is the trial's
+# verifier user, when a task names one.
+AGENT_UIDS = range(2_900_000_000, 2_900_000_000 + 2**24, 2)
 ROOT_USERS = ("root", "0")
 # What Harbor's verifier runs first (harbor/verifier/verifier.py): `rm -f` of these, as root.
 VERIFIER_FIRST_STEP = "/logs/verifier/reward."
+NOTE_FILE = "localenv.json"  # in the trial's folder on the host: what the environment did
 
 
 class LocalEnvironmentOptions(BaseModel):
@@ -90,6 +95,16 @@ class LocalEnvironmentOptions(BaseModel):
     max_file_mb: int = Field(
         1024, ge=1, description="Largest file an agent's command may write (RLIMIT_FSIZE)."
     )
+    max_files: int = Field(
+        100_000, ge=1000, description="Files and folders /tmp, /var/tmp, /dev/shm and the "
+        "agent's log folders may hold together (the scratch tmpfs's inodes).")
+    max_log_depth: int = Field(
+        64, ge=4, description="Folders deep a copy of the trial's logs to the host goes.")
+    max_log_entries: int = Field(
+        20_000, ge=100, description="Entries a copy of one log folder to the host takes.")
+    network: Literal["private", "host"] = Field(
+        "private", description="private: the agent's commands get a network namespace of "
+        "their own with loopback alone; host: they share the host's network.")
 
     @field_validator("ro_paths", mode="before")
     @classmethod
@@ -103,6 +118,21 @@ class LocalEnvironmentOptions(BaseModel):
             if not path.is_absolute() or not path.exists():
                 raise ValueError(f"{path} is not an existing absolute host path")
         return paths
+
+
+class LocalEnvNote(BaseModel):
+    """`<trial>/localenv.json`, written on the host by the environment alone (nothing is ever
+    copied there from the trial): what it ended and what it left out of the trial's logs."""
+
+    agent_processes_ended: int = Field(
+        0, description="Processes of the agent's uid still running when the agent phase "
+        "ended (killed before any copy or verification), nested namespaces included.")
+    trial_processes_ended: int = Field(
+        0, description="Processes of the trial (the bank service among them) ended when "
+        "verification began.")
+    logs_left_out: list[CopyReport] = Field(
+        default_factory=list, description="Copies of the trial's folders that left something "
+        "out: links, special files, trees deeper or larger than the bounds.")
 
 
 def _dockerfile_workdir(environment_dir: Path) -> str | None:
@@ -136,12 +166,17 @@ class LocalEnvironment(BaseEnvironment):
         scratch_mb: int | str = 1024,
         max_processes: int | str = 1024,
         max_file_mb: int | str = 1024,
+        max_files: int | str = 100_000,
+        max_log_depth: int | str = 64,
+        max_log_entries: int | str = 20_000,
+        network: str = "private",
         **kwargs,
     ):
         try:
             self._options = LocalEnvironmentOptions(
                 keep=keep, state_dir=state_dir, ro_paths=ro_paths or [], scratch_mb=scratch_mb,
-                max_processes=max_processes, max_file_mb=max_file_mb,
+                max_processes=max_processes, max_file_mb=max_file_mb, max_files=max_files,
+                max_log_depth=max_log_depth, max_log_entries=max_log_entries, network=network,
             )
         except ValidationError as exc:
             error = exc.errors()[0]
@@ -154,6 +189,8 @@ class LocalEnvironment(BaseEnvironment):
         self._agent_uid = random.SystemRandom().choice(AGENT_UIDS)
         self._verifying = False
         self._warned_root = False
+        self._note = LocalEnvNote()
+        self._agent_ran = False  # an agent command ran since the agent's uid was last ended
         super().__init__(*args, **kwargs)
         self._workdir = (
             self.task_env_config.workdir or _dockerfile_workdir(self.environment_dir) or APP_DIR
@@ -165,6 +202,7 @@ class LocalEnvironment(BaseEnvironment):
 
     @property
     def capabilities(self) -> EnvironmentCapabilities:
+        # Not disable_internet: the harness's own root steps keep the host's network.
         return EnvironmentCapabilities(mounted=True)
 
     def _validate_definition(self) -> None:
@@ -204,7 +242,8 @@ class LocalEnvironment(BaseEnvironment):
         name = re.sub(r"[^A-Za-z0-9_.-]", "_", self.session_id)[:80]
         self._state = Path(tempfile.mkdtemp(prefix=f"{name}-", dir=base))
         await asyncio.to_thread(self._build_root)
-        self._holder = NamespaceHolder(self._tools, self._state / "init.json")
+        self._holder = NamespaceHolder(self._tools, self._state / "init.json",
+                                       private_network=self._private_network)
         await asyncio.to_thread(self._holder.start)
         self.logger.debug(f"LocalEnvironment root: {self.root}")
         if self._tools.userns:
@@ -215,6 +254,10 @@ class LocalEnvironment(BaseEnvironment):
                 "the agent's user."
             )
         await self._run_entrypoint()
+
+    @property
+    def _private_network(self) -> bool:
+        return self._options.network == "private"
 
     def _log_dirs(self) -> dict[str, int]:
         """Harbor's log folders and their modes during the agent phase: the agent's logs and
@@ -254,7 +297,10 @@ class LocalEnvironment(BaseEnvironment):
             self.environment_dir, inside(self.root, APP_DIR), symlinks=True,
             dirs_exist_ok=True, ignore=_skip_special_files,
         )
-        spec = init_spec(self._layout, self._options.scratch_mb, self._log_dirs())
+        paths = EnvironmentPaths.for_os(self.os)
+        spec = init_spec(self._layout, self._options.scratch_mb, self._log_dirs(),
+                         scratch_logs=[str(paths.agent_dir), str(paths.artifacts_dir)],
+                         max_files=self._options.max_files, loopback=self._private_network)
         (self._state / "init.json").write_text(json.dumps(spec, indent=1))
         (self._state / "exec").mkdir()
 
@@ -276,6 +322,7 @@ class LocalEnvironment(BaseEnvironment):
         if self._state is None:
             return
         if self._holder is not None:
+            await self._end_agent()
             await asyncio.to_thread(self._holder.end_members)
             await asyncio.to_thread(self._holder.stop)
             self._holder = None
@@ -286,21 +333,62 @@ class LocalEnvironment(BaseEnvironment):
         if leftover_mounts:  # never recurse into a host mount
             self.logger.warning(f"LocalEnvironment kept {self._state}: mounted {leftover_mounts}")
             return
-        await asyncio.to_thread(shutil.rmtree, self._state, ignore_errors=True)
+        # rm walks a tree of any depth (shutil.rmtree recurses, and fails on a deep one).
+        await asyncio.to_thread(
+            subprocess.run, ["rm", "-rf", "--one-file-system", "--", str(self._state)],
+            capture_output=True, env={"PATH": DEFAULT_PATH})
         self._state = None
 
+    async def _end_agent(self) -> None:
+        """End every process of the agent's uid, wherever it hides (nested user and PID
+        namespaces included): called before any copy out of or into the trial's logs and
+        before verification, so nothing of the agent's runs while the harness reads, writes
+        or scores. Without root the agent is root of the trial's user namespace, and ending
+        it is ending every process of the trial."""
+        if self._holder is None or self._tools is None or not self._agent_ran:
+            return  # nothing of the agent's can be running: no scan of every process
+        self._agent_ran = False
+        if self._tools.userns:
+            ended = await asyncio.to_thread(self._holder.end_members)
+        else:
+            ended = await asyncio.to_thread(self._holder.end_user, self._agent_uid)
+        if ended:
+            self._note.agent_processes_ended += ended
+            self._write_note()
+            self.logger.debug(f"LocalEnvironment: the agent phase is over; ended {ended}")
+
+    def _write_note(self) -> None:
+        """`<trial>/localenv.json`: the environment's own record, beside Harbor's result."""
+        try:
+            trial_dir = Path(self.trial_paths.trial_dir)
+            (trial_dir / NOTE_FILE).write_text(self._note.model_dump_json(indent=1))
+        except OSError as exc:
+            self.logger.warning(f"LocalEnvironment could not write {NOTE_FILE}: {exc}")
+
     async def _begin_verification(self) -> None:
-        """End every process the agent left, then open the verifier's folder (emptied: the
-        agent could not write there, but nothing in it predates the verifier)."""
+        """End every process the agent left, then every other process of the trial, then
+        empty the verifier's folder (the agent could never write there; nothing in it
+        predates the verifier). It stays root's: a verifier user of the task's gets a uid of
+        its own, never the agent's."""
         if self._verifying or self._holder is None:
             return
         self._verifying = True
+        await self._end_agent()
         ended = await asyncio.to_thread(self._holder.end_members)
+        self._note.trial_processes_ended += ended
         verifier_dir = str(EnvironmentPaths.for_os(self.os).verifier_dir)
         folder = Path(resolve_inside(self._holder.view(), verifier_dir)[0])
         await asyncio.to_thread(_empty_folder, folder)
-        folder.chmod(0o777)
         self.logger.debug(f"LocalEnvironment: verification begins; ended {ended} processes")
+
+    def _verifier_uid(self, folder_owner: bool = True) -> int:
+        """The uid of a task's non-root verifier user (the agent's + 1), owner of the
+        verifier's folder."""
+        uid = self._agent_uid + 1
+        if folder_owner and self._holder is not None:
+            verifier_dir = str(EnvironmentPaths.for_os(self.os).verifier_dir)
+            os.chown(resolve_inside(self._holder.view(), verifier_dir)[0], uid, uid)
+        return uid
 
     def _run_as(self, user: str | int | None) -> int | None:
         """The uid a command runs as (None: root). Harbor's steps that ask for root get root;
@@ -311,6 +399,8 @@ class LocalEnvironment(BaseEnvironment):
             return None
         if user is not None and str(user) in ROOT_USERS:
             return None
+        if self._verifying and not self._tools.userns:
+            return self._verifier_uid()
         if self._tools.userns:
             if user is not None and not self._warned_root:
                 self._warned_root = True
@@ -344,7 +434,9 @@ class LocalEnvironment(BaseEnvironment):
         }
         # nsenter puts the command at the trial's root; the agent phase then drops to the
         # trial's uid; `env --chdir` moves to `cwd` from inside, so links resolve in there.
-        argv = self._holder.enter_argv()
+        # Only the agent's commands enter the trial's network namespace.
+        self._agent_ran = self._agent_ran or uid == self._agent_uid or self._tools.userns
+        argv = self._holder.enter_argv(network=uid == self._agent_uid)
         if uid is not None:
             limits = self._options
             file_bytes = limits.max_file_mb * 1024 * 1024
@@ -387,9 +479,13 @@ class LocalEnvironment(BaseEnvironment):
         return False
 
     async def _copy_in(self, source: Path, target_path: str, is_dir: bool) -> None:
-        """Copy into the root from inside it (tar through the namespaces, as root), so a link
-        the agent planted resolves in the root, never on the host."""
-        target = os.path.normpath("/" + target_path)
+        """Copy into a place the agent's user could write (or a link the agent planted), from
+        inside the trial, with tar run *as the agent's uid*: whatever the agent swapped in
+        on the way, the copy can write nothing the agent could not. Into Harbor's agent log
+        folder, files already there are kept: the bank's records are never replaced by
+        Harbor's earlier copy of them (which Harbor 0.25 uploads back before verifying)."""
+        assert self._holder is not None and self._tools is not None
+        target = _normal(target_path)
         if is_dir:
             folder, name = target, "."
         elif target_path.endswith("/") or self._host_path(target, write=True).is_dir():
@@ -397,19 +493,38 @@ class LocalEnvironment(BaseEnvironment):
         else:
             folder, name = os.path.dirname(target), os.path.basename(target)
         archive = await asyncio.to_thread(_tar, source, name)
-        unpack = f"mkdir -p {shlex.quote(folder)} && tar -xf - -C {shlex.quote(folder)}"
-        argv = [*self._holder.enter_argv(), "/bin/sh", "-c", unpack]  # type: ignore[union-attr]
+        keep = " --skip-old-files" if self._is_agent_logs(target) else ""
+        unpack = (f"mkdir -p {shlex.quote(folder)} && tar -x{keep} --no-same-owner "
+                  f"--no-same-permissions -f - -C {shlex.quote(folder)}")
+        argv = self._holder.enter_argv()
+        if not self._tools.userns:
+            argv += [self._tools.chroot, "--skip-chdir",
+                     f"--userspec={self._agent_uid}:{self._agent_uid}", "/"]
+        argv += ["/bin/sh", "-c", unpack]
         done = await asyncio.to_thread(
             subprocess.run, argv, input=archive, capture_output=True, env={"PATH": DEFAULT_PATH})
         if done.returncode != 0:
             raise OSError(f"LocalEnvironment could not copy {source} to {target_path}: "
                           f"{done.stderr.decode(errors='replace').strip()}")
 
-    async def _before_upload(self, target_path: str) -> None:
+    def _is_logs(self, container_path: str) -> bool:
+        """Under Harbor's /logs (the folders Harbor copies once the agent phase is over)."""
+        logs = str(EnvironmentPaths.for_os(self.os).logs_dir)
+        normal = _normal(container_path)
+        return normal == logs or normal.startswith(logs + "/")
+
+    def _is_agent_logs(self, container_path: str) -> bool:
+        agent = str(EnvironmentPaths.for_os(self.os).agent_dir)
+        normal = _normal(container_path)
+        return normal == agent or normal.startswith(agent + "/")
+
+    async def _before_upload(self, target_path: str, folder: bool = False) -> None:
         tests_dir = str(EnvironmentPaths.for_os(self.os).tests_dir)
-        normal = os.path.normpath("/" + target_path)
+        normal = _normal(target_path)
         if normal == tests_dir or normal.startswith(tests_dir + "/"):
             await self._begin_verification()  # the tests arrive only for verification
+        elif folder and self._is_agent_logs(normal):
+            await self._end_agent()  # Harbor writes its logs back: the agent phase is over
 
     async def upload_file(self, source_path: Path | str, target_path: str) -> None:
         await self._before_upload(target_path)
@@ -423,7 +538,7 @@ class LocalEnvironment(BaseEnvironment):
         await asyncio.to_thread(shutil.copy2, source_path, target)
 
     async def upload_dir(self, source_dir: Path | str, target_dir: str) -> None:
-        await self._before_upload(target_dir)
+        await self._before_upload(target_dir, folder=True)
         target = self._host_path(target_dir, write=True)
         if self._writable_by_others(target):
             await self._copy_in(Path(source_dir), target_dir, is_dir=True)
@@ -433,26 +548,55 @@ class LocalEnvironment(BaseEnvironment):
             ignore=_skip_special_files,
         )
 
+    async def prepare_logs_for_host(self) -> None:
+        """Harbor's call before it reads logs bind-mounted to the host: the agent phase is
+        over."""
+        await self._end_agent()
+
+    async def download_dir_filtered(self, *, source_dir: str, target_dir: Path | str,
+                                    **filters) -> None:
+        """Harbor's filtered copy (include/exclude_logs): packed with tar inside the trial
+        (no host tree there), unpacked by Harbor's data filter; the agent phase ends first."""
+        if self._is_logs(source_dir):
+            await self._end_agent()
+        await super().download_dir_filtered(source_dir=source_dir, target_dir=target_dir,
+                                            **filters)
+
     async def download_file(self, source_path: str, target_path: Path | str) -> None:
-        source = self._host_path(source_path, write=False)
-        if not source.is_file():
-            raise FileNotFoundError(f"{source_path} is not a file in the environment")
-        Path(target_path).parent.mkdir(parents=True, exist_ok=True)
-        await asyncio.to_thread(shutil.copy2, source, target_path)
+        """One regular file, no link anywhere on its path (a link is refused, never followed:
+        through /proc/<pid>/root an absolute one would lead into the host's tree)."""
+        if self._holder is None:
+            raise RuntimeError("LocalEnvironment.download_file called before start()")
+        await asyncio.to_thread(
+            copy_file_out, self._holder.view(), source_path, Path(target_path))
 
     async def download_dir(self, source_dir: str, target_dir: Path | str) -> None:
-        source = self._host_path(source_dir, write=False)
-        if not source.is_dir():
-            raise FileNotFoundError(f"{source_dir} is not a directory in the environment")
-        assert self._layout is not None
+        """Folders and regular files only (links and special files left out, at any depth,
+        whenever they appear), bounded in depth and count, never replacing a file the host
+        target has. A copy of Harbor's log folders ends the agent phase first."""
+        if self._holder is None or self._layout is None:
+            raise RuntimeError("LocalEnvironment.download_dir called before start()")
         wanted = Path(target_dir).resolve()
-        if any(b.source == wanted and os.path.normpath("/" + source_dir) == b.target
+        if any(b.source == wanted and _normal(source_dir) == b.target
                for b in self._layout.binds):
+            await self._end_agent()
             return  # bind-mounted from the very folder asked for
-        await asyncio.to_thread(
-            shutil.copytree, source, target_dir, symlinks=True, dirs_exist_ok=True,
-            ignore=_skip_special_files,
-        )
+        if self._is_logs(source_dir):
+            await self._end_agent()
+        report = await asyncio.to_thread(
+            copy_tree_out, self._holder.view(), source_dir, Path(target_dir),
+            max_depth=self._options.max_log_depth, max_entries=self._options.max_log_entries)
+        if report.left_out:
+            self._note.logs_left_out.append(report)
+            self._write_note()
+            named = ", ".join(f"{e.path} ({e.why})" for e in report.examples[:3])
+            self.logger.warning(f"LocalEnvironment left {report.left_out} entries of "
+                                f"{source_dir} out of the job folder, e.g. {named}")
+
+
+def _normal(container_path: str) -> str:
+    """`container_path` as one absolute path (normpath alone keeps a leading `//`)."""
+    return os.path.normpath("/" + container_path.lstrip("/"))
 
 
 def _dockerfile_entrypoint(environment_dir: Path) -> list[str] | None:

@@ -39,20 +39,26 @@ MAX_SYMLINKS = 40  # as the kernel's own limit on one path lookup
 INIT_SCRIPT = Path(__file__).with_name("trial_init.py")
 
 
-def init_spec(layout: RootLayout, scratch_mb: int, modes_after_mounts: dict[str, int]
-              ) -> dict[str, object]:
+def init_spec(layout: RootLayout, scratch_mb: int, modes_after_mounts: dict[str, int], *,
+              scratch_logs: list[str], max_files: int, loopback: bool) -> dict[str, object]:
     """What trial_init.py mounts, as JSON: the private /dev, the scratch tmpfs and its
-    folders, the binds, and the modes of the mounted log folders (in order)."""
+    folders (`scratch_logs` too: the agent's log folders, so they cost the trial's bounded
+    scratch and never the host's disk), the binds, and the modes of the mounted log folders
+    (in order); `loopback` brings up `lo` of a network namespace of the trial's own."""
+    dirs = [[name, target, mode] for name, (target, mode) in SCRATCH_DIRS.items()]
+    dirs += [[f"logs-{n}", target, 0o1777] for n, target in enumerate(scratch_logs)]
     return {
         "root": str(layout.root),
         "devices": list(DEVICES),
         "scratch": SCRATCH,
         "scratch_mb": int(scratch_mb),
-        "scratch_dirs": [[name, target, mode] for name, (target, mode) in SCRATCH_DIRS.items()],
+        "scratch_inodes": int(max_files),
+        "scratch_dirs": dirs,
         "binds": [[str(b.source), str(inside(Path("/"), b.target)), b.read_only]
                   for b in layout.binds],
         "modes": [[path, mode] for path, mode in modes_after_mounts.items()],
         "old_root": OLD_ROOT,
+        "loopback": loopback,
     }
 
 
@@ -72,16 +78,17 @@ class NamespaceHolder:
     environment (`--kill-child` covers `unshare` itself being killed).
     """
 
-    def __init__(self, tools: HostTools, spec: Path) -> None:
+    def __init__(self, tools: HostTools, spec: Path, private_network: bool = False) -> None:
         self._tools = tools
         self._spec = spec
+        self._net = private_network
         self._process: subprocess.Popen[bytes] | None = None
         self.init_pid: int | None = None  # init's process id as the host sees it
         self._pid_ns: str | None = None
 
     def start(self) -> None:
         process = subprocess.Popen(
-            [*self._tools.unshare, "--kill-child", sys.executable, "-I", "-S", str(INIT_SCRIPT),
+            [*self._tools.unshare, *(["--net"] if self._net else []), "--kill-child", sys.executable, "-I", "-S", str(INIT_SCRIPT),
              str(self._spec)],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
             start_new_session=True,
@@ -106,15 +113,18 @@ class NamespaceHolder:
     def alive(self) -> bool:
         return self._process is not None and self._process.poll() is None
 
-    def enter_argv(self) -> list[str]:
+    def enter_argv(self, network: bool = False) -> list[str]:
         """argv prefix that runs a program of the root inside the namespaces, at the root (as a
         child of init's PID namespace: nsenter forks into it). Host tools run there only
-        from the system folders the root shows at the same paths."""
+        from the system folders the root shows at the same paths. `network`: into the trial's
+        own network namespace too (the agent's commands); without it a command keeps the
+        host's network (the harness's own steps, the bank service's customer requests)."""
         if not self.alive() or self.init_pid is None:
             raise RuntimeError("LocalEnvironment's namespace is gone (stopped, or its holder died)")
         user = ["--user"] if self._tools.userns else []
+        net = ["--net"] if network and self._net else []
         return [self._tools.nsenter, f"--target={self.init_pid}", *user, "--mount", "--pid",
-                "--ipc", "--"]
+                "--ipc", *net, "--"]
 
     def view(self) -> str:
         """Host path of the trial's root as its processes see it (its mounts included)."""
@@ -157,6 +167,29 @@ class NamespaceHolder:
                 time.sleep(0.005)
         return hit
 
+    def end_user(self, uid: int, within_sec: float = 5.0) -> int:
+        """SIGKILL every process on the machine that runs as `uid` (real, effective, saved or
+        filesystem) until none is left; returns how many were hit.
+
+        The trial's agent has a uid of its own, so this is all of the agent's processes and
+        nobody else's, including those in user and PID namespaces it made itself: a user
+        namespace changes what a process is called inside, never the uid the host's kernel
+        knows it by (and setuid programs do nothing on the trial's nosuid mounts)."""
+        hit = 0
+        deadline = time.monotonic() + within_sec
+        while time.monotonic() < deadline:
+            found = [pid for pid in _processes_of(uid) if not _is_zombie(pid)]
+            if not found:
+                break
+            for pid in found:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                    hit += 1
+                except (ProcessLookupError, PermissionError):
+                    continue
+            time.sleep(0.002)  # let the kernel deliver before looking again
+        return hit
+
     def stop(self) -> None:
         if self._process is None:
             return
@@ -167,6 +200,27 @@ class NamespaceHolder:
         except subprocess.TimeoutExpired:
             self._process.kill()
             self._process.wait()
+
+
+def _processes_of(uid: int) -> list[int]:
+    """Host process ids whose real, effective, saved or filesystem uid is `uid`. From
+    /proc/<pid>/status: the owner of /proc/<pid> itself turns to root when a process makes
+    itself non-dumpable."""
+    wanted = str(uid)
+    found = []
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry.name}/status", "rb") as status:
+                for line in status:
+                    if line.startswith(b"Uid:"):
+                        if wanted in line.decode().split()[1:]:
+                            found.append(int(entry.name))
+                        break
+        except OSError:
+            continue
+    return found
 
 
 def _is_zombie(pid: int) -> bool:

@@ -42,9 +42,29 @@ def mount(source, target, fstype=None, flags=0, data=None):
 def bind(source, target, read_only):
     mount(source, target, None, MS_BIND | MS_REC)
     if read_only:
+        # nosuid too: no setuid program of the host's lets the agent's uid become another.
         flags = os.statvfs(target).f_flag
         kept = (flags & KEPT_FLAGS) | (MS_RELATIME if flags & ST_RELATIME else 0)
-        mount(None, target, None, MS_REMOUNT | MS_BIND | MS_RDONLY | kept)
+        mount(None, target, None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | kept)
+
+
+def loopback_up():
+    """`ip link set lo up` of the trial's own network namespace, without iproute2 and with
+    ctypes alone (importing socket and fcntl would cost this start more than the call)."""
+    siocgifflags, siocsifflags, iff_up = 0x8913, 0x8914, 0x1
+    request = ctypes.create_string_buffer(b"lo", 40)  # struct ifreq: name, then flags (short)
+    fd = _libc.socket(2, 2, 0)  # AF_INET, SOCK_DGRAM
+    if fd < 0:
+        raise OSError(ctypes.get_errno(), "socket for the loopback")
+    try:
+        for call, value in ((siocgifflags, None), (siocsifflags, iff_up)):
+            if value is not None:
+                flags = int.from_bytes(request.raw[16:18], "little") | value
+                ctypes.memmove(ctypes.addressof(request) + 16, flags.to_bytes(2, "little"), 2)
+            if _libc.ioctl(fd, call, request) != 0:
+                raise OSError(ctypes.get_errno(), "cannot bring up the trial's loopback")
+    finally:
+        os.close(fd)
 
 
 def make_point(path, is_dir):
@@ -77,7 +97,8 @@ def build(spec):
     # This PID namespace's own procfs: only the trial's processes are visible.
     mount("proc", root + "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
     scratch = root + spec["scratch"]
-    mount("tmpfs", scratch, "tmpfs", MS_NOSUID | MS_NODEV, f"size={spec['scratch_mb']}m,mode=755")
+    mount("tmpfs", scratch, "tmpfs", MS_NOSUID | MS_NODEV,
+          f"size={spec['scratch_mb']}m,nr_inodes={spec['scratch_inodes']},mode=755")
     for name, target, mode in spec["scratch_dirs"]:
         os.mkdir(f"{scratch}/{name}")
         os.chmod(f"{scratch}/{name}", mode)
@@ -89,6 +110,8 @@ def build(spec):
         bind(source, root + target, read_only)
     for path, mode in spec["modes"]:  # of folders mounted from the host: the folder itself
         os.chmod(root + path, mode)
+    if spec["loopback"]:
+        loopback_up()
     old = root + spec["old_root"]
     os.makedirs(old, exist_ok=True)
     os.chdir(root)

@@ -1,8 +1,88 @@
-"""Suite-wide fixtures."""
+"""Suite-wide fixtures and the two tiers.
+
+Tiers: a test is in the *slow* tier when it carries the `slow`, `dynamo` or `harbor` marker,
+else in the *fast* tier. `--tier fast` / `--tier slow` runs one of them (`./test.sh` runs the
+fast tier, `./test.sh --all` both, `.ci/run` fast then slow); a plain `pytest` runs everything.
+
+New tests default sensibly: one that uses a fixture starting a Dynamo stack or a Harbor job
+(`STACK_FIXTURES`) gets that marker here without being told; any other test that takes more
+than `FAST_BUDGET_S` in a fast-tier run is named at the end of the run with the marker to add.
+"""
+
+from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import pytest
+
+SLOW_MARKERS = ("slow", "dynamo", "harbor")
+# fixture -> the marker a test using it gets (these start a real Dynamo stack).
+STACK_FIXTURES = {
+    "dynamo_python": "dynamo",  # the Dynamo venv: only tests that run Dynamo ask for it
+    "scripted_stack": "dynamo",
+    "served": "dynamo",
+    "stack": "dynamo",
+    "degrading_proxy": "dynamo",
+}
+# A fast-tier test over this (setup + call + teardown) is named at the end of the run.
+FAST_BUDGET_S = 10.0
+TIERS = ("all", "fast", "slow")
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--tier", choices=TIERS, default="all",
+        help="fast: tests without the slow/dynamo/harbor markers; slow: those with one; "
+        "all (default): both")
+
+
+def in_slow_tier(item: pytest.Item) -> bool:
+    return any(item.get_closest_marker(name) for name in SLOW_MARKERS)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        for fixture, marker in STACK_FIXTURES.items():
+            if fixture in getattr(item, "fixturenames", ()):
+                item.add_marker(marker)
+    tier = config.getoption("--tier")
+    if tier == "all":
+        return
+    keep, drop = [], []
+    for item in items:
+        (keep if in_slow_tier(item) == (tier == "slow") else drop).append(item)
+    if drop:
+        config.hook.pytest_deselected(items=drop)
+        items[:] = keep
+
+
+def pytest_report_header(config: pytest.Config) -> str:
+    tier = config.getoption("--tier")
+    if tier == "fast":
+        return "tier: fast (the slow/dynamo/harbor tests are deselected; --tier all runs them)"
+    return f"tier: {tier}"
+
+
+_durations: dict[str, float] = {}
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    _durations[report.nodeid] = _durations.get(report.nodeid, 0.0) + report.duration
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Config) -> None:
+    if config.getoption("--tier") != "fast":
+        return
+    over = sorted(((d, n) for n, d in _durations.items() if d > FAST_BUDGET_S), reverse=True)
+    if not over:
+        return
+    terminalreporter.section("fast-tier budget")
+    terminalreporter.write_line(
+        f"{len(over)} fast-tier test(s) took over {FAST_BUDGET_S:g} s; if they are slow on an "
+        "idle machine too, mark them `slow` (or `dynamo` / `harbor`):")
+    for duration, nodeid in over:
+        terminalreporter.write_line(f"  {duration:6.1f} s  {nodeid}")
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -18,3 +98,13 @@ def own_serve_state(tmp_path_factory):
         os.environ.pop("BANKBENCH_SERVE_STATE", None)
     else:
         os.environ["BANKBENCH_SERVE_STATE"] = before
+
+
+@pytest.fixture(scope="session")
+def sample_tasks_all(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Every sample scenario as a goals-mode Harbor task with the real template, built once
+    per session with the cheap labels (`tests/support/built_tasks.py`). Read it, or copy
+    what a test changes or runs (`copy_tasks`)."""
+    from tests.support.built_tasks import build_sample
+
+    return build_sample(tmp_path_factory.mktemp("sample-tasks"))

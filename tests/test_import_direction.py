@@ -53,6 +53,97 @@ def test_package_imports_only_downward(package):
     assert {k: v for k, v in wrong.items() if v} == {}
 
 
+# --- layers inside analysis -----------------------------------------------------------------
+
+# Lowest first. A module may import its own layer or one below, never one above: rules and
+# shapes; the reading layer (each trial read once, through the contracts); the post-passes
+# that consume it; the report that composes them. A module is placed by its longest listed
+# prefix; a module not listed fails the test, so a new one must be placed.
+ANALYSIS_LAYERS: list[tuple[str, tuple[str, ...]]] = [
+    ("rules", ("analysis", "analysis.files", "analysis.status", "analysis.markdown",
+               "analysis.metrics", "analysis.plots", "analysis.synthetic",
+               "analysis.router_decisions", "analysis.task_folder", "analysis.decision_noise")),
+    ("reading", ("analysis.trial_rows", "analysis.tables", "analysis.progress")),
+    ("post-passes", ("analysis.summary", "analysis.provenance", "analysis.compare",
+                     "analysis.consistency", "analysis.turns", "analysis.request_trace",
+                     "analysis.judge", "analysis.export", "analysis.console",
+                     "analysis.shards")),
+    ("report", ("analysis.report", "analysis.report_sections", "analysis.consistency_report",
+                "analysis.quality_report", "analysis.notebook_input")),
+]
+# Post-passes are siblings: one may import another only where listed here, (importing
+# post-pass, imported module or package) -> why it is still allowed.
+SIBLING_EXCEPTIONS = {
+    # A reader of the trial's inputs that lives in export/: its place is the reading layer,
+    # rebuilt on the contracts (TsqDetails, Expected, Intent) with the one task-folder finder.
+    ("analysis.judge", "analysis.export.trial_inputs"):
+        "trial_inputs is a reader still in export/",
+    ("analysis.consistency", "analysis.export.trial_inputs"):
+        "trial_inputs is a reader still in export/",
+    # Moving the judge merge into summary changes provenance's figures: a change of its own.
+    ("analysis.provenance", "analysis.judge.figures"):
+        "provenance merges the level's judge figures",
+    ("analysis.summary", "analysis.provenance"): "summary composes the per-level figures",
+    ("analysis.console", "analysis.provenance"): "the sample-fallback note provenance names",
+}
+
+
+def _place(module: str, table: list[tuple[str, tuple[str, ...]]]) -> tuple[int, str] | None:
+    """(layer rank, post-pass or prefix) of a module: its longest listed prefix (the bare
+    package name places only the package's own __init__)."""
+    best: tuple[int, str] | None = None
+    for rank, (_, prefixes) in enumerate(table):
+        for prefix in prefixes:
+            inside = "." in prefix and module.startswith(prefix + ".")
+            if (module == prefix or inside) and (best is None or len(prefix) > len(best[1])):
+                best = (rank, prefix)
+    return best
+
+
+def _excepted(module_prefix: str, target: str) -> bool:
+    return any(module_prefix == who and (target == what or target.startswith(what + "."))
+               for who, what in SIBLING_EXCEPTIONS)
+
+
+def layer_violations(graph: dict[str, set[str]],
+                     table: list[tuple[str, tuple[str, ...]]]) -> list[str]:
+    """Imports up a layer, imports between sibling post-passes not excepted, and modules no
+    layer places."""
+    found = []
+    for module in sorted(graph):
+        here = _place(module, table)
+        if here is None:
+            found.append(f"{module}: in no layer")
+            continue
+        for target in sorted(graph[module]):
+            there = _place(target, table)
+            if there is None:
+                continue  # reported as its own module
+            if there[0] > here[0]:
+                found.append(f"{module} ({table[here[0]][0]}) → {target} "
+                             f"({table[there[0]][0]})")
+            elif (table[here[0]][0] == table[there[0]][0] == "post-passes"
+                  and here[1] != there[1] and not _excepted(here[1], target)):
+                found.append(f"{module} → {target} (sibling post-passes)")
+    return found
+
+
+def test_analysis_imports_only_down_its_layers():
+    graph = module_graph(REPO / "analysis", REPO)
+    assert layer_violations(graph, ANALYSIS_LAYERS) == []
+
+
+def test_an_arrow_back_up_is_found():
+    graph = {"analysis.trial_rows": {"analysis.provenance"}, "analysis.provenance": set(),
+             "analysis.judge.run": {"analysis.export.nemo"}, "analysis.export.nemo": set(),
+             "analysis.newthing": set()}
+    assert layer_violations(graph, ANALYSIS_LAYERS) == [
+        "analysis.judge.run → analysis.export.nemo (sibling post-passes)",
+        "analysis.newthing: in no layer",
+        "analysis.trial_rows (reading) → analysis.provenance (post-passes)",
+    ]
+
+
 # --- cycles ---------------------------------------------------------------------------------
 
 

@@ -23,6 +23,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from analysis.export.trial_inputs import BankCall, TrialInputs, Turn
+from contracts.toolnames import normalise_tool_name
 
 # Stands in for "arguments the bank would accept" when the agent's were rejected: no tool of
 # the task has this parameter, so ragas' exact-match argument score is 0 for that call.
@@ -61,15 +62,6 @@ class TopicAdherenceRow(BaseModel):
 
     user_input: list[Message]
     reference_topics: list[str] = Field(min_length=1)
-
-
-def normalise_tool_name(name: str) -> str:
-    """TSQ's rule (the verifier's `normalise_tool_name`, which runs inside the task and cannot
-    be imported): drop a `prefix__`, keep the last dotted part, lower-case, drop `_` and `-`."""
-    name = name.strip()
-    if "__" in name:
-        name = name.split("__", 1)[1]
-    return name.rsplit(".", 1)[-1].lower().replace("_", "").replace("-", "")
 
 
 def canonical_names(inputs: TrialInputs) -> dict[str, str]:

@@ -10,10 +10,10 @@ Where the clock starts and stops (all `time.perf_counter_ns()` on the client, in
   do not count; all events of one read share its stamp.
 - **end** (`end_ns`): the read that carried `[DONE]` (or the end of the body without one).
 
-Each definition below names its unit and what it is computed from, and is computed per
-request by `request_timing`, which the tables, the live progress line and `bankbench check`
-all call. Distributions are over successful requests only (`ok`: no error, an end time, 2xx
-or no HTTP status).
+Each definition below names its unit and what it is computed from. `request_timing` composes
+them for one record (`bankbench check`, the benchmarks); the tables and the live progress line
+call the same functions in their own loops. Distributions are over successful requests only
+(`ok`: no error, an end time, 2xx or no HTTP status).
 """
 
 from __future__ import annotations

@@ -92,7 +92,8 @@ def headline(record: CapacityRecord) -> str:
     gpus = ""
     if search.gpus:
         gpus = f" ({record.capacity / search.gpus:g} per GPU on {search.gpus} GPUs)"
-    return (f"{lead}{record.capacity} concurrent agents within SLO {bounds} with decisions "
+    agents = "agent" if record.capacity == 1 else "agents"
+    return (f"{lead}{record.capacity} concurrent {agents} within SLO {bounds} with decisions "
             f"intact ({intact}){gpus}{why}{tail}")
 
 

@@ -163,8 +163,11 @@ def boundary(steps: list[CapacityStep], capacity: int | None) -> int | None:
 
 
 def limiting(steps: list[CapacityStep], lowest_failing: int | None) -> list[str]:
+    """The checks that failed at the lowest failing level, each with its note when it has one
+    (`tool_f1_drop (no tool calls to compare)`)."""
     step = next((s for s in steps if s.level == lowest_failing), None)
-    return [c.name for c in step.checks if not c.passed] if step else []
+    return [f"{c.name} ({c.note})" if c.note else c.name
+            for c in step.checks if not c.passed] if step else []
 
 
 def cliffs(steps: list[CapacityStep], max_drop: float) -> list[str]:

@@ -9,7 +9,7 @@ import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
-from bankbench.commands.sweep import add_run_options
+from bankbench.commands.sweep import DefaultsHelpFormatter, add_run_options
 
 
 def _slo(text: str) -> dict[str, float]:
@@ -47,7 +47,7 @@ def register(sub: argparse._SubParsersAction) -> None:
             "the limiting check, the design's power), the level table, capacity.png and the "
             "sweep's report. --plan prints what a design can claim without running anything."
         ),
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+        formatter_class=DefaultsHelpFormatter,
     )
     search = p.add_argument_group("search")
     search.add_argument("--slo", type=_slo, action="append", default=[], metavar="NAME=NUMBER",

@@ -114,6 +114,9 @@ def _resolve_state_dir(given: Path | None, *, keep_gone: bool = False) -> Path:
             raise ServeError(f"no stack recorded in {given} (no {STATE_FILE})")
         return given
     dirs, gone = recorded_stacks(prune=not keep_gone)
+    # A sweep's own stack (<sweep>/server) is the sweep's to stop: never the one meant here.
+    owned = [d for d in dirs if _owned_by_sweep(d)]
+    dirs = [d for d in dirs if d not in owned]
     for state in gone:
         if keep_gone:
             continue
@@ -123,11 +126,31 @@ def _resolve_state_dir(given: Path | None, *, keep_gone: bool = False) -> Path:
     if not dirs and keep_gone:
         dirs = [s.state_dir for s in gone if s.state_dir is not None]
     if not dirs:
+        if owned:
+            raise ServeError("no stack started with `bankbench serve up` is running (the "
+                             "running sweeps' own stacks stop with their sweeps: "
+                             + ", ".join(str(d) for d in owned) + ")")
         raise ServeError("no running stack recorded; start one with `bankbench serve up`")
     if len(dirs) > 1:
-        raise ServeError("several stacks recorded, pass --state-dir DIR (or a profile name): "
-                         + ", ".join(str(d) for d in dirs))
+        raise ServeError("several stacks running, pass --state-dir DIR (or a profile name): "
+                         + "; ".join(_describe(d) for d in dirs))
     return dirs[0]
+
+
+def _owned_by_sweep(state_dir: Path) -> bool:
+    from contracts.sweep import SWEEP_FILE
+
+    return (state_dir.parent / SWEEP_FILE).exists()
+
+
+def _describe(state_dir: Path) -> str:
+    from bankbench.serve.api import load_state
+
+    try:
+        state = load_state(state_dir)
+        return f"{state.profile} at {state.base_url} ({state_dir})"
+    except (FileNotFoundError, ValueError):
+        return str(state_dir)
 
 
 def _up(args: argparse.Namespace) -> int:
@@ -162,11 +185,25 @@ def _status(args: argparse.Namespace) -> int:
     from bankbench.serve.api import load_state, status
     from bankbench.serve.errors import ServeError
 
+    if args.url is None and args.state_dir is None:
+        # Status only reads: with several stacks running, show each instead of asking.
+        from bankbench.serve.api import recorded_stacks
+
+        running = [d for d in recorded_stacks(prune=False)[0] if not _owned_by_sweep(d)]
+        if len(running) > 1:
+            codes = [_print_status(status(load_state(d), api_key_env=args.api_key_env), d)
+                     for d in running]
+            return max(codes)
     try:
         target = args.url or load_state(_resolve_state_dir(args.state_dir))
     except ServeError as exc:
         return _fail(exc)
-    report = status(target, api_key_env=args.api_key_env)
+    return _print_status(status(target, api_key_env=args.api_key_env))
+
+
+def _print_status(report, state_dir: Path | None = None) -> int:
+    if state_dir is not None:
+        print(f"== {state_dir}")
     print(f"{report.base_url}: {'OK' if report.ok else 'NOT OK'} — {report.detail}")
     if report.models:
         print(f"models: {', '.join(report.models)}")

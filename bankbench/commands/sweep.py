@@ -53,6 +53,21 @@ def _names(text: str) -> list[str]:
     return [x.strip() for x in text.split(",") if x.strip()]
 
 
+class DefaultsHelpFormatter(argparse.HelpFormatter):
+    """`(default: …)` only where it says something: never None, an empty list or False, and a
+    list as the comma list one types (`1,2,4,8`), not Python's `[1, 2, 4, 8]`."""
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        text = action.help or ""
+        default = action.default
+        if ("%(default)" in text or not action.option_strings or default is argparse.SUPPRESS
+                or default is None or default is False or default in ([], {}, ())):
+            return text
+        if isinstance(default, list | tuple):
+            return f"{text} (default: {','.join(map(str, default))})"
+        return text + " (default: %(default)s)"
+
+
 def add_run_options(p: argparse.ArgumentParser) -> None:
     """Every SweepConfig option but --levels: shared with `bankbench capacity`."""
     p.add_argument("--attempts", "-k", type=int, **_from_config("attempts"))
@@ -78,6 +93,9 @@ def add_run_options(p: argparse.ArgumentParser) -> None:
                        help=f"{turns['help']} (default {turns['default']})")
     tasks.add_argument("--labels", **_from_config("labels"))
     p.add_argument("--env", **_from_config("env"))
+    p.add_argument("--shards", type=int, metavar="N", **_from_config(
+        "shards", " (docs/scaling.md)"))
+    p.add_argument("--ray", metavar="ADDRESS", **_from_config("ray"))
     p.add_argument("--ak", action="append", metavar="KEY=VALUE",
                    **_from_config("agent_kwargs", "; repeatable, e.g. self_eval=true"))
 
@@ -93,7 +111,7 @@ def register(sub: argparse._SubParsersAction) -> None:
             "Either launch a server profile (--profile, brought down at the end) or point at "
             "a running OpenAI-compatible server (--base-url with --model)."
         ),
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+        formatter_class=DefaultsHelpFormatter,
     )
     p.add_argument("--levels", type=_levels, metavar="N,N,…",
                    **_from_config("levels", ", comma-separated"))
@@ -105,18 +123,47 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--out", default="jobs", help="parent folder of sweep directories")
     p.add_argument("--name", help="sweep directory name (default: sweep-<UTC timestamp>)")
     p.add_argument("--resume", metavar="SWEEP_DIR",
-                   help="continue an interrupted sweep (same options as it was started with)")
+                   help="continue an interrupted or stopped sweep (same options as it was "
+                   "started with; --base-url NEW may name the server's new address)")
+    p.add_argument("--port", type=int, metavar="PORT",
+                   help="with --resume of a --profile sweep: start its server on PORT (the "
+                   "level jobs are pointed at it), e.g. when the old port is taken")
+    p.add_argument("--rayjob", metavar="IMAGE",
+                   help="dry run: print a KubeRay RayJob manifest that runs this sweep with "
+                   "--ray auto in pods of IMAGE (one worker pod per shard), run nothing "
+                   "(docs/scaling.md)")
     p.set_defaults(func=_run)
+
+
+_NOT_IN_RAYJOB = {"--rayjob": 1, "--ray": 1, "--out": 1, "--name": 1, "--resume": 1,
+                  "--port": 1}
+
+
+def _rayjob_args(argv: list[str]) -> list[str]:
+    """The sweep options as typed, without those the RayJob sets itself."""
+    out, skip = [], 0
+    for arg in argv:
+        if skip:
+            skip -= 1
+        elif arg.split("=", 1)[0] in _NOT_IN_RAYJOB:
+            skip = 0 if "=" in arg else _NOT_IN_RAYJOB[arg]
+        else:
+            out.append(arg)
+    return out
 
 
 def _run(args: argparse.Namespace) -> int:
     from pydantic import ValidationError
 
     from bankbench.sweep.routers import is_router_sweep, load_router_manifest, run_router_sweep
-    from bankbench.sweep.runner import SweepError, load_manifest, run_sweep
+    from bankbench.sweep.runner import BadOptions, SweepError, load_manifest, run_sweep
     from contracts.sweep import SweepConfig
 
     routers = args.routers
+    if args.port is not None and not args.resume:
+        print("bankbench sweep: --port applies to --resume of a --profile sweep",
+              file=sys.stderr)
+        return 2
     if args.routers and args.router:
         print("bankbench sweep: give --router (one) or --routers (several), not both",
               file=sys.stderr)
@@ -146,6 +193,8 @@ def _run(args: argparse.Namespace) -> int:
         name = args.name or "sweep-" + datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
         sweep_dir = Path(args.out) / name
         fields = _explicit_options(args, all_fields=True)
+    if args.rayjob:
+        fields["ray"] = "auto"
     try:
         config = SweepConfig.model_validate(fields)
     except ValidationError as exc:
@@ -154,6 +203,17 @@ def _run(args: argparse.Namespace) -> int:
         given = f" {first['input']!r}" if first["loc"] and first["type"] != "missing" else ""
         print(f"bankbench sweep: {where}{given}: {first['msg']}", file=sys.stderr)
         return 2
+    if args.rayjob:
+        from bankbench.sweep.rayjob import render
+
+        typed = sys.argv[sys.argv.index("sweep") + 1:] if "sweep" in sys.argv else []
+        print(render(_rayjob_args(typed), image=args.rayjob, shards=config.shards,
+                     name=sweep_dir.name), end="")
+        return 0
+    if args.port is not None and not config.profile:
+        print("bankbench sweep: --port applies to a --profile sweep; a --base-url sweep "
+              "resumes at a new address with --base-url NEW_URL", file=sys.stderr)
+        return 2
     stopped_by = _stop_cleanly_on_sigterm()
     try:
         if routers:
@@ -161,12 +221,12 @@ def _run(args: argparse.Namespace) -> int:
                                        claim=not args.name)
         else:
             reports = [run_sweep(config, sweep_dir, resume=bool(args.resume),
-                                 claim=not args.resume and not args.name)]
+                                 claim=not args.resume and not args.name, port=args.port)]
     except KeyboardInterrupt:
         return 128 + stopped_by.get("signal", signal.SIGINT)
     except (SweepError, FileNotFoundError, ValueError) as exc:
         print(f"bankbench sweep: {exc}", file=sys.stderr)
-        return 1
+        return 2 if isinstance(exc, BadOptions) else 1
     except Exception as exc:
         # Server start failures carry their own one-line cause and log tail.
         if exc.__class__.__name__ == "ServeError":
@@ -224,7 +284,8 @@ def _explicit_options(args: argparse.Namespace, all_fields: bool = False) -> dic
         "router": args.router, "workers": args.workers,
         "server_options": _key_values(args.server_set, "--set"), "base_url": args.base_url,
         "model": args.model, "source": args.source, "tasks": args.tasks, "limit": args.limit,
-        "mode": args.mode, "labels": args.labels, "env": args.env,
+        "mode": args.mode, "labels": args.labels, "env": args.env, "shards": args.shards,
+        "ray": args.ray,
         "agent_kwargs": _key_values(args.ak, "--ak"),
     }
     if getattr(args, "max_turns", None) is not None:

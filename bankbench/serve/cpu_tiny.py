@@ -1,7 +1,7 @@
 """Profile cpu-tiny: the real Dynamo frontend + a real tiny model through the llama.cpp worker.
 
-The worker program (dynamo/workers/llamacpp_worker.py) and the llama-cpp-python install
-(`bankbench.serve.llamacpp.ensure_llama_cpp`) belong to the llama.cpp side; this module only
+The worker program (dynamo/workers/llamacpp_worker.py) and the prebuilt llama.cpp wheel
+(`bankbench.serve.llamacpp.ensure_xllamacpp`) belong to the llama.cpp side; this module only
 wires them into a stack like cpu-mocker's.
 """
 
@@ -33,6 +33,8 @@ def worker_command(
     ]
     if opts.tool_call_parser:
         cmd += ["--dyn-tool-call-parser", opts.tool_call_parser]
+    if opts.parallel is not None:
+        cmd += ["--parallel", str(opts.parallel)]
     return cmd + list(opts.worker_args)
 
 
@@ -42,18 +44,15 @@ def start(state: ServerState, port: int, opts: TinyOptions) -> ServerState:
 
     if not worker_script().exists():
         raise ServeError(f"cpu-tiny: the llama.cpp worker {worker_script()} is missing")
-    from bankbench.serve.llamacpp import ensure_llama_cpp, start_wheel_build
+    from bankbench.serve.llamacpp import ensure_xllamacpp
 
-    # First use compiles llama-cpp-python (minutes): start it now so the Dynamo venv and the
-    # model files are made meanwhile; ensure_llama_cpp then waits for it (or builds itself).
-    start_wheel_build()
     gguf = opts.gguf or gguf_path()
     if not Path(gguf).is_file():
         raise ServeError(f"cpu-tiny: GGUF file {gguf} not found")
     python = ensure_dynamo_venv()
     model_path = opts.model_path or model_dir()
-    ensure_llama_cpp(python)
-    state.versions = installed_versions(python, ("ai-dynamo", "llama-cpp-python"))
+    ensure_xllamacpp(python)
+    state.versions = installed_versions(python, ("ai-dynamo", "xllamacpp"))
     assert state.state_dir is not None
     env = dynamo_env(state.state_dir / "discovery")
     commands = [

@@ -103,6 +103,11 @@ class TinyOptions(_Options):
         default=None, description="tokenizer/template folder; default built from the GGUF"
     )
     tool_call_parser: str | None = Field(default="hermes", description="model-card tool parser")
+    parallel: int | None = Field(
+        default=None, ge=1, le=64,
+        description="requests each worker decodes together (llama.cpp slots); default the "
+        "worker's 4",
+    )
     worker_args: list[str] = Field(
         default_factory=list, description="extra llama.cpp worker arguments"
     )

@@ -13,8 +13,9 @@ from collections.abc import Callable
 from enum import StrEnum
 from pathlib import Path
 
+from analysis.status import is_interrupted
 from bankbench import procs
-from contracts.sweep import SweepConfig
+from contracts.sweep import SweepConfig, level_jobs
 
 AGENT_IMPORT_PATH = "agents.banking:BankingAgent"
 
@@ -41,8 +42,10 @@ def harbor_executable() -> str:
 
 def harbor_run_argv(
     config: SweepConfig, *, tasks_dir: Path, sweep_dir: Path, job_name: str, level: int,
-    base_url: str, model: str,
+    base_url: str, model: str, include: list[str] | None = None,
 ) -> list[str]:
+    """`harbor run` for one level's job (`level` = its -n); `include` names the tasks of one
+    shard (harbor -i each, in place of --n-tasks)."""
     cmd = [
         harbor_executable(), "run",
         "--path", str(tasks_dir),
@@ -58,7 +61,10 @@ def harbor_run_argv(
     ]
     for key, value in sorted(config.agent_kwargs.items()):
         cmd += ["--ak", f"{key}={value}"]
-    if config.limit:
+    if include is not None:
+        for name in include:
+            cmd += ["-i", name]
+    elif config.limit:
         cmd += ["--n-tasks", str(config.limit)]
     return cmd
 
@@ -68,10 +74,12 @@ def resume_command(job_dir: Path) -> list[str]:
 
 
 def trial_dirs(job_dir: Path) -> list[Path]:
-    """Trial folders of a job (each has its own config.json)."""
-    if not job_dir.is_dir():
-        return []
-    return sorted(p for p in job_dir.iterdir() if p.is_dir() and (p / "config.json").exists())
+    """Trial folders of a job (each has its own config.json), or of every shard job of a
+    sharded level folder."""
+    found = []
+    for job in level_jobs(job_dir):
+        found += sorted(p for p in job.iterdir() if p.is_dir() and (p / "config.json").exists())
+    return found
 
 
 def finished_trials(job_dir: Path) -> list[Path]:
@@ -106,8 +114,9 @@ def trial_problem(trial_dir: Path) -> str | None:
     - "cut short": result.json empty or not JSON (a process killed while writing it). Harbor's
       resume skips such a folder yet runs its trial again, which would leave a broken twin.
     - "interrupted": Harbor stopped the trial because Harbor itself was stopped (SIGINT,
-      SIGTERM when the sweep died): cancelled, or ended with neither a reward nor an error,
-      which no trial that ran to its end does. Its result says nothing about the agent.
+      SIGTERM when the sweep died), by analysis's one rule (`analysis.status.is_interrupted`).
+      Its result says nothing about the agent.
+    A trial that failed on its own, or finished without a reward, is a result and stays.
     """
     try:
         data = json.loads((trial_dir / "result.json").read_text())
@@ -115,12 +124,9 @@ def trial_problem(trial_dir: Path) -> str | None:
         return "cut short"
     if not isinstance(data, dict) or not data.get("trial_name"):
         return "cut short"
-    exception = data.get("exception_info") or {}
-    if exception.get("exception_type") == "CancelledError":
-        return "interrupted"
-    if not exception and data.get("verifier_result") is None:
-        return "interrupted"
-    return None
+    exception = data.get("exception_info")
+    kind = exception.get("exception_type") if isinstance(exception, dict) else None
+    return "interrupted" if is_interrupted(kind if isinstance(kind, str) else None) else None
 
 
 def quarantine_unfinished_trials(
@@ -144,6 +150,15 @@ def quarantine_unfinished_trials(
 
 
 def job_state(job_dir: Path) -> JobState:
+    """State of one Harbor job; of a sharded level folder, the state of all its shards (complete
+    only when every shard is, with as many shard jobs as its shard.json files say)."""
+    jobs = level_jobs(job_dir)
+    if jobs and jobs != [job_dir]:
+        states = [job_state(j) for j in jobs]
+        expected = _expected_shards(jobs)
+        if len(jobs) == expected and all(s is JobState.COMPLETE for s in states):
+            return JobState.COMPLETE
+        return JobState.PARTIAL
     if not (job_dir / "config.json").exists():
         return JobState.ABSENT
     try:
@@ -156,6 +171,17 @@ def job_state(job_dir: Path) -> JobState:
         if len(done) >= total and not any(trial_problem(t) for t in done):
             return JobState.COMPLETE
     return JobState.PARTIAL
+
+
+def _expected_shards(jobs: list[Path]) -> int:
+    from contracts.sweep import SHARD_FILE, ShardRecord
+
+    for job in jobs:
+        try:
+            return ShardRecord.model_validate_json((job / SHARD_FILE).read_text()).n_shards
+        except (OSError, ValueError):
+            continue
+    return len(jobs)
 
 
 def run_job(
@@ -240,9 +266,9 @@ def rewrite_base_url(job_dir: Path, old: str, new: str) -> int:
     """Point a level's Harbor job at a server's new address: the agent's `base_url` in the
     job's config.json and lock.json and in every trial's config.json (Harbor's resume refuses
     a job whose finished trials' configs differ from the job's). Trial results are left as
-    they are. Returns how many files changed."""
+    they are. A sharded level folder: every shard's job. Returns how many files changed."""
     changed = 0
-    files = [job_dir / "config.json", job_dir / "lock.json"]
+    files = [job / name for job in level_jobs(job_dir) for name in ("config.json", "lock.json")]
     files += [t / "config.json" for t in trial_dirs(job_dir)]
     for path in files:
         try:

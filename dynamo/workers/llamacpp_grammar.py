@@ -1,57 +1,94 @@
-"""Guided decoding for the llama.cpp worker: Dynamo's constraints as llama.cpp GBNF grammars.
+"""Guided decoding for the llama.cpp worker: Dynamo's constraints as llguidance grammars.
 
 The Dynamo frontend asks for constrained output in `sampling_options.guided_decoding`:
 `json` (a JSON schema, e.g. from `response_format`), `structural_tag` (xgrammar-style tags; the
 hermes parser's `<tool_call>` wrapper around each tool's argument schema for `tool_choice`
-named or "required"), `choice` or `grammar`. llama.cpp understands GBNF; JSON schemas go
-through llama-cpp-python's own schema converter.
+named or "required"), `choice` or `grammar`. The xllamacpp wheel's llama.cpp is built with
+LLGuidance, which takes a Lark-like grammar whose rules may embed a JSON schema (`%json {…}`):
+schemas are compiled in native code, and the token mask costs microseconds instead of a Python
+pass over the vocabulary. A client's own `grammar` (GBNF) is passed through unchanged.
 """
 
 from __future__ import annotations
 
-import functools
 import json
 from typing import Any
 
 from dynamo.llm.exceptions import InvalidArgument
 
+HEADER = "%llguidance {}"
 
-@functools.lru_cache(maxsize=64)
-def grammar_from_gbnf(gbnf: str) -> Any:
-    from llama_cpp import LlamaGrammar
 
-    return LlamaGrammar.from_string(gbnf, verbose=False)
+def closed(schema: Any) -> Any:
+    """The schema with `additionalProperties: false` on every object that leaves it open.
+
+    LLGuidance follows JSON Schema, where an absent `additionalProperties` allows any extra key;
+    a tool's argument schema means "these keys", and a small model otherwise invents more.
+    """
+    if isinstance(schema, list):
+        return [closed(s) for s in schema]
+    if not isinstance(schema, dict):
+        return schema
+    out = {k: closed(v) for k, v in schema.items()}
+    is_object = out.get("type") == "object" or "properties" in out
+    if is_object and "additionalProperties" not in out:
+        out["additionalProperties"] = False
+    return out
+
+
+def checked_schema(schema: Any) -> dict[str, Any] | bool:
+    """Parse and sanity-check a JSON schema before it reaches LLGuidance.
+
+    LLGuidance logs a schema it cannot compile and then leaves the output unconstrained, so the
+    mistakes a client can make (not JSON, not an object, a non-string `type`) are refused here.
+    """
+    if isinstance(schema, str):
+        try:
+            schema = json.loads(schema)
+        except json.JSONDecodeError as exc:
+            raise InvalidArgument(f"guided decoding: the JSON schema is not JSON: {exc}") from None
+    if isinstance(schema, bool):
+        return schema
+    if not isinstance(schema, dict):
+        raise InvalidArgument("guided decoding: a JSON schema must be an object")
+    _check_types(schema)
+    # Compact JSON: flexible whitespace lets a small model spend its budget on blank lines.
+    return {**closed(schema), "x-guidance": {"whitespace_flexible": False}}
+
+
+def _check_types(node: Any) -> None:
+    if isinstance(node, list):
+        for item in node:
+            _check_types(item)
+    elif isinstance(node, dict):
+        kind = node.get("type")
+        ok = kind is None or isinstance(kind, str) or (
+            isinstance(kind, list) and all(isinstance(k, str) for k in kind)
+        )
+        if not ok:
+            raise InvalidArgument(f"guided decoding: bad JSON schema type {kind!r}")
+        for key, value in node.items():
+            if key not in ("enum", "const", "default", "examples"):
+                _check_types(value)
 
 
 class GrammarBuilder:
-    """Builds one GBNF grammar from JSON schemas and xgrammar-style structural tags.
-
-    One llama.cpp SchemaConverter holds every rule, so rules of different schemas that share a
-    name (`space`, property rules) are kept apart by its own de-duplication.
-    """
+    """Builds one LLGuidance grammar from JSON schemas and xgrammar-style structural tags."""
 
     def __init__(self) -> None:
-        from llama_cpp.llama_grammar import SchemaConverter
-
-        self.conv = SchemaConverter(
-            prop_order={}, allow_fetch=False, dotall=False, raw_pattern=False
-        )
-        self.n = 0
+        self.rules: list[str] = []
 
     def rule(self, body: str) -> str:
-        self.n += 1
-        return self.conv._add_rule(f"r{self.n}", body)
+        name = f"r{len(self.rules) + 1}"
+        self.rules.append(f"{name}: {body}")
+        return name
 
-    def literal(self, text: str) -> str:
-        return self.conv._format_literal(text)
+    @staticmethod
+    def literal(text: str) -> str:
+        return json.dumps(text, ensure_ascii=False)  # Lark string literals use JSON escapes
 
     def schema(self, schema: Any) -> str:
-        if isinstance(schema, str):
-            schema = json.loads(schema)
-        if schema is True or schema == {}:
-            schema = {}
-        self.n += 1
-        return self.conv.visit(self.conv.resolve_refs(schema, "request"), f"schema{self.n}")
+        return self.rule("%json " + json.dumps(checked_schema(schema), ensure_ascii=False))
 
     def tag(self, node: dict[str, Any]) -> str:
         parts = [
@@ -65,7 +102,8 @@ class GrammarBuilder:
         one = self.rule(" | ".join(self.tag(t) for t in node["tags"]))
         if node.get("stop_after_first"):
             return one
-        return self.rule(f"{one} ({self.literal(separator)} {one})*")
+        sep = self.literal(separator) + " " if separator else ""
+        return self.rule(f"{one} ({sep}{one})*")
 
     def fmt(self, node: dict[str, Any]) -> str:
         """The rule name for one structural-tag format node."""
@@ -90,49 +128,45 @@ class GrammarBuilder:
         raise InvalidArgument(f"structural tag format '{kind}' is not supported by llama.cpp")
 
     def finish(self, root: str) -> str:
-        self.conv._add_rule("root", root)
-        return self.conv.format_grammar()
+        return "\n".join([HEADER, f"start: {root}", *self.rules]) + "\n"
 
 
-def structural_gbnf(tag: dict[str, Any]) -> str | None:
-    """GBNF for a structural tag, or None where it only permits (never requires) structure."""
+def structural_grammar(tag: dict[str, Any]) -> str | None:
+    """The grammar for a structural tag, or None where it only permits (never requires) one."""
     fmt = tag.get("format", tag) if tag.get("type") == "structural_tag" else tag
     if fmt.get("type") == "any_text":
         return None
     if fmt.get("type") == "triggered_tags" and not fmt.get("at_least_one"):
-        # tool_choice "auto": free text that may contain tool calls. Llama.generate offers no
-        # lazily triggered grammar (one that starts at "<tool_call>"), so this runs unconstrained.
+        # tool_choice "auto": free text that may contain tool calls; left unconstrained.
         return None
     builder = GrammarBuilder()
     return builder.finish(builder.fmt(fmt))
 
 
-def schema_gbnf(schema: Any) -> str:
+def schema_grammar(schema: Any) -> str:
     builder = GrammarBuilder()
     return builder.finish(builder.schema(schema))
 
 
-def guided_grammar(guided: dict[str, Any] | None) -> Any | None:
-    """A llama.cpp grammar for the frontend's guided-decoding request, or None."""
+def guided_grammar(guided: dict[str, Any] | None) -> str | None:
+    """The grammar text for the frontend's guided-decoding request, or None."""
     if not guided:
         return None
     if guided.get("regex") is not None:
         raise InvalidArgument("guided decoding 'regex' is not supported by llama.cpp")
-    try:
-        if guided.get("json") is not None:
-            gbnf: str | None = schema_gbnf(guided["json"])
-        elif guided.get("structural_tag") is not None:
-            tag = guided["structural_tag"]
-            gbnf = structural_gbnf(json.loads(tag) if isinstance(tag, str) else tag)
-        elif guided.get("choice"):
-            alts = " | ".join(json.dumps(str(c)) for c in guided["choice"] if c is not None)
-            gbnf = f"root ::= {alts}"
-        elif guided.get("grammar"):
-            gbnf = str(guided["grammar"])
-        else:
-            return None
-        return None if gbnf is None else grammar_from_gbnf(gbnf)
-    except InvalidArgument:
-        raise
-    except Exception as exc:  # a constraint llama.cpp cannot express is the client's problem
-        raise InvalidArgument(f"guided decoding could not be compiled: {exc}") from None
+    if guided.get("json") is not None:
+        return schema_grammar(guided["json"])
+    if guided.get("structural_tag") is not None:
+        tag = guided["structural_tag"]
+        try:
+            tag = json.loads(tag) if isinstance(tag, str) else tag
+        except json.JSONDecodeError as exc:
+            raise InvalidArgument(f"guided decoding: structural tag is not JSON: {exc}") from None
+        return structural_grammar(tag)
+    if guided.get("choice"):
+        builder = GrammarBuilder()
+        alts = " | ".join(builder.literal(str(c)) for c in guided["choice"] if c is not None)
+        return builder.finish(alts)
+    if guided.get("grammar"):
+        return str(guided["grammar"])
+    return None

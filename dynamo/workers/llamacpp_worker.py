@@ -1,22 +1,26 @@
-"""A Dynamo backend worker that serves a GGUF model with llama.cpp (llama-cpp-python).
+"""A Dynamo backend worker that serves a GGUF model with llama.cpp's server engine (xllamacpp).
 
 Runs inside the Dynamo venv, built on Dynamo's Python backend API (`dynamo.common.backend`).
 The Dynamo frontend does chat templating, tokenising, tool-call parsing, stop strings and SSE;
-this worker only turns prompt token ids into generated token ids:
+this worker only turns prompt token ids into generated token ids.
+
+The engine is llama.cpp's own C++ server (`server_context`), as packaged by the prebuilt
+`xllamacpp` wheel: parallel slots decoded together in one batch (continuous batching), prompt
+prefix reuse per slot plus a host-memory prompt cache, LLGuidance grammars. `xllamacpp.Server`
+runs it in this process and listens on an ephemeral loopback port; the worker streams from its
+native `/completion` endpoint, which takes a token-id prompt and returns token ids
+(`return_tokens`). Closing the stream cancels the request inside llama.cpp.
 
 - sampling: temperature / top_p / top_k / min_p / repetition, frequency and presence
   penalties / seed from `sampling_options`;
-- stopping: `max_tokens`, `min_tokens`, `stop_token_ids(_hidden)` and EOS (unless
-  `ignore_eos`), and the context window;
+- stopping: `max_tokens`, `min_tokens`, `stop_token_ids(_hidden)`, EOS (unless `ignore_eos`)
+  and the context window;
 - guided decoding (`sampling_options.guided_decoding`: `json`, `structural_tag`, `choice`,
-  `grammar`) becomes a llama.cpp GBNF grammar. For `tool_choice` named or "required" the
-  frontend sends a structural tag (the parser's `<tool_call>` wrapper around each tool's
-  argument schema), so even the tiny model emits well-formed, parseable tool calls;
+  `grammar`) becomes an LLGuidance grammar (llamacpp_grammar.py). For `tool_choice` named or
+  "required" the frontend sends a structural tag (the parser's `<tool_call>` wrapper around each
+  tool's argument schema), so even a tiny model emits well-formed, parseable tool calls;
 - usage on the final chunk (prompt, completion, cached prompt tokens);
-- cancellation: a client disconnect stops generation at the next token.
-
-One llama.cpp context serves one request at a time (requests queue in arrival order); the KV
-cache of the previous request is reused for the longest common prompt prefix.
+- cancellation: a client disconnect stops generation.
 
 Usage (environment variables such as DYN_DISCOVERY_BACKEND are read as usual):
   python llamacpp_worker.py --model-path model.gguf --model-name NAME --tokenizer-path DIR
@@ -26,15 +30,16 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import logging
 import os
 import random
-import threading
-from collections.abc import AsyncGenerator, Iterator
-from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from collections.abc import AsyncGenerator, AsyncIterator
+from contextlib import aclosing
+from dataclasses import dataclass
 from typing import Any
 
+import aiohttp
 from dynamo._core import Context
 from dynamo.common.backend import (
     EngineConfig,
@@ -55,16 +60,16 @@ from llamacpp_grammar import guided_grammar  # a sibling file: this runs as a sc
 
 logger = logging.getLogger("llamacpp_worker")
 
-# Save or resume a KV state only when it spares at least this many prompt tokens.
-SWITCH_MIN_TOKENS = 512
-
 # KV block size advertised to the router; llama.cpp has no paged cache, this only sizes metrics.
 BLOCK_SIZE = 16
+
+# llama.cpp's stop types → OpenAI finish reasons.
+FINISH = {"eos": "stop", "word": "stop", "limit": "length"}
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
-        description="Serve a GGUF model with llama.cpp behind the Dynamo frontend."
+        description="Serve a GGUF model with llama.cpp (xllamacpp) behind the Dynamo frontend."
     )
     parser.add_argument("--model-path", required=True, help="the GGUF file")
     parser.add_argument("--model-name", required=True, help="name clients use in 'model'")
@@ -77,9 +82,17 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--n-ctx",
         type=int,
-        default=0,
-        help="context window in tokens; 0 (default) = the model's trained context "
-        "(8192 for SmolLM2-135M: 20 banking tool schemas alone take ~4.7k tokens)",
+        default=8192,
+        help="context window of each request in tokens (default 8192, SmolLM2-135M's trained "
+        "window: the 20 banking tool schemas alone take ~4.7k tokens); the KV cache holds "
+        "--parallel times this",
+    )
+    parser.add_argument(
+        "--parallel",
+        type=int,
+        default=4,
+        help="requests decoded together in one batch (llama.cpp slots, default 4); more wait "
+        "in llama.cpp's queue",
     )
     parser.add_argument(
         "--threads", type=int, default=None, help="CPU threads (default: usable cores, at most 8)"
@@ -91,12 +104,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         help="default sampling seed for requests without one (default: random per request)",
     )
     parser.add_argument(
-        "--state-slots",
+        "--cache-ram-mib",
         type=int,
-        default=4,
-        help="saved KV states kept besides the live one (each ~25 KB per token plus ~100 MB of "
-        "logits), so conversations that alternate (agent and evaluator, concurrent trials) "
-        "resume their long prompts instead of re-reading them; 0 disables",
+        default=1024,
+        help="host memory for llama.cpp's prompt cache (MiB, default 1024): the KV of a prompt "
+        "whose slot is taken by another request is kept and restored when it comes back; 0 "
+        "disables",
     )
     parser.add_argument("--component", default="backend", help="Dynamo component name")
     parser.add_argument(
@@ -108,38 +121,28 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "defaults to 5 s, long for a local stack stopped as a whole)",
     )
     DynamoRuntimeArgGroup().add_arguments(parser)
-    return parser.parse_args(argv)
+    args = parser.parse_args(argv)
+    for name in ("n_ctx", "parallel"):
+        if getattr(args, name) < 1:
+            parser.error(f"--{name.replace('_', '-')} must be ≥ 1")
+    return args
 
 
 @dataclass
 class Job:
-    """One request as the generation thread sees it."""
+    """One request as llama.cpp's /completion endpoint sees it, plus what the worker checks."""
 
     prompt: list[int]
+    body: dict[str, Any]
     max_new: int
     min_new: int
     stop_ids: frozenset[int]
-    sampling: dict[str, Any]
-    seed: int
-    grammar: Any | None
-    cancelled: threading.Event = field(default_factory=threading.Event)
 
 
-@dataclass
-class Outcome:
-    """What the generation thread reports when a request ends."""
-
-    finish_reason: str
-    completion_tokens: int
-    cached_tokens: int
-    error: BaseException | None = None
-
-
-def sampling_kwargs(options: dict[str, Any]) -> dict[str, Any]:
-    """Map Dynamo sampling options to `Llama.generate` keywords (llama.cpp defaults otherwise)."""
-    out: dict[str, Any] = {}
-    pairs = {
-        "temperature": "temp",
+def sampling_fields(options: dict[str, Any]) -> dict[str, Any]:
+    """Map Dynamo sampling options to /completion fields (llama.cpp defaults otherwise)."""
+    names = {
+        "temperature": "temperature",
         "top_p": "top_p",
         "top_k": "top_k",
         "min_p": "min_p",
@@ -147,33 +150,29 @@ def sampling_kwargs(options: dict[str, Any]) -> dict[str, Any]:
         "presence_penalty": "presence_penalty",
         "repetition_penalty": "repeat_penalty",
     }
-    for ours, theirs in pairs.items():
-        value = options.get(ours)
-        if value is not None:
-            out[theirs] = value
+    out = {theirs: options[ours] for ours, theirs in names.items() if options.get(ours) is not None}
     if out.get("top_k") is not None and out["top_k"] < 0:  # OpenAI-style "-1 = off"
         out["top_k"] = 0
     return out
 
 
-def common_prefix(a: Any, b: Any) -> int:
-    """Length of the common leading run of two token sequences (lists or numpy arrays)."""
-    import numpy as np
-
-    n = min(len(a), len(b))
-    diff = np.flatnonzero(np.asarray(a[:n]) != np.asarray(b[:n]))
-    return int(diff[0]) if diff.size else n
+async def sse_events(resp: aiohttp.ClientResponse) -> AsyncIterator[dict[str, Any]]:
+    """The JSON events of a llama.cpp SSE stream; an `error:` event raises."""
+    async for raw in resp.content:
+        line = raw.decode("utf-8", errors="replace").strip()
+        if line.startswith("data: "):
+            yield json.loads(line[6:])
+        elif line.startswith("error:"):
+            raise RuntimeError(f"llama.cpp: {line[6:].strip()}")
 
 
 class LlamaCppEngine(LLMEngine):
     def __init__(self, args: argparse.Namespace):
         self.args = args
-        self.llama: Any = None
-        self.n_ctx = 0
-        # llama.cpp contexts are not thread-safe: one thread runs every request in turn.
-        self.executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="llama")
-        self.jobs: dict[str, Job] = {}
-        self.saved: list[Any] = []  # LlamaState, most recently used last
+        self.server: Any = None
+        self.base_url = ""
+        self.session: aiohttp.ClientSession | None = None
+        self.streams: dict[str, aiohttp.ClientResponse] = {}
 
     @classmethod
     async def from_args(cls, argv: list[str] | None = None) -> tuple[LlamaCppEngine, WorkerConfig]:
@@ -204,208 +203,227 @@ class LlamaCppEngine(LLMEngine):
     async def start(self, worker_id: int) -> EngineConfig:
         del worker_id
         loop = asyncio.get_running_loop()
-        self.llama = await loop.run_in_executor(self.executor, self._load)
-        self.n_ctx = self.llama.n_ctx()
-        logger.info("llama.cpp loaded %s (n_ctx %d)", self.args.model_path, self.n_ctx)
+        self.server = await loop.run_in_executor(None, self._load)
+        self.base_url = self.server.listening_address.rstrip("/")
+        # No pool limit: every in-flight request holds one stream; llama.cpp queues the excess.
+        self.session = aiohttp.ClientSession(
+            connector=aiohttp.TCPConnector(limit=0),
+            timeout=aiohttp.ClientTimeout(total=None, sock_connect=10),
+        )
+        import xllamacpp
+
+        logger.info(
+            "llama.cpp (xllamacpp %s) loaded %s: %d slots × %d tokens, engine at %s",
+            xllamacpp.__version__, self.args.model_path, self.args.parallel, self.args.n_ctx,
+            self.base_url,
+        )
         return EngineConfig(
             model=self.args.tokenizer_path,
             served_model_name=self.args.model_name,
             llm=LlmRegistration(
-                context_length=self.n_ctx,
+                context_length=self.args.n_ctx,
                 kv_cache_block_size=BLOCK_SIZE,
-                total_kv_blocks=self.n_ctx // BLOCK_SIZE,
-                max_num_seqs=1,
-                max_num_batched_tokens=self.n_ctx,
+                total_kv_blocks=self.args.n_ctx * self.args.parallel // BLOCK_SIZE,
+                max_num_seqs=self.args.parallel,
+                max_num_batched_tokens=self.args.n_ctx,
             ),
         )
 
     def _load(self) -> Any:
-        from llama_cpp import Llama
+        import xllamacpp
 
         # Usable cores (cgroup/affinity aware), at most 8: a small model gains nothing from more
         # and loses to thread synchronisation.
         threads = self.args.threads or min(8, len(os.sched_getaffinity(0)))
-        return Llama(
-            model_path=self.args.model_path,
-            n_ctx=self.args.n_ctx,
-            n_threads=threads,
-            n_threads_batch=threads,
-            verbose=False,
-        )
+        params = xllamacpp.CommonParams()
+        params.model.path = self.args.model_path
+        params.n_parallel = self.args.parallel
+        # Not unified: each slot owns n_ctx tokens, so one long prompt never starves the others.
+        params.kv_unified = False
+        params.n_ctx = self.args.n_ctx * self.args.parallel
+        params.cpuparams.n_threads = threads
+        params.cpuparams_batch.n_threads = threads
+        params.cache_ram_mib = self.args.cache_ram_mib
+        params.cache_prompt = True
+        params.ctx_shift = False  # a reply that reaches the window ends there (finish "length")
+        params.hostnames = ["127.0.0.1"]
+        params.port = 0  # an ephemeral port, loopback only
+        params.endpoint_metrics = False  # /metrics are the Dynamo frontend's
+        params.ui = False
+        return xllamacpp.Server(params)
 
     def _job(self, request: GenerateRequest) -> Job:
         prompt = [int(t) for t in request.get("token_ids", [])]
         if not prompt:
             raise InvalidArgument("empty prompt")
-        room = self.n_ctx - len(prompt)
+        room = self.args.n_ctx - len(prompt)
         if room < 1:
             raise InvalidArgument(
-                f"prompt is {len(prompt)} tokens; the context window is {self.n_ctx}"
+                f"prompt is {len(prompt)} tokens; the context window is {self.args.n_ctx}"
             )
         stop = request.get("stop_conditions", {}) or {}
         options = request.get("sampling_options", {}) or {}
         stop_ids = set(stop.get("stop_token_ids_hidden") or []) | set(
             stop.get("stop_token_ids") or []
         )
-        if not stop.get("ignore_eos"):
-            stop_ids.add(self.llama.token_eos())
         seed = options.get("seed")
         if seed is None:
             seed = self.args.seed if self.args.seed is not None else random.getrandbits(31)
-        max_new = stop.get("max_tokens")
+        max_tokens = stop.get("max_tokens")
+        max_new = min(room, max_tokens) if max_tokens is not None else room
+        body: dict[str, Any] = {
+            "prompt": prompt,
+            "n_predict": max_new,
+            "stream": True,
+            "return_tokens": True,
+            "cache_prompt": True,
+            "seed": int(seed),
+            "ignore_eos": bool(stop.get("ignore_eos")),
+            **sampling_fields(options),
+        }
+        grammar = guided_grammar(options.get("guided_decoding"))
+        if grammar is not None:
+            body["grammar"] = grammar
+        min_new = int(stop.get("min_tokens") or 0)
         return Job(
             prompt=prompt,
-            max_new=min(room, max_new) if max_new is not None else room,
-            min_new=int(stop.get("min_tokens") or 0),
+            body=body,
+            max_new=max_new,
+            # A grammar decides where a constrained reply ends; min_tokens yields to it.
+            min_new=min(min_new, max_new) if grammar is None else 0,
             stop_ids=frozenset(int(t) for t in stop_ids),
-            sampling=sampling_kwargs(options),
-            seed=int(seed),
-            grammar=guided_grammar(options.get("guided_decoding")),
         )
+
+    def _phases(self, job: Job) -> list[dict[str, Any]]:
+        """The /completion bodies for a job: one, or two when `min_tokens` must hold stops back.
+
+        llama.cpp has no min_tokens: the first phase generates exactly `min_new` tokens with EOS
+        and the stop ids banned, the second continues from there (its prompt is a cache hit).
+        """
+        if job.min_new <= 0:
+            return [job.body]
+        first = {
+            **job.body,
+            "n_predict": job.min_new,
+            "ignore_eos": True,
+            "logit_bias": [[t, False] for t in sorted(job.stop_ids)],
+        }
+        rest = {**job.body, "n_predict": job.max_new - job.min_new}
+        return [first, rest] if rest["n_predict"] > 0 else [first]
 
     async def generate(
         self, request: GenerateRequest, context: Context
     ) -> AsyncGenerator[GenerateChunk, None]:
-        if self.llama is None:
+        if self.session is None:
             raise RuntimeError("engine not started")
         job = self._job(request)
-        loop = asyncio.get_running_loop()
-        queue: asyncio.Queue[int | Outcome] = asyncio.Queue()
-
-        def emit(item: int | Outcome) -> None:
-            loop.call_soon_threadsafe(queue.put_nowait, item)
-
-        request_id = context.id()
-        if request_id is not None:
-            self.jobs[request_id] = job
-        self.executor.submit(self._run_job, job, emit)
+        request_id = context.id() or str(id(job))
+        produced: list[int] = []
+        cached: int | None = None
+        hidden = 0  # generated but not streamed: the EOS token, a cut UTF-8 tail
+        finish = "length"
         try:
-            while not isinstance(item := await queue.get(), Outcome):
+            for body in self._phases(job):
+                if produced:
+                    body = {**body, "prompt": job.prompt + produced}
+                start = len(produced)
+                stop_type = None
+                async with aclosing(self._stream(body, request_id)) as events:
+                    async for event in events:
+                        if cached is None and "timings" in event:
+                            cached = int(event["timings"].get("cache_n", 0))
+                        for token in await self._tokens(event, len(produced) - start):
+                            if token in job.stop_ids:
+                                stop_type = "eos"
+                                break
+                            produced.append(token)
+                            yield {"token_ids": [token], "index": 0}
+                        if stop_type == "eos" or context.is_stopped():
+                            break
+                        if event.get("stop"):
+                            stop_type = event.get("stop_type")
+                            n = int(event.get("tokens_predicted") or 0)
+                            hidden += max(0, n - (len(produced) - start))
                 if context.is_stopped():
-                    job.cancelled.set()
-                yield {"token_ids": [item], "index": 0}
-        finally:
-            # Also reached when the consumer goes away mid-stream: the thread stops at its
-            # next token instead of generating for nobody.
-            job.cancelled.set()
-            if request_id is not None:
-                self.jobs.pop(request_id, None)
-        if item.error is not None:
-            logger.error("generation failed: %r", item.error)
-            raise RuntimeError(f"llama.cpp generation failed: {item.error}")
+                    finish = "cancelled"
+                    break
+                finish = FINISH.get(stop_type or "", "length")
+                if finish == "stop":
+                    break
+        except aiohttp.ClientConnectionError:
+            if context.is_stopped() or request_id not in self.streams:
+                finish = "cancelled"  # aborted: abort() closed the stream
+            else:
+                raise RuntimeError("llama.cpp engine connection lost") from None
+        completion = len(produced) + hidden
         prompt_n = len(job.prompt)
         yield {
             "token_ids": [],
             "index": 0,
-            "finish_reason": item.finish_reason,
+            "finish_reason": finish,
             "completion_usage": {
                 "prompt_tokens": prompt_n,
-                "completion_tokens": item.completion_tokens,
-                "total_tokens": prompt_n + item.completion_tokens,
-                "prompt_tokens_details": {"cached_tokens": item.cached_tokens},
+                "completion_tokens": completion,
+                "total_tokens": prompt_n + completion,
+                "prompt_tokens_details": {"cached_tokens": cached or 0},
             },
         }
 
-    def _run_job(self, job: Job, emit: Any) -> None:
-        """Runs on the llama thread: generate until a stop condition, emitting each token."""
-        produced = 0
-        cached = 0
-        try:
-            if job.cancelled.is_set():
-                emit(Outcome("cancelled", 0, 0))
-                return
-            self._switch_state(job.prompt)
-            cached = self._cached_prefix(job.prompt)
-            self.llama.set_seed(job.seed)
-            finish = "length"
-            for token in self._tokens(job):
-                produced += 1
-                if job.cancelled.is_set():
-                    finish = "cancelled"
-                    break
-                if token in job.stop_ids:
-                    finish = "stop"
-                    break
-                emit(token)
-                if produced >= job.max_new:
-                    break
-            emit(Outcome(finish, produced, cached))
-        except BaseException as exc:  # keep the worker alive; the request gets the error
-            emit(Outcome("error", produced, cached, error=exc))
+    async def _tokens(self, event: dict[str, Any], streamed: int) -> list[int]:
+        """The token ids an event stands for.
 
-    def _tokens(self, job: Job) -> Iterator[int]:
-        processors = None
-        if job.min_new > 0 and job.stop_ids:
-            from llama_cpp import LogitsProcessorList
-
-            start = len(job.prompt)
-            banned = list(job.stop_ids)
-
-            def hold_stops(input_ids: Any, scores: Any) -> Any:
-                if len(input_ids) - start < job.min_new:
-                    scores[banned] = -float("inf")
-                return scores
-
-            processors = LogitsProcessorList([hold_stops])
-        return self.llama.generate(
-            job.prompt, grammar=job.grammar, logits_processor=processors, **job.sampling
-        )
-
-    def _cached_prefix(self, prompt: list[int]) -> int:
-        """Prompt tokens whose KV the live context already holds (reused by llama.cpp)."""
-        live = self.llama.input_ids[: self.llama.n_tokens]
-        return min(common_prefix(live, prompt), len(prompt) - 1)
-
-    def _switch_state(self, prompt: list[int]) -> None:
-        """Keep a long live context that this prompt would overwrite; resume a better saved one.
-
-        Prefill is the expensive part on CPU (a 4.7k-token prompt with 20 tool schemas takes
-        ~27 s on 2 cores); saving or loading a state takes well under a second.
+        llama.cpp holds back a token that ends inside a UTF-8 character and later sends only the
+        token that completes it, with the text of both: when `tokens_predicted` says tokens are
+        missing, the event's text is tokenised again (exact for the cases seen: the text is
+        what those tokens decode to).
         """
-        if self.args.state_slots <= 0:
-            return
-        live_n = self.llama.n_tokens
-        live_match = common_prefix(self.llama.input_ids[:live_n], prompt)
-        if live_n - live_match >= SWITCH_MIN_TOKENS:
-            self._save_live()
-        best, best_match = None, live_match
-        for state in self.saved:
-            match = common_prefix(state.input_ids[: state.n_tokens], prompt)
-            if match > best_match:
-                best, best_match = state, match
-        if best is not None and best_match - live_match >= SWITCH_MIN_TOKENS:
-            self.llama.load_state(best)
-            self.saved.remove(best)
-            self.saved.append(best)
-            logger.debug("resumed a saved state: %d of %d prompt tokens", best_match, len(prompt))
+        tokens = [int(t) for t in event.get("tokens") or []]
+        if event.get("stop"):
+            return tokens
+        missing = int(event.get("tokens_predicted") or 0) - streamed - len(tokens)
+        if missing <= 0 or not event.get("content"):
+            return tokens
+        assert self.session is not None
+        body = {"content": event["content"], "add_special": False, "parse_special": False}
+        async with self.session.post(f"{self.base_url}/tokenize", json=body) as resp:
+            resp.raise_for_status()
+            return [int(t) for t in (await resp.json())["tokens"]]
 
-    def _save_live(self) -> None:
-        n = self.llama.n_tokens
-        ids = self.llama.input_ids[:n]
-        # A saved state that the live one extends (or repeats) is superseded by it.
-        self.saved = [
-            st
-            for st in self.saved
-            if not (
-                st.n_tokens <= n and common_prefix(ids, st.input_ids[: st.n_tokens]) == st.n_tokens
-            )
-        ]
-        self.saved.append(self.llama.save_state())
-        del self.saved[: -self.args.state_slots]
+    async def _stream(self, body: dict[str, Any], request_id: str) -> AsyncIterator[dict]:
+        """One /completion stream; leaving it early closes the connection, which llama.cpp
+        takes as a cancel and frees the slot."""
+        assert self.session is not None
+        async with self.session.post(f"{self.base_url}/completion", json=body) as resp:
+            if resp.status != 200:
+                text = await resp.text()
+                try:
+                    message = json.loads(text)["error"]["message"]
+                except (ValueError, KeyError, TypeError):
+                    message = text[:500]
+                if resp.status == 400:
+                    raise InvalidArgument(f"llama.cpp: {message}")
+                raise RuntimeError(f"llama.cpp answered {resp.status}: {message}")
+            self.streams[request_id] = resp
+            try:
+                async for event in sse_events(resp):
+                    yield event
+            finally:
+                self.streams.pop(request_id, None)
 
     async def abort(self, context: Context) -> None:
-        job = self.jobs.get(context.id() or "")
-        if job is not None:
-            job.cancelled.set()
+        resp = self.streams.pop(context.id() or "", None)
+        if resp is not None:
+            resp.close()
 
     async def cleanup(self) -> None:
-        for job in list(self.jobs.values()):
-            job.cancelled.set()
-        self.executor.shutdown(wait=True, cancel_futures=True)
-        self.saved.clear()
-        llama, self.llama = self.llama, None
-        if llama is not None:
-            llama.close()
+        for resp in list(self.streams.values()):
+            resp.close()
+        self.streams.clear()
+        if self.session is not None:
+            await self.session.close()
+            self.session = None
+        # Dropping the last reference stops llama.cpp's loop and joins its thread.
+        self.server = None
 
 
 if __name__ == "__main__":

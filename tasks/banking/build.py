@@ -11,7 +11,9 @@ from __future__ import annotations
 import re
 import shutil
 import sys
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
@@ -20,6 +22,14 @@ from pydantic import BaseModel, Field
 
 from contracts.conversation import CUSTOMER_FILE, DEFAULT_MAX_TURNS
 from contracts.expected import Expected, GoalLabel, LabelsInfo, Provenance
+from contracts.task import (
+    CONVERSATION_MODE,
+    DATASET_ID,
+    DEFAULT_MODE,
+    INSTRUCTION_MODES,
+    InstructionMode,
+    TaskMetadata,
+)
 from tasks.banking import goldperfect, render
 from tasks.banking.arguments import arguments_for
 from tasks.banking.dataset import BadRow, Dataset, DatasetError, OnBadRow, Scenario, load
@@ -173,7 +183,7 @@ def task_files(
     scenario: Scenario,
     dataset: Dataset,
     labelset: LabelSet,
-    mode: render.Mode,
+    mode: InstructionMode,
     template: dict[str, tuple[bytes, int]],
     shared: dict[str, bytes],
     max_turns: int = DEFAULT_MAX_TURNS,
@@ -192,7 +202,7 @@ def task_files(
     )
     # Only from this dataset's own gold; without it the figure is "not measured".
     expected.gold_perfect = goldperfect.for_task(gold, expected)
-    meta = render.TaskMetadata(
+    meta = TaskMetadata(
         scenario_id=scenario.scenario_id,
         domain=dataset.domain,
         persona_index=scenario.row.persona_index,
@@ -200,11 +210,12 @@ def task_files(
         labels=labelset.tag,
         dataset_revision=dataset.revision,
         mode=mode,
+        dataset=DATASET_ID,
         builder=builder_tag(),
-        max_turns=max_turns if mode == "conversation" else None,
+        max_turns=max_turns if mode == CONVERSATION_MODE else None,
     )
     calls = oracle_calls(scenario, labels, dataset)
-    talking = mode == "conversation"
+    talking = mode == CONVERSATION_MODE
     text = {
         "task.toml": render.task_toml(meta),
         "instruction.md": render.instruction_md(scenario, mode),
@@ -224,11 +235,28 @@ def task_files(
     return files
 
 
+@contextmanager
+def _said_if_slow(say: Callable[[str], None], line: str, slow: bool,
+                  after_s: float = 2.0) -> Iterator[None]:
+    """For a `slow` step, say `line` once it has taken `after_s` (a download, a sentence
+    encoder, a model can take minutes on a busy machine); a quick step says nothing."""
+    if not slow:
+        yield
+        return
+    timer = threading.Timer(after_s, say, args=(line,))
+    timer.daemon = True
+    timer.start()
+    try:
+        yield
+    finally:
+        timer.cancel()
+
+
 def build_tasks(
     source: str,
     out: Path,
     domain: str = "banking",
-    mode: str = "goals",
+    mode: str = DEFAULT_MODE,
     labels: str = DEFAULT_METHOD,
     on_bad_row: OnBadRow = "fail",
     limit: int | None = None,
@@ -249,15 +277,22 @@ def build_tasks(
     `max_turns` is the conversation mode's turn limit (other modes ignore it).
     """
     say = log or (lambda line: print(line, file=sys.stderr, flush=True))
-    if mode not in render.MODES:
-        raise DatasetError(f"--mode {mode!r}: expected one of {', '.join(render.MODES)}")
+    if mode not in INSTRUCTION_MODES:
+        raise DatasetError(f"--mode {mode!r}: expected one of {', '.join(INSTRUCTION_MODES)}")
     if not 1 <= max_turns <= 100:
         raise DatasetError(f"--max-turns {max_turns}: must be between 1 and 100")
-    dataset = load(source, domain, on_bad_row=on_bad_row, offline=offline, hub_cache=hub_cache)
+    # Only the steps that can take minutes are announced (a download; an encoder or a model
+    # labelling): a local file's quick error stays the one line it is.
+    slow_read = source in ("hf", "auto")
+    with _said_if_slow(say, f"downloading the {domain} dataset ({source}) ...", slow_read):
+        dataset = load(source, domain, on_bad_row=on_bad_row, offline=offline,
+                       hub_cache=hub_cache)
     for bad in dataset.bad_rows:
         say(f"skipping bad row {bad.line()}")
     chosen = select(dataset, scenarios, limit)
-    labelset = label_scenarios(labels, dataset, chosen, model_options)
+    slow_labels = labels in ("sentence", "intent", "semantic", "model")
+    with _said_if_slow(say, f"labelling {len(chosen)} scenarios ({labels}) ...", slow_labels):
+        labelset = label_scenarios(labels, dataset, chosen, model_options)
     gold = goldperfect.gold_for(dataset)
     template = template_files(template_dir)
     tools_json = render.tools_json(dataset.tools).encode()
@@ -299,7 +334,7 @@ def build_tasks(
         source=source,
         domain=domain,
         mode=mode,
-        max_turns=max_turns if mode == "conversation" else None,
+        max_turns=max_turns if mode == CONVERSATION_MODE else None,
         labels=labelset.tag,
         dataset_revision=dataset.revision,
         scenario_ids=[sid for sid, _ in rendered],

@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.built_tasks import copy_tasks
+
 
 def run(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "bankbench", "agent-server", *args],
@@ -15,12 +17,8 @@ def run(*args: str) -> subprocess.CompletedProcess:
 
 
 @pytest.fixture(scope="module")
-def tasks(tmp_path_factory) -> Path:
-    from tasks.banking.build import build_tasks
-
-    out = tmp_path_factory.mktemp("tasks")
-    build_tasks(source="sample", out=out, limit=1, log=lambda line: None)
-    return out
+def tasks(sample_tasks_all: Path, tmp_path_factory) -> Path:
+    return copy_tasks(sample_tasks_all, tmp_path_factory.mktemp("tasks"), ["banking-000"])
 
 
 @pytest.mark.parametrize(("extra", "message"), [

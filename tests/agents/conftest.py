@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from tests.agents import scripts
+from tests.support.built_tasks import copy_tasks
 
 
 @pytest.fixture(scope="session")
@@ -23,10 +24,7 @@ def scripted_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator:
 
 
 @pytest.fixture(scope="session")
-def sample_tasks(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def sample_tasks(sample_tasks_all: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The first four sample scenarios as Harbor tasks."""
-    from tasks.banking.build import build_tasks
-
-    out = tmp_path_factory.mktemp("tasks")
-    build_tasks(source="sample", out=out, limit=4, log=lambda line: None)
-    return out
+    return copy_tasks(sample_tasks_all, tmp_path_factory.mktemp("tasks"),
+                      sorted(p.name for p in sample_tasks_all.iterdir())[:4])

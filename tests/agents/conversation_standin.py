@@ -43,7 +43,7 @@ class ConversationBankStandIn:
     _turn: dict[int, int] = field(default_factory=dict)
 
     async def exec(self, command: str, cwd: str | None = None, env: dict | None = None,
-                   timeout_sec: int | None = None) -> SimpleNamespace:
+                   timeout_sec: int | None = None, user: str | None = None) -> SimpleNamespace:
         argv = shlex.split(command)
         verb, attempt = argv[1], int(argv[-1]) if argv[-2:-1] == ["--attempt"] else 1
         if verb == "tools":

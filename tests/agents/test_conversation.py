@@ -63,14 +63,6 @@ def test_the_model_gets_the_first_message_alone():
     assert not is_conversation("Customer: X\n\nHi\n\n---\n\nYou are the bank's agent.")
 
 
-def test_the_agent_reads_the_banks_exit_codes_and_settings_as_the_bank_writes_them():
-    from tests.bank.bank_harness import import_task_modules
-
-    mockbank = import_task_modules("mockbank")["mockbank"]
-    assert mockbank.EXIT_CUSTOMER == EXIT_CUSTOMER_MODEL_FAILED
-    assert tuple(mockbank.CUSTOMER_ENV) == CUSTOMER_ENV
-
-
 def test_llm_customer_needs_an_endpoint_and_gets_its_key_from_the_environment(monkeypatch):
     with pytest.raises(ValueError, match="user_simulator=llm needs --ak user_base_url=…"):
         parse_options({"user_simulator": "llm", "user_model": "m"})

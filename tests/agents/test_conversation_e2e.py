@@ -19,16 +19,13 @@ from contracts.tsq import TsqDetails
 from tests.agents import scripts
 from tests.agents.harbor_run import read_jsonl, run_job, token_count, trials
 from tests.agents.test_agent_harbor_e2e import scripted_calls
+from tests.support.built_tasks import build_sample
 
 pytestmark = [pytest.mark.dynamo, pytest.mark.harbor]
 
 
 def _build(out: Path, scenarios: list[str], max_turns: int) -> Path:
-    from tasks.banking.build import build_tasks
-
-    build_tasks(source="sample", out=out, scenarios=scenarios, mode="conversation",
-                max_turns=max_turns, log=lambda line: None)
-    return out
+    return build_sample(out, scenarios=scenarios, mode="conversation", max_turns=max_turns)
 
 
 @pytest.fixture(scope="module")

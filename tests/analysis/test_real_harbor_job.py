@@ -1,8 +1,10 @@
 """Analysis on a job written by the real `harbor run` (oracle agent, LocalEnvironment).
 
-The oracle's solution writes one llm_calls.jsonl line and an agent_status.json through the
-mounted /logs/agent, so the whole path — Harbor's trial layout, its result.json, our files —
-is the real one.
+The oracle's solution writes one llm_calls.jsonl line and an agent_status.json into
+/logs/agent, so the whole path — Harbor's trial layout, its result.json, our files — is the
+real one. A status written inside the task environment is anyone's word, not the harness's:
+a finished trial's status comes from what the agent reported to Harbor in process (the
+oracle reports none), so the solutions' `agent_error` and `infra_error` change nothing.
 """
 
 from __future__ import annotations
@@ -74,9 +76,10 @@ def real_job(tmp_path_factory) -> Path:
 def test_real_job_statuses_timings_and_calls(real_job):
     tables = load(real_job)
     trials = tables.trials.set_index("scenario_id")
-    assert dict(trials["status"]) == {"banking-000": "scored", "banking-001": "agent_failed",
-                                      "banking-002": "infra_failed",
+    assert dict(trials["status"]) == {"banking-000": "scored", "banking-001": "scored",
+                                      "banking-002": "scored",
                                       "banking-003": "agent_failed"}
+    assert trials["agent_status"].isna().all()
     assert trials.loc["banking-003", "exception_type"] == "AgentTimeoutError"
     assert trials.loc["banking-000", "tsq"] == 1.0 and trials.loc["banking-001", "tsq"] == 0.0
     assert set(tables.trials["level"]) == {2}
@@ -89,5 +92,5 @@ def test_real_job_statuses_timings_and_calls(real_job):
 def test_real_job_report(real_job, tmp_path):
     report = write_report(real_job, out=tmp_path / "report")
     text = report.read_text()
-    assert "| real | 2 | 4 | 1 | 2 | 1 | 0 | 0 | 0 | 3 | 1 |" in text
+    assert "| real | 2 | 4 | 3 | 1 | 0 | 0 | 0 | 0 | 4 | 0 |" in text
     assert "AgentTimeoutError" in text

@@ -84,3 +84,15 @@ def test_plan_reads_its_floor_from_a_pilot(tmp_path):
                           "--scenarios", "60", "--pilot", str(empty)],
                          cwd=REPO, capture_output=True, text=True, timeout=300)
     assert bad.returncode == 2 and "no scenario with 2 repeats that called tools" in bad.stderr
+
+
+def test_capacity_help_shows_only_defaults_that_say_something(capsys):
+    import re
+
+    from bankbench.cli import main
+
+    with pytest.raises(SystemExit):
+        main(["capacity", "--help"])
+    text = re.sub(r"\s+", " ", capsys.readouterr().out)
+    assert "(default: None)" not in text and "(default: False)" not in text
+    assert "(default: 0.1)" in text and "--plan" in text

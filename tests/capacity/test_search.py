@@ -139,6 +139,20 @@ def test_no_tool_calls_is_not_consistency():
     assert "fewer than 2 repeats" in judge_decisions(search, one_repeat, False, 0.99)[0].note
 
 
+def test_a_search_of_a_model_that_never_calls_a_tool_says_so():
+    search = CapacitySearch(slos={"ttft_p90_ms": 500})
+    empty = [ScenarioAgreement(f"s{i}", 2, 2, math.nan, math.nan, math.nan) for i in range(30)]
+    checks, figures = judge(search, {"ttft_p90_ms": 100.0, "lost_rate": 0.0}, empty, True, 0.99)
+    step = CapacityStep(level=1, phase="bracket", passed=all(c.passed for c in checks),
+                        reused=False, checks=checks, decisions=figures, seconds=0,
+                        at=datetime.now(UTC))
+    capacity, failing = bracket([step])
+    record = CapacityRecord(search=search, steps=[step], capacity=capacity,
+                            lowest_failing=failing, limiting=limiting([step], failing))
+    line = headline(record)
+    assert line.startswith("0 concurrent agents") and "no tool calls to compare" in line
+
+
 def test_min_tsq_is_an_absolute_floor():
     search = CapacitySearch(min_tsq=0.7)
     checks = {c.name: c for c in judge(search, {"lost_rate": 0.0}, _agreeing(60), False, 0.99,
@@ -219,3 +233,9 @@ def test_the_record_says_whether_the_server_was_batch_invariant():
                                    deterministic=False))
     assert "server not batch-invariant" in line
     assert "batch-invariant" not in headline(CapacityRecord(search=search, capacity=4))
+
+
+def test_headline_of_one_agent_is_singular():
+    record = CapacityRecord(search=CapacitySearch(slos={"ttft_p90_ms": 500}),
+                            capacity=1, lowest_failing=2, stopped_because="bracketed")
+    assert headline(record).startswith("1 concurrent agent within SLO")

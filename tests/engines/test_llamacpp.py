@@ -1,9 +1,10 @@
-"""A second real engine: llama.cpp's own OpenAI server (llama-cpp-python, SmolLM2-135M GGUF).
+"""A second real engine: llama.cpp's own OpenAI server (xllamacpp wheel, SmolLM2-135M GGUF).
 
 The server is not bankbench's and is reached as any external server is (`--base-url`,
 `--model`): `check`, `sweep` and `report` run end to end against it in both tool modes. It
-sends no `usage` in its stream and has no /metrics, which these tests also pin down.
-Kept small: two tasks, level 1, few steps and few completion tokens.
+sends `usage` in its stream but has no /metrics unless asked, which these tests also pin down.
+Kept small: two tasks, level 1, few steps and few completion tokens. Nothing is compiled: the
+server comes from the prebuilt wheel the cpu-tiny profile caches.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import pytest
 
 from tests.support.llamacpp_server import llamacpp_server
 
-pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(1800)]
 
 HARBOR_ENV = {"HARBOR_TELEMETRY": "0", "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
 
@@ -42,7 +43,7 @@ def test_check_does_not_suggest_a_mode_whose_first_request_overflows(tmp_path):
     out = free.stdout
     assert "[FAIL] agent:text" in out, out + free.stderr
     assert "tool_mode=text" not in _verdict(out)
-    assert "[WARN] usage" in out  # this server sends no usage
+    assert "[WARN] usage" not in out  # this server sends usage
     assert chosen.returncode == 1, chosen.stdout + chosen.stderr
     assert "agent:native" not in chosen.stdout  # only the chosen mode is tried
     assert _verdict(chosen.stdout).startswith("verdict: the agent cannot run")
@@ -54,7 +55,7 @@ def _sweep(tmp_path: Path, server, mode: str, *ak: str) -> Path:
             "--ak", f"tool_mode={mode}", "--ak", "max_tokens=48", "--ak", "max_steps=2"]
     for item in ak:
         args += ["--ak", item]
-    done = _bankbench(*args, timeout=840)
+    done = _bankbench(*args, timeout=1500)
     assert done.returncode == 0, (done.stdout + done.stderr)[-3000:]
     # Named once per sweep, not at each of the level's two scrapes.
     assert done.stdout.count("no /metrics from") == 1, done.stdout
@@ -71,37 +72,33 @@ def _llm_calls(sweep: Path) -> list[dict]:
 
 
 @pytest.mark.harbor
-def test_text_mode_check_sweep_and_report_with_client_counted_tokens(tmp_path):
-    """Text mode runs end to end; the server sends no usage, so with `--ak tokenizer` the
-    agent counts tokens itself and says so in the records and the report."""
-    from bankbench.serve import smollm2
-
-    tokenizer = smollm2.model_dir() / "tokenizer.json"
+def test_text_mode_check_sweep_and_report_with_server_counted_tokens(tmp_path):
+    """Text mode runs end to end; the server's own usage is what the records carry."""
     with llamacpp_server(tmp_path / "server", n_ctx=8192) as server:
         check = _bankbench("check", "--base-url", server.base_url, "--model", server.model,
                            "--ak", "tool_mode=text", "--ak", "max_tokens=48")
         assert check.returncode == 0, check.stdout + check.stderr
         assert "[FAIL]" not in check.stdout and "tool_mode=text" in _verdict(check.stdout)
-        sweep = _sweep(tmp_path, server, "text", f"tokenizer={tokenizer}")
+        sweep = _sweep(tmp_path, server, "text")
     ok = [c for c in _llm_calls(sweep) if c.get("error") is None]
     assert ok, "no request of the text-mode sweep succeeded"
-    assert all(c["token_source"] == "client" and c["completion_tokens"] > 0 for c in ok)
-    assert "| client |" in (sweep / "report.md").read_text()
+    assert all(c["token_source"] == "server" and c["completion_tokens"] > 0 for c in ok)
 
 
 @pytest.mark.harbor
 def test_native_mode_the_check_predicts_the_sweep(tmp_path):
-    """llama-cpp-python's chatml-function-calling format cannot stream with tool_choice auto
-    (it ends the stream with a server-side error): the check's first request fails the same
-    way the sweep's requests then fail, and says the agent cannot run in native mode."""
-    with llamacpp_server(tmp_path / "server", n_ctx=8192,
-                         chat_format="chatml-function-calling") as server:
+    """Whatever llama.cpp's own tool-call handling makes of this model in native mode, the
+    check's verdict and the sweep agree: a passing check means the sweep's agent requests
+    succeed, a failing one that they fail."""
+    with llamacpp_server(tmp_path / "server", n_ctx=8192) as server:
         check = _bankbench("check", "--base-url", server.base_url, "--model", server.model,
                            "--ak", "tool_mode=native", "--ak", "max_tokens=48")
-        assert check.returncode == 1, check.stdout + check.stderr
-        assert "[FAIL] agent:native" in check.stdout
         sweep = _sweep(tmp_path, server, "native")
     calls = [c for c in _llm_calls(sweep) if c["role"] == "agent"]
-    assert calls and all(c["error"] is not None for c in calls)
-    # No usage and no tokenizer: unknown, never 0.
-    assert all(c["completion_tokens"] is None and c.get("token_source") is None for c in calls)
+    assert calls
+    if check.returncode == 0:
+        assert "[FAIL] agent:native" not in check.stdout, check.stdout
+        assert any(c["error"] is None for c in calls), [c["error"] for c in calls]
+    else:
+        assert "[FAIL] agent:native" in check.stdout, check.stdout + check.stderr
+        assert all(c["error"] is not None for c in calls)

@@ -105,7 +105,7 @@ async def test_paths_cannot_leave_the_root_and_system_dirs_refuse_uploads(make_e
         await env.upload_file(host_file, "/usr/f.txt")
     # `..` is resolved inside the root, never above it
     await env.upload_file(host_file, "/../../logs/agent/f.txt")
-    assert (env.root / "logs" / "agent" / "f.txt").exists()
+    assert (env.view / "logs" / "agent" / "f.txt").exists()
 
 
 async def test_timeout_kills_the_whole_process_group(make_env):
@@ -300,3 +300,80 @@ async def test_auto_mounting_and_user_mounts_bind_host_folders(make_env, tmp_pat
     # written straight into the trial folder on the host; Harbor then skips the copy
     assert (env.trial_paths.agent_dir / "now.txt").read_text() == "live\n"
     assert env.is_path_mounted("/logs/agent", env.trial_paths.agent_dir)
+
+
+CONNECT = ("python3 -c 'import socket; s = socket.create_connection((\"127.0.0.1\", {port}), 2); "
+           "print(s.recv(9).decode())'")
+
+
+@pytest.mark.skipif(not IS_ROOT, reason="the agent's own uid and namespace need root")
+@pytest.mark.parametrize("network", ["private", "host"])
+async def test_the_agent_reaches_its_own_loopback_alone(make_env, network):
+    import socket
+
+    listener = socket.create_server(("127.0.0.1", 0))
+    port = listener.getsockname()[1]
+    listener.settimeout(5)
+
+    def serve_one() -> None:
+        try:
+            conn, _ = listener.accept()
+            conn.sendall(b"host-side")
+            conn.close()
+        except OSError:
+            pass
+
+    env = make_env(network=network)
+    await env.start(force_build=False)
+    try:
+        served = asyncio.create_task(asyncio.to_thread(serve_one))
+        agent = await env.exec(CONNECT.format(port=port), timeout_sec=10)
+        if network == "private":
+            assert agent.return_code != 0 and "host-side" not in (agent.stdout or "")
+            # its own loopback works; the harness's root steps keep the host's network
+            own = await env.exec("python3 -c 'import socket; s = socket.create_server("
+                                 "(\"127.0.0.1\", 0)); print(s.getsockname()[0])'")
+            assert own.stdout == "127.0.0.1\n"
+            root = await env.exec(CONNECT.format(port=port), user="root", timeout_sec=10)
+            assert root.stdout == "host-side\n"
+        else:
+            assert agent.stdout == "host-side\n"
+        await served
+    finally:
+        listener.close()
+
+
+@pytest.mark.skipif(not IS_ROOT, reason="the agent's own uid needs root")
+async def test_a_copy_of_the_logs_ends_the_agent_in_namespaces_of_its_own(make_env, tmp_path):
+    env = make_env()
+    await env.start(force_build=False)
+    await env.exec("nohup setsid unshare --user --map-root-user --pid --fork "
+                   "sleep 300 >/dev/null 2>&1 & sleep 0.3")
+    assert any(env.agent_uid in _uids(pid) for pid in _all_pids())
+    await env.download_dir("/logs/agent", tmp_path / "agent")
+    assert not any(env.agent_uid in _uids(pid) for pid in _all_pids())
+    note = local.LocalEnvNote.model_validate_json(
+        (env.trial_paths.trial_dir / local.NOTE_FILE).read_text())
+    assert note.agent_processes_ended >= 1
+
+
+def _all_pids() -> list[int]:
+    """Live processes (a killed one may stay a zombie until its parent reaps it)."""
+    return [int(p) for p in os.listdir("/proc") if p.isdigit() and not _zombie(int(p))]
+
+
+def _zombie(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] in "ZX"
+    except (OSError, IndexError):
+        return True
+
+
+def _uids(pid: int) -> list[int]:
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("Uid:"):
+                return [int(u) for u in line.split()[1:]]
+    except OSError:
+        pass
+    return []

@@ -71,7 +71,10 @@ def test_the_log_cannot_be_forged_and_forged_settings_earn_nothing(job):
     trial = trials(job)[("conversation-cheater", TASK)]
     done = attacks(trial)
     assert all(a["return_code"] != 0 for a in done[2:6]), done[2:6]
-    assert done[7]["return_code"] == 75  # no endpoint: an error, never a turn
+    # Its own customer's settings are refused: nothing reached its listener, no turn taken.
+    assert "come from the harness" in done[7]["stderr"], done[7]
+    assert "Stay in character" not in done[7]["stdout"]
+    assert "All done, thanks" not in done[7]["stdout"]
     log = trial / "agent/conversation.jsonl"
     assert not log.is_symlink() and log.stat().st_uid == 0
     talk = lines(trial)

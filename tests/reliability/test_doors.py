@@ -18,16 +18,14 @@ import pytest
 
 from contracts.reward import REWARD_KEYS
 from tests.reliability.helpers import assert_one_line_error, bankbench, closed_port
+from tests.support.built_tasks import copy_tasks
 from tests.tasks.taskdata import sample_rows, write_hub_layout
 
 
 @pytest.fixture(scope="module")
-def one_task(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = tmp_path_factory.mktemp("tasks")
-    done = bankbench("tasks", "build", "--source", "sample", "--out", str(out),
-                     "--scenarios", "banking-003")
-    assert done.returncode == 0, done.stderr
-    return out / "banking-003"
+def one_task(sample_tasks_all: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return copy_tasks(sample_tasks_all, tmp_path_factory.mktemp("tasks"),
+                      ["banking-003"]) / "banking-003"
 
 
 def _copy(task: Path, tmp_path: Path) -> Path:

@@ -59,7 +59,10 @@ def job(tmp_path_factory: pytest.TempPathFactory):
     for i, (status, has_reward, exception, _, _) in enumerate(CASES):
         trial = write_trial(job_dir, f"banking-{i:03d}__t{i}", scenario_id=f"banking-{i:03d}",
                             records=[record(trial_name=f"t{i}")],
-                            rewards=REWARD if has_reward else None, exception_type=exception)
+                            rewards=REWARD if has_reward else None, exception_type=exception,
+                            # what the agent reports to Harbor in process (result.json)
+                            agent_status={"status": status, "reason": REASONS[status]}
+                            if status is not None else None)
         if status is not None:  # the agent's own writer, not a hand-made JSON
             write_status(trial / "agent", WrittenStatus(status=status, reason=REASONS[status]))
     return job_dir

@@ -1,6 +1,6 @@
 """The cpu-tiny stack: real Dynamo frontend + llama.cpp worker + SmolLM2-135M, end to end.
 
-The first run on a machine compiles llama-cpp-python (3–6 min on 2 cores, then cached).
+llama.cpp comes from the prebuilt xllamacpp wheel (downloaded once, nothing compiled).
 """
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ import json
 import re
 import statistics
 import subprocess
+import threading
 import time
-from pathlib import Path
 
 import httpx
 import pytest
@@ -72,8 +72,8 @@ def stack(tmp_path_factory):
     try:
         state = api.up("cpu-tiny", state_dir=state_dir)
     except ServeError as exc:
-        if exc.component == "llama-cpp-python":
-            pytest.skip(f"llama-cpp-python cannot be built on this machine: {exc.cause}")
+        if exc.component == llamacpp.COMPONENT:
+            pytest.skip(f"the xllamacpp wheel cannot be installed here: {exc.cause}")
         raise
     yield state
     api.down(state)
@@ -108,6 +108,8 @@ def stream(stack, **body) -> tuple[list[int], list[dict]]:
 
 
 pytestmark = [pytest.mark.dynamo, pytest.mark.slow]
+
+SLOTS = 4  # the worker's default --parallel
 
 
 def test_streamed_completion_has_usage_and_sane_timing(stack):
@@ -167,11 +169,14 @@ def test_same_seed_same_reply(stack):
 
 
 def test_named_tool_choice_returns_a_valid_call(stack):
+    # parallel_tool_calls false: exactly one call (without it the grammar allows several, and
+    # this model tends to keep adding them until max_tokens).
     out = chat(
         stack,
         messages=ASK_BALANCE,
         tools=list(TOOLS.values()),
         tool_choice={"type": "function", "function": {"name": "get_account_balance"}},
+        parallel_tool_calls=False,
         max_tokens=120,
         seed=3,
     )
@@ -218,6 +223,8 @@ def test_response_format_json_schema_is_enforced(stack):
 
 
 def test_client_disconnect_frees_the_worker(stack):
+    """Every slot is taken by a long reply whose client hangs up: cancelled requests must free
+    their slots, or the next request waits behind 3000-token replies (minutes)."""
     body = {
         "model": stack.model,
         "stream": True,
@@ -225,14 +232,50 @@ def test_client_disconnect_frees_the_worker(stack):
         "min_tokens": 3000,
         "messages": [{"role": "user", "content": "Write a very long story."}],
     }
-    with httpx.stream("POST", f"{stack.base_url}/chat/completions", json=body, timeout=60) as r:
-        for n, _ in enumerate(r.iter_lines()):
-            if n > 10:
-                break  # hang up mid-stream
-    # 3000 tokens would take ~40 s; a cancelled request leaves the single llama.cpp slot free.
+
+    def hang_up() -> None:
+        url = f"{stack.base_url}/chat/completions"
+        with httpx.stream("POST", url, json=body, timeout=120) as r:
+            for n, _ in enumerate(r.iter_lines()):
+                if n > 10:
+                    break  # hang up mid-stream
+
+    clients = [threading.Thread(target=hang_up) for _ in range(SLOTS)]
+    for t in clients:
+        t.start()
+    for t in clients:
+        t.join()
     start = time.monotonic()
     chat(stack, messages=[{"role": "user", "content": "Hi"}], max_tokens=4)
-    assert time.monotonic() - start < 10
+    assert time.monotonic() - start < 20
+
+
+def test_concurrent_requests_are_decoded_together(stack):
+    """Four streams started together all get their first token before any of them ends: they
+    share the batch instead of queueing behind each other (a FIFO would serve them in turn)."""
+    results: dict[int, tuple[list[int], list[dict]]] = {}
+
+    def one(i: int) -> None:
+        results[i] = stream(
+            stack,
+            messages=[{"role": "user", "content": f"Story number {i} about a bank, please."}],
+            max_tokens=48, min_tokens=48, seed=i,
+        )
+
+    threads = [threading.Thread(target=one, args=(i,)) for i in range(SLOTS)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    firsts = [results[i][0][0] for i in range(SLOTS)]
+    lasts = [results[i][0][-1] for i in range(SLOTS)]
+    assert max(firsts) < min(lasts), "a request started only after another had finished"
+    for _, chunks in results.values():
+        assert chunks[-1]["usage"]["completion_tokens"] == 48
+
+
+def test_the_prebuilt_engine_is_recorded(stack):
+    assert stack.versions.get("xllamacpp") == llamacpp.XLLAMACPP_VERSION
 
 
 def test_alternating_conversations_resume_their_saved_prompts(stack):
@@ -261,32 +304,38 @@ def test_prompt_longer_than_the_context_is_a_client_error(stack):
     assert chat(stack, messages=ASK_BALANCE, max_tokens=3)["choices"]  # worker still serves
 
 
-def test_failed_build_reports_the_log_tail(tmp_path, monkeypatch):
-    """A build that cannot succeed (no such version) surfaces as ServeError with pip's words."""
+def test_a_missing_wheel_fails_with_pips_words_and_never_compiles(tmp_path, monkeypatch):
+    """No wheel for the pinned version: a ServeError naming it, with pip's output, and no
+    source build attempted (pip is told --only-binary)."""
     from bankbench.serve.dynamo_venv import ensure_dynamo_venv
 
     python = ensure_dynamo_venv()
     monkeypatch.setenv("BANKBENCH_CACHE", str(tmp_path))
-    monkeypatch.setattr(llamacpp, "PACKAGE", "llama-cpp-python==0.0.0.dev0")
+    monkeypatch.setattr(llamacpp, "PACKAGE", "xllamacpp==0.0.0.dev0")
     fake_venv_python = tmp_path / "venv" / "bin" / "python"
     fake_venv_python.parent.mkdir(parents=True)
-    fake_venv_python.symlink_to(Path(python))
-    early = llamacpp.start_wheel_build()  # fails in the background, quietly…
-    if early is not None:
-        early.join(timeout=120)
-    with pytest.raises(ServeError) as err:  # …and the foreground attempt reports
-        llamacpp.ensure_llama_cpp(fake_venv_python)
-    assert err.value.component == "llama-cpp-python"
-    assert "building llama-cpp-python==0.0.0.dev0" in err.value.cause
+    fake_venv_python.symlink_to(python)
+    with pytest.raises(ServeError) as err:
+        llamacpp.ensure_xllamacpp(fake_venv_python)
+    assert err.value.component == llamacpp.COMPONENT
+    assert "downloading xllamacpp==0.0.0.dev0" in err.value.cause
     assert "0.0.0.dev0" in err.value.log_tail
+    log = (llamacpp.wheel_dir() / "download.log").read_text()
+    assert "--only-binary=:all:" in log
     assert not list(llamacpp.wheel_dir().glob("*.whl"))
 
 
-def test_cached_wheel_skips_the_early_build(tmp_path, monkeypatch):
+def test_a_cached_wheel_is_not_downloaded_again(tmp_path, monkeypatch):
     monkeypatch.setenv("BANKBENCH_CACHE", str(tmp_path))
     llamacpp.wheel_dir().mkdir(parents=True)
-    (llamacpp.wheel_dir() / "llama_cpp_python-0.3.36-py3-none-linux_x86_64.whl").write_bytes(b"")
-    assert llamacpp.start_wheel_build() is None
+    wheel = llamacpp.wheel_dir() / "xllamacpp-1-cp310-abi3-manylinux2014_x86_64.whl"
+    wheel.write_bytes(b"")
+
+    def no_pip(*args, **kwargs):
+        raise AssertionError(f"pip was run: {args}")
+
+    monkeypatch.setattr(subprocess, "run", no_pip)
+    assert llamacpp.fetch_wheel(tmp_path / "python") == wheel
 
 
 # The grammar translation, checked inside the Dynamo venv (the worker imports `dynamo`).
@@ -295,7 +344,6 @@ import json, sys
 sys.path.insert(0, sys.argv[1])
 import llamacpp_grammar as w
 from dynamo.llm.exceptions import InvalidArgument
-from llama_cpp import LlamaGrammar
 
 schema = {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}
 tag = {"type": "tag", "begin": "<a>", "content": {"type": "json_schema", "json_schema": schema},
@@ -313,12 +361,9 @@ for name, fmt in {
     "auto": {"type": "triggered_tags", "triggers": ["<a>"], "tags": [tag],
              "at_least_one": False},
 }.items():
-    gbnf = w.structural_gbnf({"type": "structural_tag", "format": fmt})
-    if gbnf is not None:
-        LlamaGrammar.from_string(gbnf, verbose=False)  # llama.cpp accepts it
-    out[name] = gbnf
+    out[name] = w.structural_grammar({"type": "structural_tag", "format": fmt})
 for bad in ({"structural_tag": {"type": "structural_tag", "format": {"type": "qwen_xml"}}},
-            {"regex": "[0-9]+"}):
+            {"regex": "[0-9]+"}, {"json": "{not json"}, {"json": {"type": 5}}, {"json": [1]}):
     try:
         w.guided_grammar(bad)
         out[json.dumps(bad)] = "accepted"
@@ -329,7 +374,7 @@ print(json.dumps(out))
 
 
 def test_structural_tags_become_grammars(stack, tmp_path):
-    # `stack` only guarantees llama_cpp is installed in the Dynamo venv (or skips).
+    # `stack` only guarantees the Dynamo venv with xllamacpp (or skips).
     from bankbench.paths import dynamo_assets
     from bankbench.serve.dynamo_venv import ensure_dynamo_venv
 
@@ -342,11 +387,20 @@ def test_structural_tags_become_grammars(stack, tmp_path):
     assert proc.returncode == 0, proc.stderr[-2000:]
     out = json.loads(proc.stdout.strip().splitlines()[-1])
     assert out["auto"] is None  # "auto" only permits tool calls: unconstrained
+    for name in ("required", "first_only", "separated", "sequence"):
+        assert out[name].startswith("%llguidance {}\nstart: r"), out[name]
     # one or more tags, newline-separated; just one; comma-separated
-    assert re.search(r'^(r\d+) ::= (r\d+) \("\\n" \2\)\*$', out["required"], re.M)
-    assert ")*" not in out["first_only"] and '"<a>" schema1 "</a>"' in out["first_only"]
-    assert re.search(r'^(r\d+) ::= (r\d+) \("," \2\)\*$', out["separated"], re.M)
-    assert re.search(r"^r\d+ ::= r\d+ \| r\d+$", out["sequence"], re.M)
+    assert re.search(r'^(r\d+): (r\d+) \("\\n" \2\)\*$', out["required"], re.M)
+    assert ")*" not in out["first_only"]
+    assert re.search(r'^r\d+: "<a>" r\d+ "</a>"$', out["first_only"], re.M)
+    assert re.search(r'^(r\d+): (r\d+) \("," \2\)\*$', out["separated"], re.M)
+    assert re.search(r"^r\d+: r\d+ \| r\d+$", out["sequence"], re.M)
+    # the tool's schema is embedded closed (no invented keys) and compact
+    embedded = re.search(r"^r\d+: %json (.*)$", out["first_only"], re.M).group(1)
+    schema = {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}
+    assert json.loads(embedded) == {
+        **schema, "additionalProperties": False, "x-guidance": {"whitespace_flexible": False}
+    }
     refused = [v for k, v in out.items() if k.startswith("{")]
     assert all(v.startswith("refused: ") for v in refused), refused
     assert any("qwen_xml" in v for v in refused) and any("regex" in v for v in refused)

@@ -1,11 +1,11 @@
-"""llama.cpp's own OpenAI server (`python -m llama_cpp.server`) as a second real engine.
+"""llama.cpp's own OpenAI server, from the prebuilt xllamacpp wheel, as a second real engine.
 
-Not bankbench's: the server of llama-cpp-python, started as a user would start it and used the
-way the `external` profile uses any server (`--base-url`/`--model`). The wheel is the one the
-cpu-tiny profile builds and caches (`bankbench.serve.llamacpp`); the server extra's packages
-(fastapi, uvicorn, sse-starlette, starlette-context, pydantic-settings) go with it into a venv
-of its own under the cache, made once (seconds with uv's cache), so the Dynamo venv is not
-touched. The model is SmolLM2-135M (`bankbench.serve.smollm2`).
+Not bankbench's: llama.cpp's C++ HTTP server (`xllamacpp.Server`, started by the small script
+`xllamacpp_http.py`) used the way the `external` profile uses any server (`--base-url`/
+`--model`). The wheel is the one the cpu-tiny profile downloads and caches
+(`bankbench.serve.llamacpp`); it goes into a venv of its own under the cache, made once (seconds,
+nothing compiled), so the Dynamo venv is not touched. The model is SmolLM2-135M
+(`bankbench.serve.smollm2`).
 """
 
 from __future__ import annotations
@@ -27,13 +27,13 @@ from bankbench.procs import free_port
 from bankbench.serve import llamacpp, smollm2
 from bankbench.serve.locking import file_lock
 
-SERVER_EXTRA = ["fastapi", "uvicorn", "sse-starlette", "starlette-context", "pydantic-settings"]
 MODEL = smollm2.MODEL_NAME
+SCRIPT = Path(__file__).with_name("xllamacpp_http.py")
 
 
 def server_python() -> Path:
     """The interpreter of the server venv, made on first use (cached, safe concurrently)."""
-    venv = cache_dir() / f"llamacpp-server-venv-{llamacpp.LLAMA_CPP_VERSION}"
+    venv = cache_dir() / f"llamacpp-server-venv-{llamacpp.XLLAMACPP_VERSION}"
     python = venv / "bin" / "python"
     ready = venv / ".ready"
     if ready.exists():
@@ -43,18 +43,14 @@ def server_python() -> Path:
             return python
         from bankbench.serve.dynamo_venv import ensure_dynamo_venv
 
-        ensure_dynamo_venv()  # builds (or finds) the cached llama-cpp-python wheel
-        wheel = llamacpp._cached_wheel()
-        if wheel is None:
-            llamacpp.ensure_llama_cpp(ensure_dynamo_venv())
-            wheel = llamacpp._cached_wheel()
+        wheel = llamacpp.fetch_wheel(ensure_dynamo_venv())  # any interpreter with pip
         uv = shutil.which("uv")
-        assert uv and wheel, "uv and the cached llama-cpp-python wheel are needed"
+        assert uv, "uv is needed to make the server venv"
         shutil.rmtree(venv, ignore_errors=True)
         base = getattr(sys, "_base_executable", None) or sys.executable
         subprocess.run([uv, "venv", "-q", "-p", base, str(venv)], check=True)
-        subprocess.run([uv, "pip", "install", "-q", "-p", str(python), str(wheel),
-                        *SERVER_EXTRA], check=True)
+        subprocess.run([uv, "pip", "install", "-q", "--offline", "-p", str(python), str(wheel)],
+                       check=True)
         ready.write_text("ok\n")
     return python
 
@@ -68,14 +64,12 @@ class LlamaCppServer:
 
 @contextmanager
 def llamacpp_server(log_dir: Path, n_ctx: int = 8192,
-                    chat_format: str | None = None) -> Iterator[LlamaCppServer]:
+                    parallel: int = 1) -> Iterator[LlamaCppServer]:
     """Start the server on a free port; stop it (this process only) on exit."""
     port = free_port()
-    cmd = [str(server_python()), "-m", "llama_cpp.server", "--model", str(smollm2.gguf_path()),
-           "--model_alias", MODEL, "--n_ctx", str(n_ctx), "--host", "127.0.0.1",
-           "--port", str(port), "--n_threads", "2"]
-    if chat_format:
-        cmd += ["--chat_format", chat_format]
+    cmd = [str(server_python()), str(SCRIPT), "--model", str(smollm2.gguf_path()),
+           "--alias", MODEL, "--n-ctx", str(n_ctx), "--port", str(port),
+           "--parallel", str(parallel), "--threads", "2"]
     log_dir.mkdir(parents=True, exist_ok=True)
     log = log_dir / f"llamacpp-{port}.log"
     with log.open("w") as out:
@@ -87,7 +81,7 @@ def llamacpp_server(log_dir: Path, n_ctx: int = 8192,
         while True:
             if proc.poll() is not None:
                 raise RuntimeError(f"llama.cpp server exited: {log.read_text()[-1500:]}")
-            try:
+            try:  # 503 while the model loads
                 if httpx.get(f"{base_url}/models", timeout=2).status_code == 200:
                     break
             except httpx.HTTPError:

@@ -10,6 +10,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from tests.support.built_tasks import build_sample_cli
+
 REPO = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
 
@@ -20,14 +22,10 @@ def run_sample_job(base: Path, name: str, scenarios: tuple[str, ...], *,
                    pythonpath: tuple[Path, ...] = (), timeout: int = 600,
                    build_args: tuple[str, ...] = ()) -> Path:
     """Build `scenarios` from the sample into `base/tasks` (`build_args` added to `tasks
-    build`, e.g. a --mode), run them with `agents` as job `name` and return the job folder
-    (`base/jobs/<name>`); fails the test if Harbor fails."""
-    tasks = base / "tasks"
-    subprocess.run(
-        [str(BIN / "bankbench"), "tasks", "build", "--source", "sample", "--out", str(tasks),
-         "--scenarios", ",".join(scenarios), *build_args],
-        check=True, capture_output=True, text=True, timeout=300,
-    )
+    build`, e.g. a --mode; the cheap labels unless they name others), run them with `agents`
+    as job `name` and return the job folder (`base/jobs/<name>`); fails the test if Harbor
+    fails."""
+    tasks = build_sample_cli(base / "tasks", "--scenarios", ",".join(scenarios), *build_args)
     environment: dict[str, Any] = {"import_path": "environments.local:LocalEnvironment"}
     if env_kwargs:
         environment["kwargs"] = env_kwargs

@@ -9,7 +9,6 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from tasks.banking import sample
-from tasks.banking.build import TEMPLATE_DIR, TEMPLATE_FILES
 
 
 def sample_rows() -> dict[str, list[dict]]:
@@ -31,10 +30,6 @@ def write_hub_layout(root: Path, rows: dict[str, list[dict]], domain: str = "ban
         table = pa.Table.from_pylist(config_rows)
         pq.write_table(table, folder / f"{domain}-00000-of-00001.parquet")
     return root
-
-
-def template_ready() -> bool:
-    return all((TEMPLATE_DIR / rel).is_file() for rel in TEMPLATE_FILES)
 
 
 def tool_row(name: str, description: str, properties: dict | None = None) -> dict:

@@ -18,10 +18,12 @@ from contracts.conversation import PROTOCOL_LINE, CustomerBrief
 from tasks.banking.build import build_tasks
 from tasks.banking.dataset import DatasetError, load
 from tasks.banking.writer import read_tree
+from tests.support.built_tasks import CHEAP_LABELS
 
 SAMPLE = load("sample")
 SOME = ["banking-000", "banking-005"]
-quiet = {"log": lambda line: None}
+# Labels are not what these tests are about.
+quiet = {"log": lambda line: None, "labels": CHEAP_LABELS}
 
 
 @pytest.fixture(scope="module")
@@ -95,7 +97,7 @@ def test_the_cli_takes_mode_and_max_turns(tmp_path: Path) -> None:
     done = subprocess.run(
         [sys.executable, "-m", "bankbench", "tasks", "build", "--source", "sample", "--out",
          str(tmp_path), "--scenarios", "banking-001", "--mode", "conversation",
-         "--max-turns", "4"], capture_output=True, text=True, timeout=300)
+         "--max-turns", "4", "--labels", CHEAP_LABELS], capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
     brief = json.loads((tmp_path / "banking-001/environment/customer.json").read_text())
     assert brief["max_turns"] == 4 and "mode conversation (at most 4 turns)" in done.stderr

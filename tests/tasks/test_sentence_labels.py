@@ -139,3 +139,59 @@ def test_version_2_rules_transfers_and_requests_no_tool_serves(dataset):
         assert rules.no_tool(goal) is None, goal
     v1 = sentence.label(dataset.scenarios[0], dataset, use_rules=False)
     assert v1.goal_tools[:3] == EXPECTED[:3]  # the rules change nothing the encoder had right
+
+
+class _CountingEncoder:
+    """Stands in for the model where only the cache around it is under test."""
+
+    def __init__(self):
+        self.calls: list[list[str]] = []
+
+    def encode(self, texts: list[str]) -> np.ndarray:
+        self.calls.append(list(texts))
+        return np.array([[len(t), t.count("a")] for t in texts], dtype=np.float64)
+
+
+def test_schema_vectors_are_encoded_once_per_dataset_revision(tmp_path, monkeypatch):
+    counting = _CountingEncoder()
+    monkeypatch.setattr(encoder, "load", lambda: counting)
+    texts = ["freeze card: stop a card", "get balance: the balance"]
+    first = encoder.encode_cached(texts, "sample-1", root=tmp_path)
+    again = encoder.encode_cached(texts, "sample-1", root=tmp_path)
+    assert np.array_equal(first, again) and len(counting.calls) == 1
+    # Other texts (a changed schema) under the same revision are a new entry, not a stale hit.
+    encoder.encode_cached(texts[:1], "sample-1", root=tmp_path)
+    assert len(counting.calls) == 2
+    # A damaged entry is encoded again and replaced.
+    (entry,) = [p for p in (tmp_path / encoder.EMBEDDINGS_DIR).iterdir()
+                if np.load(p).shape[0] == 2]
+    entry.write_bytes(b"not numpy")
+    assert np.array_equal(encoder.encode_cached(texts, "sample-1", root=tmp_path), first)
+    assert len(counting.calls) == 3
+    assert np.array_equal(encoder.encode_cached(texts, "sample-1", root=tmp_path), first)
+    assert len(counting.calls) == 3
+
+
+def test_a_cache_that_cannot_be_written_costs_only_time(tmp_path, monkeypatch):
+    counting = _CountingEncoder()
+    monkeypatch.setattr(encoder, "load", lambda: counting)
+    blocked = tmp_path / "file"
+    blocked.write_text("a file where the cache folder would go")
+    vectors = encoder.encode_cached(["a"], "rev", root=blocked)
+    assert vectors.shape == (1, 2) and len(counting.calls) == 1
+
+
+def test_the_matcher_takes_the_cached_schema_vectors(dataset, tmp_path, monkeypatch):
+    """Built twice against one cache, the sentence matcher encodes the schemas once and
+    labels alike."""
+    from tasks.banking.labels import sentence
+
+    monkeypatch.setenv("BANKBENCH_CACHE", str(tmp_path))
+    first = sentence.make_matcher(dataset)
+    seen: list[int] = []
+    real = encoder.load()
+    monkeypatch.setattr(encoder, "load", lambda: seen.append(1) or real)
+    second = sentence.make_matcher(dataset)
+    assert np.array_equal(first.whole, second.whole)
+    assert np.array_equal(first.parts, second.parts)
+    assert seen == [1]  # the matcher's own handle for the goals, not a schema encoding

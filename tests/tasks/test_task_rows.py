@@ -97,7 +97,8 @@ def test_fail_stops_before_anything_is_written(tmp_path, fake_template):
     source = _broken_layout(tmp_path)
     out = tmp_path / "out"
     with pytest.raises(DatasetError) as err:
-        build_tasks(str(source), out, template_dir=fake_template, log=lambda _: None)
+        build_tasks(str(source), out, labels="intent", template_dir=fake_template,
+                    log=lambda _: None)
     message = str(err.value)
     assert "2 bad row(s)" in message and "--on-bad-row skip" in message
     assert "tools row 6 (request_replacement_card)" in message and "banking-004" in message
@@ -109,7 +110,8 @@ def test_skip_leaves_bad_rows_out_and_says_so(tmp_path, fake_template):
     out = tmp_path / "out"
     lines: list[str] = []
     summary = build_tasks(
-        str(source), out, on_bad_row="skip", template_dir=fake_template, log=lines.append
+        str(source), out, on_bad_row="skip", labels="intent", template_dir=fake_template,
+        log=lines.append,
     )
     assert [b.row_id for b in summary.skipped_rows] == [
         "tools row 6 (request_replacement_card)",

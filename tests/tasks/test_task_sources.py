@@ -125,8 +125,8 @@ def test_build_from_cached_hub_records_the_commit(tmp_path, fake_template):
     cache = _hub_cache(tmp_path / "cache" / "hf", sample_rows())
     out = tmp_path / "out"
     summary = build_tasks(
-        "hf", out, offline=True, limit=2, hub_cache=cache, template_dir=fake_template,
-        log=lambda _: None,
+        "hf", out, offline=True, limit=2, hub_cache=cache, labels="intent",
+        template_dir=fake_template, log=lambda _: None,
     )
     assert summary.dataset_revision == SHA
     expected = json.loads((out / "banking-001/tests/expected.json").read_text())

@@ -7,8 +7,7 @@ import os
 import subprocess
 import sys
 
-import pytest
-from taskdata import sample_rows, template_ready, write_hub_layout
+from taskdata import sample_rows, write_hub_layout
 
 from tasks.banking.hub import REPO_ID
 
@@ -28,7 +27,6 @@ def test_help_explains_the_options():
     assert "file:PATH" in out and "hf@<revision>" in out
 
 
-@pytest.mark.skipif(not template_ready(), reason="tasks/banking/template not present")
 def test_build_from_the_sample(tmp_path):
     done = bankbench(
         "build", "--source", "sample", "--out", str(tmp_path), "--scenarios",
@@ -59,7 +57,6 @@ def test_errors_are_one_line_and_write_nothing(tmp_path):
     assert not out.exists()
 
 
-@pytest.mark.skipif(not template_ready(), reason="tasks/banking/template not present")
 def test_hf_source_reads_the_hub_cache_under_the_bankbench_cache(tmp_path):
     sha = "89abcdef0123456789abcdef0123456789abcdef"
     repo = tmp_path / "cache" / "hf" / ("datasets--" + REPO_ID.replace("/", "--"))
@@ -68,6 +65,6 @@ def test_hf_source_reads_the_hub_cache_under_the_bankbench_cache(tmp_path):
     write_hub_layout(repo / "snapshots" / sha, sample_rows())
     env = dict(os.environ, BANKBENCH_CACHE=str(tmp_path / "cache"))
     done = bankbench("build", "--source", "hf", "--offline", "--limit", "1", "--out",
-                     str(tmp_path / "out"), "--json", env=env)
+                     str(tmp_path / "out"), "--labels", "intent", "--json", env=env)
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["dataset_revision"] == sha

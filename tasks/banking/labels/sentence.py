@@ -71,13 +71,16 @@ class SentenceMatcher:
         self.encoder = encoder.load()
         self.names = [tool.title for tool in dataset.tools]
         self.clause = clause
-        self.whole = self.encoder.encode([schema_text(tool) for tool in dataset.tools])
+        wholes = [schema_text(tool) for tool in dataset.tools]
         parts, owners = [], []
         for k, tool in enumerate(dataset.tools):
             for part in schema_parts(tool):
                 parts.append(part)
                 owners.append(k)
-        self.parts = self.encoder.encode(parts)
+        # The schema texts are the same every build of a dataset: encoded once, then cached
+        # (each list in its own batch, as before the cache: the same vectors bit for bit).
+        self.whole = encoder.encode_cached(wholes, dataset.revision)
+        self.parts = encoder.encode_cached(parts, dataset.revision)
         self.owners = np.array(owners)
         self.lexical = intent.make_matcher(dataset)
 

@@ -11,7 +11,10 @@ delete its record, and cannot stand in for the service: the socket's folder is r
 One request per connection: a JSON line {"argv": [...], "stdin": text|null, "attempt":
 text|null, "customer_env": {name: text}|absent}; one JSON line back {"code": int, "out": text,
 "err": text}. `customer_env` (only the CUSTOMER_ENV names `bank say` forwards: the llm
-customer's endpoint and key among them) is passed to the command and never written anywhere.
+customer's endpoint and key among them) is passed to the command and never written anywhere,
+and is taken only from a caller running as root (the kernel says who, SO_PEERCRED): the
+harness's own `bank say`. Any other caller's is refused, so an agent cannot point the
+customer, who knows the persona and every goal, at a listener of its own.
 Standard library only; runs on Python 3.8+.
 """
 
@@ -19,7 +22,9 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import socketserver
+import struct
 import sys
 import threading
 
@@ -59,11 +64,25 @@ def parse_request(raw: bytes) -> tuple[list[str], str, str | None, dict[str, str
     return argv, stdin or "", attempt, customer_env
 
 
-def answer(raw: bytes) -> dict[str, object]:
+def peer_uid(connection: socket.socket) -> int | None:
+    """The uid of the process at the other end of a Unix socket, as the kernel knows it."""
+    try:
+        raw = connection.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED,
+                                    struct.calcsize("3i"))
+    except (OSError, AttributeError):
+        return None
+    return struct.unpack("3i", raw)[1]
+
+
+def answer(raw: bytes, caller_uid: int | None = 0) -> dict[str, object]:
     try:
         argv, stdin, attempt, customer_env = parse_request(raw)
     except (ValueError, UnicodeDecodeError, RecursionError) as exc:
         return {"code": 64, "out": "", "err": f"bank: bad request to the bank service: {exc}\n"}
+    if customer_env and caller_uid != 0:
+        return {"code": 64, "out": "", "err": (
+            "bank: customer settings (" + ", ".join(sorted(customer_env)) + ") come from the "
+            "harness alone; this caller's were refused and nothing was recorded\n")}
     with _calls:
         reply = run(argv, lambda: stdin, attempt, customer_env)
     return {"code": reply.code, "out": reply.out.decode("utf-8", "replace"),
@@ -84,7 +103,7 @@ class Handler(socketserver.StreamRequestHandler):
                     "code": 64, "out": "",
                     "err": f"bank: request larger than {MAX_REQUEST_BYTES} bytes\n"}
             else:
-                reply = answer(raw)
+                reply = answer(raw, peer_uid(self.request))
             self.wfile.write(json.dumps(reply).encode("utf-8") + b"\n")
         except OSError:
             pass  # the caller went away or timed out; nothing was recorded for it

@@ -3,8 +3,9 @@
 The protocol is the agent leaderboard's user simulator: the model is told the persona and the
 scenario's goals, shown the conversation so far, and writes the customer's next message; it
 ends the conversation by writing END_SIGNAL (with a goodbye). The prompt is this project's own.
-Settings come from the `bank say` caller's environment (forwarded in the request, never
-written anywhere): BANK_USER_BASE_URL (…/v1), BANK_USER_MODEL, BANK_USER_API_KEY (optional).
+Settings come from the environment of root's `bank say` (the harness's; forwarded in the
+request, never written anywhere; bankd.py refuses anyone else's): BANK_USER_BASE_URL (…/v1),
+BANK_USER_MODEL, BANK_USER_API_KEY (optional).
 
 Every request becomes a record shaped like contracts/llm_calls.py's LLMCallRecord (role
 "user_simulator"; times from perf_counter_ns, which is the same clock for every process of

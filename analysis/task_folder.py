@@ -1,0 +1,88 @@
+"""The task folder a trial ran, found once, and what its files say the trial measured.
+
+A trial's `config.json` names its task path (Harbor's `TrialConfig.task.path`, absolute or
+relative to where Harbor ran); a sweep also records its task folder. The task's
+`task.toml [metadata]` (`contracts.task.TaskMetadata`) carries dataset, revision, labels and
+instruction mode; its `tests/expected.json` may carry `labels.quality` (the label method's
+measured held-out quality) and `gold_perfect` (the gold-perfect agent's scores on this task).
+Everything is read leniently: a task folder that is gone leaves "unknown", never an error.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from contracts.expected import EXPECTED_FILE, GoldPerfect, LabelsQuality
+from contracts.task import TASK_TOML, read_metadata
+
+UNKNOWN = "unknown"
+NOT_MEASURED = "not measured"
+
+
+@dataclass(frozen=True)
+class TaskProvenance:
+    dataset: str = UNKNOWN
+    dataset_revision: str = UNKNOWN
+    labels: str = UNKNOWN
+    mode: str = UNKNOWN
+    heldout_f1: float | None = None
+    label_quality: str = NOT_MEASURED
+    gold_perfect: GoldPerfect | None = None
+
+
+def task_path(trial_dir: Path, job_dir: Path, scenario: str, tasks_dir: str | None
+              ) -> Path | None:
+    """Where the trial's task folder is now: its config's path (absolute, or relative to
+    where Harbor ran), else the sweep's task folder."""
+    try:
+        config = json.loads((trial_dir / "config.json").read_text(encoding="utf-8"))
+        given = Path(config["task"]["path"])
+    except (OSError, ValueError, KeyError, TypeError):
+        given = None
+    candidates = []
+    if given is not None:
+        candidates += [given] if given.is_absolute() else [
+            Path.cwd() / given, job_dir.parent / given, job_dir.parent.parent / given,
+            job_dir.parent.parent.parent / given]
+    if tasks_dir:
+        candidates.append(Path(tasks_dir) / scenario)
+    return next((p for p in candidates if (p / TASK_TOML).is_file()), None)
+
+
+def read_task(task_dir: Path) -> TaskProvenance | None:
+    """A task folder's provenance, or None when it has no readable task.toml metadata."""
+    meta = read_metadata(task_dir)
+    if meta is None:
+        return None
+    expected = task_dir / "tests" / EXPECTED_FILE
+    f1, quality = _label_quality(expected)
+    return TaskProvenance(
+        dataset=meta.dataset or UNKNOWN, dataset_revision=meta.dataset_revision,
+        labels=meta.labels, mode=meta.mode or UNKNOWN, heldout_f1=f1, label_quality=quality,
+        gold_perfect=_gold_perfect(expected))
+
+
+def _gold_perfect(path: Path) -> GoldPerfect | None:
+    """expected.json's `gold_perfect`, or None (absent, null, or unreadable)."""
+    try:
+        found = json.loads(path.read_text(encoding="utf-8")).get("gold_perfect")
+        return None if found is None else GoldPerfect.model_validate(found)
+    except (OSError, UnicodeDecodeError, ValueError, AttributeError):
+        return None
+
+
+def _label_quality(path: Path) -> tuple[float | None, str]:
+    """(held-out micro F1, one-line description) from `labels.quality` (read through
+    `contracts.expected.LabelsQuality`); absent or unreadable → not measured."""
+    try:
+        labels = json.loads(path.read_text(encoding="utf-8")).get("labels")
+        quality = LabelsQuality.model_validate(labels["quality"])
+    except (OSError, UnicodeDecodeError, ValueError, AttributeError, KeyError, TypeError):
+        return None, NOT_MEASURED  # ValidationError is a ValueError
+    text = (f"held-out micro F1 {quality.heldout_micro_f1:.3f}, goals exact "
+            f"{quality.heldout_goal_exact:.3f}")
+    if quality.measured_with:
+        text += f" ({quality.measured_with})"
+    return quality.heldout_micro_f1, text
