@@ -190,6 +190,7 @@ class LocalEnvironment(BaseEnvironment):
         self._verifying = False
         self._warned_root = False
         self._note = LocalEnvNote()
+        self._agent_ran = False  # an agent command ran since the agent's uid was last ended
         super().__init__(*args, **kwargs)
         self._workdir = (
             self.task_env_config.workdir or _dockerfile_workdir(self.environment_dir) or APP_DIR
@@ -344,8 +345,9 @@ class LocalEnvironment(BaseEnvironment):
         before verification, so nothing of the agent's runs while the harness reads, writes
         or scores. Without root the agent is root of the trial's user namespace, and ending
         it is ending every process of the trial."""
-        if self._holder is None or self._tools is None:
-            return
+        if self._holder is None or self._tools is None or not self._agent_ran:
+            return  # nothing of the agent's can be running: no scan of every process
+        self._agent_ran = False
         if self._tools.userns:
             ended = await asyncio.to_thread(self._holder.end_members)
         else:
@@ -433,6 +435,7 @@ class LocalEnvironment(BaseEnvironment):
         # nsenter puts the command at the trial's root; the agent phase then drops to the
         # trial's uid; `env --chdir` moves to `cwd` from inside, so links resolve in there.
         # Only the agent's commands enter the trial's network namespace.
+        self._agent_ran = self._agent_ran or uid == self._agent_uid or self._tools.userns
         argv = self._holder.enter_argv(network=uid == self._agent_uid)
         if uid is not None:
             limits = self._options

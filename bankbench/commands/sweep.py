@@ -125,6 +125,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--resume", metavar="SWEEP_DIR",
                    help="continue an interrupted or stopped sweep (same options as it was "
                    "started with; --base-url NEW may name the server's new address)")
+    p.add_argument("--port", type=int, metavar="PORT",
+                   help="with --resume of a --profile sweep: start its server on PORT (the "
+                   "level jobs are pointed at it), e.g. when the old port is taken")
     p.add_argument("--rayjob", metavar="IMAGE",
                    help="dry run: print a KubeRay RayJob manifest that runs this sweep with "
                    "--ray auto in pods of IMAGE (one worker pod per shard), run nothing "
@@ -132,7 +135,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=_run)
 
 
-_NOT_IN_RAYJOB = {"--rayjob": 1, "--ray": 1, "--out": 1, "--name": 1, "--resume": 1}
+_NOT_IN_RAYJOB = {"--rayjob": 1, "--ray": 1, "--out": 1, "--name": 1, "--resume": 1,
+                  "--port": 1}
 
 
 def _rayjob_args(argv: list[str]) -> list[str]:
@@ -152,10 +156,14 @@ def _run(args: argparse.Namespace) -> int:
     from pydantic import ValidationError
 
     from bankbench.sweep.routers import is_router_sweep, load_router_manifest, run_router_sweep
-    from bankbench.sweep.runner import SweepError, load_manifest, run_sweep
+    from bankbench.sweep.runner import BadOptions, SweepError, load_manifest, run_sweep
     from contracts.sweep import SweepConfig
 
     routers = args.routers
+    if args.port is not None and not args.resume:
+        print("bankbench sweep: --port applies to --resume of a --profile sweep",
+              file=sys.stderr)
+        return 2
     if args.routers and args.router:
         print("bankbench sweep: give --router (one) or --routers (several), not both",
               file=sys.stderr)
@@ -202,6 +210,10 @@ def _run(args: argparse.Namespace) -> int:
         print(render(_rayjob_args(typed), image=args.rayjob, shards=config.shards,
                      name=sweep_dir.name), end="")
         return 0
+    if args.port is not None and not config.profile:
+        print("bankbench sweep: --port applies to a --profile sweep; a --base-url sweep "
+              "resumes at a new address with --base-url NEW_URL", file=sys.stderr)
+        return 2
     stopped_by = _stop_cleanly_on_sigterm()
     try:
         if routers:
@@ -209,12 +221,12 @@ def _run(args: argparse.Namespace) -> int:
                                        claim=not args.name)
         else:
             reports = [run_sweep(config, sweep_dir, resume=bool(args.resume),
-                                 claim=not args.resume and not args.name)]
+                                 claim=not args.resume and not args.name, port=args.port)]
     except KeyboardInterrupt:
         return 128 + stopped_by.get("signal", signal.SIGINT)
     except (SweepError, FileNotFoundError, ValueError) as exc:
         print(f"bankbench sweep: {exc}", file=sys.stderr)
-        return 1
+        return 2 if isinstance(exc, BadOptions) else 1
     except Exception as exc:
         # Server start failures carry their own one-line cause and log tail.
         if exc.__class__.__name__ == "ServeError":

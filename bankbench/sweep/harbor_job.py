@@ -266,7 +266,7 @@ def rewrite_base_url(job_dir: Path, old: str, new: str) -> int:
     """Point a level's Harbor job at a server's new address: the agent's `base_url` in the
     job's config.json and lock.json and in every trial's config.json (Harbor's resume refuses
     a job whose finished trials' configs differ from the job's). Trial results are left as
-    they are. Returns how many files changed."""
+    they are. A sharded level folder: every shard's job. Returns how many files changed."""
     changed = 0
     files = [job / name for job in level_jobs(job_dir) for name in ("config.json", "lock.json")]
     files += [t / "config.json" for t in trial_dirs(job_dir)]

@@ -70,9 +70,10 @@ def _run_shard(cmd: list[str], job: str, log: str) -> dict[str, Any]:
 
 
 def run_level(config: SweepConfig, sweep_dir: Path, level: int, tasks_dir: Path,
-              base_url: str, model: str) -> list[str]:
+              base_url: str, model: str, *, watch: Any = None, also: Any = None) -> list[str]:
     """Bring every shard of `level` to complete as Ray tasks started together; one line per
-    shard that failed (its Harbor, its task or its node), empty when all finished."""
+    shard that failed (its Harbor, its task or its node), empty when all finished. `also` as
+    in shards.run_level; `watch` (the dead-server check) is not applied to Ray shards yet."""
     from datetime import UTC, datetime
 
     assert config.ray is not None
@@ -84,7 +85,7 @@ def run_level(config: SweepConfig, sweep_dir: Path, level: int, tasks_dir: Path,
     for planned in shards.plan(config, tasks_dir, level):
         job = ldir / shard_dir_name(planned.shard)
         record = shards.read_record(job) or planned
-        cmd = shards.shard_command(config, sweep_dir, record, tasks_dir, base_url, model)
+        cmd = shards.shard_command(config, sweep_dir, record, tasks_dir, base_url, model, also)
         if cmd is None:
             print(f"  c{level} shard {record.shard}: already complete", flush=True)
             continue

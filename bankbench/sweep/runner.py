@@ -40,6 +40,10 @@ class SweepError(RuntimeError):
     """A sweep cannot start or go on; the message says why and what to do."""
 
 
+class BadOptions(SweepError):
+    """An option given on the command line is wrong (exit 2, like argparse's own errors)."""
+
+
 def _now() -> datetime:
     return datetime.now(UTC)
 
@@ -93,16 +97,20 @@ def _move_to_new_url(config: SweepConfig, sweep_dir: Path,
     if not old or not new or old == new:
         return manifest
     _preflight(config, new, str(config.model))
-    for record in manifest.level_records:
-        job_dir = sweep_dir / record.job_dir
-        harbor_job.rewrite_base_url(job_dir, old, new)
-    manifest.earlier_base_urls.append(old)
     manifest.config = config
     manifest.fingerprint = config.fingerprint()
+    _point_jobs_at(sweep_dir, manifest, old, new)
+    return manifest
+
+
+def _point_jobs_at(sweep_dir: Path, manifest: SweepManifest, old: str, new: str) -> None:
+    """Every level job of the sweep talks to `new` from now on; `old` is kept in sweep.json."""
+    for record in manifest.level_records:
+        harbor_job.rewrite_base_url(sweep_dir / record.job_dir, old, new)
+    manifest.earlier_base_urls.append(old)
     manifest.base_url = new
     save_manifest(sweep_dir, manifest)
     print(f"resuming against {new} (was {old}); recorded in {SWEEP_FILE}", flush=True)
-    return manifest
 
 
 class _Scraper:
@@ -151,7 +159,7 @@ def check_options(config: SweepConfig) -> None:
     try:
         parse_options(dict(config.agent_kwargs))
     except ValueError as exc:
-        raise SweepError(str(exc).removeprefix("BankingAgent: ")) from None
+        raise BadOptions(str(exc).removeprefix("BankingAgent: ")) from None
     if config.tasks:
         return  # nothing is built
     from tasks.banking.labels import METHODS, LabelsError
@@ -162,11 +170,11 @@ def check_options(config: SweepConfig) -> None:
         try:
             read_labels_file(Path(spec.removeprefix("file:")).expanduser())
         except LabelsError as exc:
-            raise SweepError(str(exc)) from None
+            raise BadOptions(str(exc)) from None
     elif spec not in METHODS:
-        raise SweepError(f"--labels {spec!r}: expected one of {', '.join(METHODS)}")
+        raise BadOptions(f"--labels {spec!r}: expected one of {', '.join(METHODS)}")
     if config.source not in ("auto", "hf", "sample") and not Path(config.source).is_dir():
-        raise SweepError(f"--source {config.source}: no such directory (expected auto, hf, "
+        raise BadOptions(f"--source {config.source}: no such directory (expected auto, hf, "
                          "sample or a folder in the hub's layout)")
 
 
@@ -236,7 +244,8 @@ def _reusable_port(base_url: str, wait_s: float = 90.0) -> int | None:
         if time.monotonic() > deadline:
             raise SweepError(
                 f"cannot resume: the level jobs talk to {base_url}, and port {parts.port} is "
-                f"still in use after {wait_s:g} s; free it and run the resume again"
+                f"still in use after {wait_s:g} s; free it and run the resume again, or resume on "
+                f"another port with --port PORT"
             )
         time.sleep(1.0)
     return parts.port
@@ -274,7 +283,7 @@ class SweepSession:
 @contextmanager
 def open_sweep(config: SweepConfig, sweep_dir: Path, *, resume: bool = False,
                resume_command: str = "bankbench sweep --resume",
-               claim: bool = False) -> Iterator[SweepSession]:
+               claim: bool = False, port: int | None = None) -> Iterator[SweepSession]:
     """Build tasks, bring the server up (or check the given one) and write sweep.json; the
     server is stopped on the way out. `sweep` and `capacity` run their levels inside it.
 
@@ -301,7 +310,7 @@ def open_sweep(config: SweepConfig, sweep_dir: Path, *, resume: bool = False,
     try:
         with lock.hold(sweep_dir, busy_hint=busy):
             with _open_locked(config, sweep_dir, resume=resume, resume_command=resume_command,
-                              created=created) as session:
+                              created=created, port=port) as session:
                 yield session
     except lock.SweepBusy as exc:
         raise SweepError(str(exc)) from None
@@ -309,7 +318,7 @@ def open_sweep(config: SweepConfig, sweep_dir: Path, *, resume: bool = False,
 
 @contextmanager
 def _open_locked(config: SweepConfig, sweep_dir: Path, *, resume: bool, resume_command: str,
-                 created: bool) -> Iterator[SweepSession]:
+                 created: bool, port: int | None = None) -> Iterator[SweepSession]:
     if resume:
         manifest: SweepManifest | None = check_resumable(config, sweep_dir)
         manifest = _move_to_new_url(config, sweep_dir, manifest)
@@ -341,12 +350,11 @@ def _open_locked(config: SweepConfig, sweep_dir: Path, *, resume: bool, resume_c
             if config.profile:
                 from bankbench.serve import api
 
-                port = None
                 if manifest is not None:
                     # The level jobs hold the first run's URL in their Harbor config: the
                     # resumed trials must find the server where the killed run had it.
                     _stop_leftover_server(sweep_dir / "server")
-                    port = _reusable_port(manifest.base_url)
+                    port = port or _reusable_port(manifest.base_url)
                 print(f"starting server profile {config.profile} ...", flush=True)
                 server = api.up(
                     config.profile, router=config.router, workers=config.workers,
@@ -378,6 +386,8 @@ def _open_locked(config: SweepConfig, sweep_dir: Path, *, resume: bool, resume_c
                     ],
                 )
             else:
+                if manifest.base_url != base_url:  # started on another port (--port)
+                    _point_jobs_at(sweep_dir, manifest, manifest.base_url, base_url)
                 manifest.base_url, manifest.model = base_url, model
             save_manifest(sweep_dir, manifest)
             saved = True
@@ -428,7 +438,8 @@ def run_level(session: SweepSession, level: int) -> LevelRecord:
 def _server_gone_message(session: SweepSession, level: int, why: str) -> str:
     how = f"  {session.resume_command} {session.sweep_dir}"
     if session.config.profile:
-        where = "(the resumed sweep starts its server again)"
+        where = ("(the resumed sweep starts its server again on the same port; "
+                 "--port PORT picks another)")
     else:
         where = ("(if it comes back at another address, add --base-url NEW_URL; "
                  "`bankbench serve up --port PORT` brings a stack back on its old port)")
@@ -438,12 +449,12 @@ def _server_gone_message(session: SweepSession, level: int, why: str) -> str:
 
 
 def run_sweep(config: SweepConfig, sweep_dir: Path, *, resume: bool = False,
-              claim: bool = False) -> Path:
+              claim: bool = False, port: int | None = None) -> Path:
     """Run (or continue) a sweep in `sweep_dir`; returns the path of report.md. `claim`: the
     directory name is a default one (a taken name becomes `<name>-2`…)."""
     from analysis.report import write_report
 
-    with open_sweep(config, sweep_dir, resume=resume, claim=claim) as session:
+    with open_sweep(config, sweep_dir, resume=resume, claim=claim, port=port) as session:
         for record in list(session.manifest.level_records):
             run_level(session, record.level)
         session.manifest.finished_at = _now()
@@ -570,7 +581,8 @@ def _run_shards(session: SweepSession, record: LevelRecord, have_before: bool,
     trace_from = trace.stat().st_size if trace.is_file() else 0
     record.shards = len(shards.concurrencies(level, config.shards))
     run = ray_shards.run_level if config.ray else shards.run_level
-    failed = run(config, sweep_dir, level, session.tasks_dir, session.base_url, session.model)
+    failed = run(config, sweep_dir, level, session.tasks_dir, session.base_url, session.model,
+                 watch=session.watch, also=_infra_failed)
     have_after = session.scrape(job_dir / METRICS_AFTER) if job_dir.exists() else False
     if have_before and job_dir.exists():
         os.replace(before, job_dir / METRICS_BEFORE)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import socket
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -89,7 +90,8 @@ class _Running:
 
 
 def shard_command(config: SweepConfig, sweep_dir: Path, record: ShardRecord, tasks_dir: Path,
-                  base_url: str, model: str) -> list[str] | None:
+                  base_url: str, model: str,
+                  also: Callable[[Path], str | None] | None = None) -> list[str] | None:
     """The Harbor command that brings one shard to complete: run, resume, or None (done)."""
     job = level_dir(sweep_dir, record.level) / shard_dir_name(record.shard)
     state = harbor_job.job_state(job)
@@ -98,7 +100,7 @@ def shard_command(config: SweepConfig, sweep_dir: Path, record: ShardRecord, tas
     if state is harbor_job.JobState.PARTIAL:
         quarantine = (sweep_dir / "quarantine" / level_dir_name(record.level)
                       / shard_dir_name(record.shard))
-        for moved, why in harbor_job.quarantine_unfinished_trials(job, quarantine):
+        for moved, why in harbor_job.quarantine_unfinished_trials(job, quarantine, also=also):
             print(f"  {moved.name}: {why}; moved to {quarantine}, its trial runs again",
                   flush=True)
         return harbor_job.resume_command(job)
@@ -108,10 +110,13 @@ def shard_command(config: SweepConfig, sweep_dir: Path, record: ShardRecord, tas
 
 
 def run_level(config: SweepConfig, sweep_dir: Path, level: int, tasks_dir: Path,
-              base_url: str, model: str, poll_s: float = 2.0,
-              report_every_s: float = 10.0) -> list[str]:
+              base_url: str, model: str, *, watch: Callable[[], str | None] | None = None,
+              also: Callable[[Path], str | None] | None = None, poll_s: float = 2.0,
+              report_every_s: float = 10.0, watch_every_s: float = 10.0) -> list[str]:
     """Bring every shard of `level` to complete, all at once; returns one line per shard that
-    failed (empty when all finished). A resumed level keeps the split it was started with."""
+    failed (empty when all finished). A resumed level keeps the split it was started with.
+    `watch` and `also` are run_job's and quarantine_unfinished_trials': a reason from `watch`
+    (the server is gone) stops every shard and raises JobAborted."""
     ldir = level_dir(sweep_dir, level)
     records = [read_record(ldir / shard_dir_name(r.shard)) or r
                for r in plan(config, tasks_dir, level)]
@@ -120,7 +125,7 @@ def run_level(config: SweepConfig, sweep_dir: Path, level: int, tasks_dir: Path,
     try:
         for record in records:
             job = ldir / shard_dir_name(record.shard)
-            cmd = shard_command(config, sweep_dir, record, tasks_dir, base_url, model)
+            cmd = shard_command(config, sweep_dir, record, tasks_dir, base_url, model, also)
             if cmd is None:
                 print(f"  c{level} shard {record.shard}: already complete", flush=True)
                 continue
@@ -136,8 +141,8 @@ def run_level(config: SweepConfig, sweep_dir: Path, level: int, tasks_dir: Path,
             running.append(_Running(record, job, log, proc))
         print(f"  c{level}: {len(running)} shard(s) running, concurrency "
               f"{' + '.join(str(r.record.concurrency) for r in running) or '-'}", flush=True)
-        _wait(running, level, ldir, poll_s, report_every_s)
-    except KeyboardInterrupt:
+        _wait(running, level, ldir, poll_s, report_every_s, watch, watch_every_s)
+    except (KeyboardInterrupt, harbor_job.JobAborted):
         for r in running:
             harbor_job.stop_process_group(r.proc)  # type: ignore[arg-type]
         raise
@@ -155,10 +160,15 @@ def run_level(config: SweepConfig, sweep_dir: Path, level: int, tasks_dir: Path,
 
 
 def _wait(running: list[_Running], level: int, ldir: Path, poll_s: float,
-          report_every_s: float) -> None:
-    last_line, last_time = None, 0.0
+          report_every_s: float, watch: Callable[[], str | None] | None,
+          watch_every_s: float) -> None:
+    last_line, last_time, last_watch = None, 0.0, time.monotonic()
     while any(r.proc.poll() is None for r in running):  # type: ignore[attr-defined]
         time.sleep(poll_s)
+        if watch is not None and time.monotonic() - last_watch >= watch_every_s:
+            last_watch = time.monotonic()
+            if reason := watch():
+                raise harbor_job.JobAborted(reason)
         line = progress.line(level, ldir)
         now = time.monotonic()
         if line and line != last_line and now - last_time >= report_every_s:

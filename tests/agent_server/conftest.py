@@ -48,11 +48,10 @@ def free_port() -> int:
 def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
     from bankbench import procs
     from bankbench.serve import api, replay
-    from tasks.banking.build import build_tasks
+    from tests.support.built_tasks import build_sample
 
     root = tmp_path_factory.mktemp("agent-server")
-    tasks = root / "tasks"
-    build_tasks(source="sample", out=tasks, limit=3, log=lambda line: None)
+    tasks = build_sample(root / "tasks", limit=3)
     scenarios = sorted(p.name for p in tasks.iterdir() if p.is_dir())
     first, second, slow = scenarios[:3]
     calls = {sid: task_calls(tasks / sid) for sid in scenarios}

@@ -80,3 +80,44 @@ def test_a_sharded_level_is_complete_only_when_every_shard_is(tmp_path):
     _job(single, 1, finished=True)
     assert level_jobs(single) == [single]
     assert harbor_job.job_state(single) is harbor_job.JobState.COMPLETE
+
+
+def test_a_dead_server_stops_every_shard_of_the_level(tmp_path, monkeypatch):
+    """`watch` saying the server is gone stops all the level's shard processes (here a
+    stand-in command, `sleep`, in place of Harbor) and raises JobAborted."""
+    import psutil
+
+    tasks = tmp_path / "tasks"
+    for name in ("banking-000", "banking-001"):
+        (tasks / name).mkdir(parents=True)
+        (tasks / name / "task.toml").write_text("")
+    monkeypatch.setattr(shards, "shard_command", lambda *a, **k: ["sleep", "60"])
+    config = SweepConfig(base_url="http://127.0.0.1:1/v1", model="m", shards=2)
+    calls = []
+
+    def watch() -> str | None:
+        calls.append(1)
+        return "the server at 127.0.0.1:1 stopped answering" if len(calls) > 1 else None
+
+    with pytest.raises(harbor_job.JobAborted, match="stopped answering"):
+        shards.run_level(config, tmp_path, 2, tasks, "http://127.0.0.1:1/v1", "m",
+                         watch=watch, poll_s=0.05, watch_every_s=0.1)
+    pids = [ShardRecord.model_validate_json((tmp_path / "c2" / s / "shard.json").read_text()).pid
+            for s in ("s0", "s1")]
+    assert all(pid and not (psutil.pid_exists(pid) and
+                            psutil.Process(pid).status() != psutil.STATUS_ZOMBIE)
+               for pid in pids)
+
+
+def test_resuming_on_a_new_address_rewrites_every_shard_job(tmp_path):
+    old, new = "http://127.0.0.1:1/v1", "http://127.0.0.1:2/v1"
+    config = {"agents": [{"kwargs": {"base_url": old}}]}
+    for shard in ("s0", "s1"):
+        job = tmp_path / "c4" / shard
+        (job / "banking-000__x").mkdir(parents=True)
+        for path in (job / "config.json", job / "lock.json",
+                     job / "banking-000__x" / "config.json"):
+            path.write_text(json.dumps(config))
+    assert harbor_job.rewrite_base_url(tmp_path / "c4", old, new) == 6
+    texts = [p.read_text() for p in (tmp_path / "c4").rglob("*.json")]
+    assert len(texts) == 6 and all(new in t and old not in t for t in texts)

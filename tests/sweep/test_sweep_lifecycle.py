@@ -123,6 +123,7 @@ def test_bad_options_are_one_line_before_anything_slow_and_leave_no_directory(tm
         done = bankbench("sweep", "--profile", "cpu-mocker", option, value, "--out", str(out),
                          "--name", "x", timeout=120)
         assert_one_line_error(done, value.split("=")[0], why)
+        assert done.returncode == 2  # a usage error, as argparse's own
         # refused before anything slow: no task built, no server started
         assert "building tasks" not in done.stdout and "starting server" not in done.stdout
         assert not (out / "x").exists()
@@ -175,3 +176,25 @@ def test_a_server_that_dies_stops_the_sweep_which_resumes_on_a_new_port(tmp_path
         assert len(trials) == N_TASKS, level
         # the trials the outage failed ran again: none is left as an infra failure
         assert [trial_status(t)[0] for t in trials].count("infra_failed") == 0
+
+
+def test_a_profile_sweep_resumes_on_another_port(tmp_path):
+    from tests.reliability.helpers import closed_port
+
+    out = tmp_path / "jobs"
+    first = bankbench("sweep", "--profile", "cpu-mocker", "--set", "speedup_ratio=10",
+                      "--levels", "1", "--source", "sample", "--limit", "2", "--out", str(out),
+                      "--name", "s", timeout=600)
+    assert first.returncode == 0, first.stdout[-2000:] + first.stderr[-2000:]
+    sweep = out / "s"
+    old = json.loads((sweep / "sweep.json").read_text())["base_url"]
+    port = closed_port()
+    again = bankbench("sweep", "--resume", str(sweep), "--port", str(port), timeout=600)
+    assert again.returncode == 0, again.stdout[-2000:] + again.stderr[-2000:]
+    manifest = json.loads((sweep / "sweep.json").read_text())
+    assert manifest["base_url"] == f"http://127.0.0.1:{port}/v1"
+    assert manifest["earlier_base_urls"] == [old]
+    job = json.loads((sweep / "c1" / "config.json").read_text())
+    assert job["agents"][0]["kwargs"]["base_url"] == manifest["base_url"]
+    refused = bankbench("sweep", "--profile", "cpu-mocker", "--port", "1", "--out", str(out))
+    assert_one_line_error(refused, "--port applies to --resume")

@@ -19,13 +19,17 @@ from contracts.expected import Expected
 from contracts.reward import SCORE_KEYS
 from tasks.banking.build import TEMPLATE_DIR, TEMPLATE_FILES, build_tasks
 from tasks.banking.dataset import DatasetError, load
-from tasks.banking.labels import LabelsError
+from tasks.banking.labels import LabelsError, sentence
 from tasks.banking.sample import GOLD_LABELS_PATH, SAMPLE_VERSION, gold_labels
 from tasks.banking.writer import WriteError, read_tree
+from tests.support.built_tasks import CHEAP_LABELS
 
 SAMPLE = load("sample")
 TOOL_NAMES = SAMPLE.tool_names
 quiet = {"log": lambda line: None}
+# For builds whose labels are not what the test is about (the built_sample fixture keeps the
+# default method, whose output the contract tests read).
+cheap = {**quiet, "labels": CHEAP_LABELS}
 ORACLE_RUN = ("banking-002", "banking-008", "banking-012")  # 15 of the 20 tools between them
 
 
@@ -63,7 +67,7 @@ def test_task_toml_metadata(built_sample):
             "domain": "banking",
             "persona_index": scenario.row.persona_index,
             "n_goals": len(scenario.row.user_goals),
-            "labels": "sentence@1",
+            "labels": f"sentence@{sentence.VERSION}",
             "dataset_revision": f"sample-{SAMPLE_VERSION}",
             "mode": "goals",
             "dataset": "galileo-ai/agent-leaderboard-v2",
@@ -157,7 +161,7 @@ def test_oracle_scores_one_with_the_real_bank_and_verifier(built_sample, tmp_pat
 
 def test_first_message_mode_leaves_the_goals_out(tmp_path, fake_template):
     build_tasks(
-        "sample", tmp_path, mode="first-message", limit=1, template_dir=fake_template, **quiet
+        "sample", tmp_path, mode="first-message", limit=1, template_dir=fake_template, **cheap
     )
     text = (tmp_path / "banking-000/instruction.md").read_text()
     scenario = SAMPLE.scenarios[0]
@@ -181,11 +185,11 @@ def test_curated_labels_have_no_per_goal_tools(tmp_path, fake_template):
 
 
 def test_rebuild_is_byte_identical_and_touches_nothing(tmp_path, fake_template):
-    first = build_tasks("sample", tmp_path, template_dir=fake_template, **quiet)
+    first = build_tasks("sample", tmp_path, template_dir=fake_template, **cheap)
     assert first.tasks_changed == 14
     before = read_tree(tmp_path)
     mtimes = {p: p.stat().st_mtime_ns for p in tmp_path.rglob("*")}
-    second = build_tasks("sample", tmp_path, template_dir=fake_template, **quiet)
+    second = build_tasks("sample", tmp_path, template_dir=fake_template, **cheap)
     assert second.tasks_changed == 0 and second.tasks_unchanged == 14
     assert read_tree(tmp_path) == before
     assert {p: p.stat().st_mtime_ns for p in tmp_path.rglob("*")} == mtimes
@@ -199,24 +203,26 @@ def test_stale_task_dirs_are_reported_then_pruned(tmp_path, fake_template):
     rows = sample_rows()
     source = write_hub_layout(tmp_path / "data", rows)
     out = tmp_path / "out"
-    build_tasks(str(source), out, template_dir=fake_template, **quiet)
+    build_tasks(str(source), out, labels="intent", template_dir=fake_template, **quiet)
     rows["adaptive_tool_use"] = rows["adaptive_tool_use"][:12]
     write_hub_layout(source, rows)
     lines: list[str] = []
-    summary = build_tasks(str(source), out, template_dir=fake_template, log=lines.append)
+    summary = build_tasks(str(source), out, labels="intent", template_dir=fake_template,
+                          log=lines.append)
     assert summary.stale == ["banking-012", "banking-013"] and summary.pruned == []
     assert (out / "banking-013").exists()
     assert any("2 stale task dir(s) left in place" in line for line in lines)
-    summary = build_tasks(str(source), out, prune_stale=True, template_dir=fake_template, **quiet)
+    summary = build_tasks(str(source), out, prune_stale=True, labels="intent",
+                          template_dir=fake_template, **quiet)
     assert summary.pruned == ["banking-012", "banking-013"]
     assert not (out / "banking-013").exists() and (out / "banking-011").exists()
 
 
 def test_subset_build_reports_other_dirs_without_calling_them_stale(tmp_path, fake_template):
-    build_tasks("sample", tmp_path, template_dir=fake_template, **quiet)
+    build_tasks("sample", tmp_path, template_dir=fake_template, **cheap)
     summary = build_tasks(
         "sample", tmp_path, scenarios=["banking-009", "banking-002"], template_dir=fake_template,
-        **quiet,
+        **cheap,
     )
     assert summary.scenario_ids == ["banking-009", "banking-002"]
     assert summary.stale == [] and len(summary.not_rebuilt) == 12
@@ -226,7 +232,7 @@ def test_a_foreign_directory_is_never_replaced(tmp_path, fake_template):
     (tmp_path / "banking-000").mkdir()
     (tmp_path / "banking-000" / "notes.txt").write_text("mine")
     with pytest.raises(WriteError, match="not a bankbench task"):
-        build_tasks("sample", tmp_path, limit=1, template_dir=fake_template, **quiet)
+        build_tasks("sample", tmp_path, limit=1, template_dir=fake_template, **cheap)
     assert (tmp_path / "banking-000" / "notes.txt").read_text() == "mine"
 
 
@@ -247,7 +253,7 @@ def test_bad_options_stop_before_writing(tmp_path, fake_template, kwargs, error,
 
 def test_missing_template_is_named(tmp_path):
     with pytest.raises(DatasetError, match="task template incomplete: missing .*environment/bank"):
-        build_tasks("sample", tmp_path / "out", template_dir=tmp_path / "none", **quiet)
+        build_tasks("sample", tmp_path / "out", template_dir=tmp_path / "none", **cheap)
 
 
 def test_a_tool_name_in_the_customers_text_is_flagged(tmp_path, fake_template):
@@ -256,7 +262,8 @@ def test_a_tool_name_in_the_customers_text_is_flagged(tmp_path, fake_template):
     source = write_hub_layout(tmp_path / "data", rows)
     lines: list[str] = []
     out = tmp_path / "out"
-    build_tasks(str(source), out, limit=3, template_dir=fake_template, log=lines.append)
+    build_tasks(str(source), out, limit=3, labels="intent", template_dir=fake_template,
+                log=lines.append)
     assert [line for line in lines if line.startswith("warning")] == [
         "warning: banking-001: the customer's text names tool(s) freeze_card"
     ]

@@ -13,6 +13,11 @@ maximises similarity + LEXICAL x `intent`'s score. The goal gets no tool when it
 explanation (`intent.explanation`) or when the chosen tool's similarity stays under
 MIN_SIMILARITY. One tool per goal, as `intent` (near-ties as extra tools cost precision).
 
+Version 2 applies `rules.py` first, for the two errors the in-sample confusion table shows to
+be systematic: a request of a kind no tool performs (a fee waiver, an interest quote, a
+recommendation, credentials, a "why" question, …) gets no tool, and money moved between
+accounts at this bank gets `transfer_funds` (`rules=False` is version 1).
+
 CLAUSE, LEXICAL and MIN_SIMILARITY were chosen on in-sample gold only — the sample's and the
 tuning set's (`goldsets/tuning`), pooled — by `benchmarks/labelling.py`'s sweep; QUALITY is the
 one held-out measurement.
@@ -26,22 +31,23 @@ import numpy as np
 
 from contracts.expected import LabelsQuality
 from tasks.banking.dataset import Dataset, Scenario
-from tasks.banking.labels import encoder, intent
+from tasks.banking.labels import encoder, intent, rules
 from tasks.banking.labels.model import GoalChoice, ScenarioLabels
 from tasks.banking.rows import ToolRow
 
-VERSION = "1"
+VERSION = "2"
 CLAUSE = 0.3
 LEXICAL = 0.005  # per point of intent's score (a strong shared-word match scores ~10)
 MIN_SIMILARITY = 0.25
 # Where a description lists things, each part can stand alone.
 PARTS = re.compile(r"[,.;:]| such as | or | and ")
-# Measured once on tasks/banking/goldsets/heldout (never tuned on): see benchmarks/README.md.
+# Version 2 measured once, after heldout3 was committed and the rules were written on in-sample
+# gold only; heldout3 is the clean set (benchmarks/README.md has every set's figures).
 QUALITY = LabelsQuality(
-    heldout_micro_f1=0.640,
-    heldout_goal_exact=0.602,
-    measured_with="tasks/banking/goldsets/heldout (25 scenarios, 103 goals): "
-    "python benchmarks/labelling.py",
+    heldout_micro_f1=0.431,
+    heldout_goal_exact=0.412,
+    measured_with="tasks/banking/goldsets/heldout3 (16 scenarios, 80 goals, no near-twins; "
+    "95% scenario interval F1 0.273-0.582): python benchmarks/labelling.py --held-out-summary",
 )
 
 
@@ -92,9 +98,13 @@ class SentenceMatcher:
 
 
 def choose(matcher: SentenceMatcher, goal: str, similarity: np.ndarray,
-           lexical: float = LEXICAL, min_similarity: float = MIN_SIMILARITY) -> GoalChoice:
-    if declined := intent.explanation(goal):
+           lexical: float = LEXICAL, min_similarity: float = MIN_SIMILARITY,
+           use_rules: bool = True) -> GoalChoice:
+    if declined := intent.explanation(goal) or (rules.no_tool(goal) if use_rules else None):
         return declined
+    if use_rules and rules.is_transfer(goal) and "transfer_funds" in matcher.names:
+        return GoalChoice(tools=["transfer_funds"], reason="moves money between accounts at "
+                          "this bank")
     words = matcher.lexical_scores(goal)
     best = int(np.argmax(similarity + lexical * words))
     name, closeness = matcher.names[best], float(similarity[best])
@@ -110,9 +120,10 @@ def make_matcher(dataset: Dataset, clause: float = CLAUSE) -> SentenceMatcher:
 
 
 def label(scenario: Scenario, dataset: Dataset, matcher: SentenceMatcher | None = None,
-          lexical: float = LEXICAL, min_similarity: float = MIN_SIMILARITY) -> ScenarioLabels:
+          lexical: float = LEXICAL, min_similarity: float = MIN_SIMILARITY,
+          use_rules: bool = True) -> ScenarioLabels:
     matcher = matcher or make_matcher(dataset)
     goals = list(scenario.row.user_goals)
     similarity = matcher.similarity(goals)
-    return ScenarioLabels.from_goals([choose(matcher, g, similarity[i], lexical, min_similarity)
-                                      for i, g in enumerate(goals)])
+    return ScenarioLabels.from_goals([choose(matcher, g, similarity[i], lexical, min_similarity,
+                                             use_rules) for i, g in enumerate(goals)])
