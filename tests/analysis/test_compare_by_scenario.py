@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 
 import numpy as np
+import pytest
 
 from analysis.compare import compare_table
 from analysis.metrics.base import holm
@@ -73,6 +74,7 @@ def test_holm_step_down():
     assert holm([0.03, 0.03]) == [False, False]  # Bonferroni's first step fails: none called
 
 
+@pytest.mark.slow  # 18 synthetic sweeps read and compared: minutes on 2 loaded cores
 def test_holm_keeps_false_calls_rare_where_uncorrected_intervals_make_them(tmp_path):
     """Error rate of the verdict rule, by simulation through the compare itself: two runs of
     one agent against a baseline run of it at four levels (40 verdicts per compare, no true
