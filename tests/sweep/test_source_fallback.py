@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.built_tasks import CHEAP_LABELS
+
 HARBOR_ENV = {"HARBOR_TELEMETRY": "0", "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
 WARNING = "WARNING: --source auto could not reach the Hugging Face hub"
 
@@ -28,7 +30,8 @@ def test_prepare_tasks_falls_back_loudly(tmp_path):
         "from pathlib import Path\n"
         "from contracts.sweep import SweepConfig\n"
         "from bankbench.sweep.tasks import prepare_tasks\n"
-        "c = SweepConfig(levels=[1], profile='cpu-mocker', limit=2)\n"
+        # Labels are not what this is about: the sample's gold, not the sentence encoder.
+        f"c = SweepConfig(levels=[1], profile='cpu-mocker', limit=2, labels={CHEAP_LABELS!r})\n"
         f"p = prepare_tasks(c, Path({str(tmp_path / 'sweep')!r}))\n"
         "print('RESULT', p.n_tasks, p.dataset, '|', p.fallback)\n")
     env = {**_offline(tmp_path), "BANKBENCH_CACHE": str(tmp_path / "cache")}
