@@ -88,8 +88,8 @@ class NamespaceHolder:
 
     def start(self) -> None:
         process = subprocess.Popen(
-            [*self._tools.unshare, *(["--net"] if self._net else []), "--kill-child", sys.executable, "-I", "-S", str(INIT_SCRIPT),
-             str(self._spec)],
+            [*self._tools.unshare, *(["--net"] if self._net else []), "--kill-child",
+             sys.executable, "-I", "-S", str(INIT_SCRIPT), str(self._spec)],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
             start_new_session=True,
         )
