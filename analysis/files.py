@@ -139,6 +139,18 @@ def read_exception_txt(trial_dir: Path) -> str | None:
     return lines[-1].strip() if lines else None
 
 
+def trial_exception(trial_dir: Path,
+                    result: TrialResultView | None) -> tuple[str | None, str | None]:
+    """The trial's exception as (type, message): Harbor's result.json first, else the last line
+    of exception.txt (a trial whose result was never written); (None, None) when there is none."""
+    if result is not None and result.exception_info is not None:
+        return result.exception_info.exception_type, result.exception_info.exception_message
+    if (last := read_exception_txt(trial_dir)) is not None:
+        exc_type, _, exc_msg = last.partition(": ")
+        return exc_type, exc_msg
+    return None, None
+
+
 def read_agent_status(trial_dir: Path, issues: list[Issue],
                       result: TrialResultView | None = None) -> AgentStatus | None:
     """The agent's own account of how its trial ended.

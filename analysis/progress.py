@@ -41,12 +41,7 @@ def trial_status(trial_dir: Path, job_finished: bool = False) -> tuple[str, str]
     issues: list[files.Issue] = []
     result = files.read_trial_result(trial_dir, issues)
     agent = files.read_agent_status(trial_dir, issues, result)
-    exc_type = exc_msg = None
-    if result is not None and result.exception_info is not None:
-        exc_type = result.exception_info.exception_type
-        exc_msg = result.exception_info.exception_message
-    elif (last := files.read_exception_txt(trial_dir)) is not None:
-        exc_type, _, exc_msg = last.partition(": ")
+    exc_type, exc_msg = files.trial_exception(trial_dir, result)
     rewards = result.verifier_result.rewards if result and result.verifier_result else None
     return classify(
         has_result=result is not None, job_finished=job_finished,

@@ -164,12 +164,7 @@ def _read_trial(task: TrialTask, rows: Rows, issues: list[files.Issue]) -> None:
     rewards = result.verifier_result.rewards if result and result.verifier_result else None
     if rewards is None and result is not None:
         rewards = files.read_reward_file(trial_dir, issues)
-    exc_type = exc_msg = None
-    if result is not None and result.exception_info is not None:
-        exc_type = result.exception_info.exception_type
-        exc_msg = result.exception_info.exception_message
-    elif (last := files.read_exception_txt(trial_dir)) is not None:
-        exc_type, _, exc_msg = last.partition(": ")
+    exc_type, exc_msg = files.trial_exception(trial_dir, result)
     status, reason = classify(
         has_result=result is not None, job_finished=task.job_finished,
         exception_type=exc_type, exception_message=exc_msg,

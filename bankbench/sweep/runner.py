@@ -556,15 +556,24 @@ def _run_level(session: SweepSession, record: LevelRecord) -> None:
         if why := session.watch():
             raise harbor_job.JobAborted(why)
 
+    _close_level(session, record, (have_before, before), (trace, trace_from))
+
+
+def _close_level(session: SweepSession, record: LevelRecord, metrics_before: tuple[bool, Path],
+                 trace_span: tuple[Path, int], failed: bool = False) -> None:
+    """After a level's Harbor run(s): scrape /metrics again, move the earlier scrape and the
+    level's slice of the server's request trace into the job folder, record the level's state."""
+    job_dir = level_dir(session.sweep_dir, record.level)
+    (have_before, before), (trace, trace_from) = metrics_before, trace_span
     have_after = session.scrape(job_dir / METRICS_AFTER) if job_dir.exists() else False
     if have_before and job_dir.exists():
         os.replace(before, job_dir / METRICS_BEFORE)
     record.metrics = have_before and have_after
     if trace.is_file() and job_dir.exists():
         _copy_trace_lines(trace, trace_from, job_dir / REQUEST_TRACE_FILE)
-    record.state = harbor_job.job_state(job_dir).value
+    record.state = "failed" if failed else harbor_job.job_state(job_dir).value
     record.finished_at = _now()
-    save_manifest(sweep_dir, manifest)
+    save_manifest(session.sweep_dir, session.manifest)
 
 
 def _run_shards(session: SweepSession, record: LevelRecord, have_before: bool,
@@ -574,24 +583,14 @@ def _run_shards(session: SweepSession, record: LevelRecord, have_before: bool,
     only what is unfinished."""
     from bankbench.sweep import ray_shards, shards
 
-    config, sweep_dir, manifest, level = (session.config, session.sweep_dir, session.manifest,
-                                          record.level)
-    job_dir = level_dir(sweep_dir, level)
+    config, sweep_dir, level = session.config, session.sweep_dir, record.level
     trace = sweep_dir / "server" / REQUEST_TRACE_FILE
     trace_from = trace.stat().st_size if trace.is_file() else 0
     record.shards = len(shards.concurrencies(level, config.shards))
     run = ray_shards.run_level if config.ray else shards.run_level
     failed = run(config, sweep_dir, level, session.tasks_dir, session.base_url, session.model,
                  watch=session.watch, also=_infra_failed)
-    have_after = session.scrape(job_dir / METRICS_AFTER) if job_dir.exists() else False
-    if have_before and job_dir.exists():
-        os.replace(before, job_dir / METRICS_BEFORE)
-    record.metrics = have_before and have_after
-    if trace.is_file() and job_dir.exists():
-        _copy_trace_lines(trace, trace_from, job_dir / REQUEST_TRACE_FILE)
-    record.state = "failed" if failed else harbor_job.job_state(job_dir).value
-    record.finished_at = _now()
-    save_manifest(sweep_dir, manifest)
+    _close_level(session, record, (have_before, before), (trace, trace_from), failed=bool(failed))
     if failed:
         raise SweepError(f"level {level}: " + "\n".join(failed)
                          + "\nfinished trials are kept; --resume runs the rest")
