@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from analysis.compare import MIN_PAIRED_SCENARIOS
 from analysis.metrics.quality import SOLVED_DERIVED, SOLVED_FROM_REWARD
 from analysis.report import write_report
 from analysis.summary import summarize
@@ -85,7 +86,10 @@ def test_report_compares_oracle_and_nop_paired(jobs, tmp_path):
     report = write_report(oracle, out=tmp_path / "r", compare=[nop], draw=False)
     rows = json.loads((report.parent / "summary.json").read_text())["comparison"]
     tsq = next(r for r in rows if r["metric"] == "tsq_mean")
-    assert tsq["verdict"] == "worse" and tsq["n_paired"] == N_TASKS
-    assert tsq["delta"] == -1.0
+    # Paired by scenario across the two real jobs; with fewer scenarios than the compare's
+    # minimum the difference is shown but no verdict is called (analysis/compare.py).
+    assert N_TASKS < MIN_PAIRED_SCENARIOS
+    assert tsq["n_paired"] == N_TASKS and tsq["delta"] == -1.0
+    assert tsq["verdict"].startswith("not called")
     text = report.read_text()
     assert "Harbor's own pass@k" in text and "bundled sample" in text
