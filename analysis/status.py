@@ -9,12 +9,9 @@
 - `harness_failed`: the benchmark machinery failed (environment, the task's bank as the agent
   reported with `harness_error`, verifier, Harbor, an unclassified exception the agent did not
   explain, no reward). Excluded from quality.
-- `interrupted` (`is_interrupted`, the one definition: the sweep asks it too): Harbor cancelled
-  the trial because Harbor itself was stopped (Ctrl-C, SIGTERM); nothing failed and nothing was
-  measured to the end. Excluded from quality; a resumed sweep runs it again. Harbor records a
-  cancellation as the trial's exception (a `CancelledError`); a result with neither exception
-  nor reward is no cancellation but a trial that finished without a reward (`harness_failed`):
-  rerunning it would hide the fault.
+- `interrupted`: Harbor cancelled the trial because Harbor itself was stopped (Ctrl-C, SIGTERM);
+  nothing failed and nothing was measured to the end. Excluded from quality; a resumed sweep
+  runs it again.
 - `running`: no result.json yet and the job has not finished. Counted, never scored.
 """
 
@@ -36,12 +33,6 @@ _AGENT_CAUSES = {FailureCause.AGENT_EXHAUSTED_BUDGET, FailureCause.AGENT_REFUSED
 INTERRUPTED_REASON = "interrupted (Harbor was stopped)"
 
 
-def is_interrupted(exception_type: str | None) -> bool:
-    """Harbor stopped the trial because Harbor itself was stopped (its error policy's
-    `cancelled` cause), given the trial result's exception type."""
-    return bool(exception_type) and policy_for(exception_type).cause == FailureCause.CANCELLED
-
-
 def classify(
     *,
     has_result: bool,
@@ -57,7 +48,7 @@ def classify(
         if job_finished:
             return "harness_failed", "no result.json although the job finished"
         return "running", "no result.json yet"
-    if is_interrupted(exception_type):
+    if exception_type and policy_for(exception_type).cause == FailureCause.CANCELLED:
         # Harbor's own timeouts arrive as *TimeoutError; a bare cancellation is Harbor shutting
         # down. It outranks the agent's status, which may blame the server or itself for a
         # cancellation that was nobody's failure.

@@ -13,7 +13,6 @@ from collections.abc import Callable
 from enum import StrEnum
 from pathlib import Path
 
-from analysis.status import is_interrupted
 from bankbench import procs
 from contracts.sweep import SweepConfig, level_jobs
 
@@ -114,9 +113,8 @@ def trial_problem(trial_dir: Path) -> str | None:
     - "cut short": result.json empty or not JSON (a process killed while writing it). Harbor's
       resume skips such a folder yet runs its trial again, which would leave a broken twin.
     - "interrupted": Harbor stopped the trial because Harbor itself was stopped (SIGINT,
-      SIGTERM when the sweep died), by analysis's one rule (`analysis.status.is_interrupted`).
-      Its result says nothing about the agent.
-    A trial that failed on its own, or finished without a reward, is a result and stays.
+      SIGTERM when the sweep died): cancelled, or ended with neither a reward nor an error,
+      which no trial that ran to its end does. Its result says nothing about the agent.
     """
     try:
         data = json.loads((trial_dir / "result.json").read_text())
@@ -124,9 +122,12 @@ def trial_problem(trial_dir: Path) -> str | None:
         return "cut short"
     if not isinstance(data, dict) or not data.get("trial_name"):
         return "cut short"
-    exception = data.get("exception_info")
-    kind = exception.get("exception_type") if isinstance(exception, dict) else None
-    return "interrupted" if is_interrupted(kind if isinstance(kind, str) else None) else None
+    exception = data.get("exception_info") or {}
+    if exception.get("exception_type") == "CancelledError":
+        return "interrupted"
+    if not exception and data.get("verifier_result") is None:
+        return "interrupted"
+    return None
 
 
 def quarantine_unfinished_trials(
