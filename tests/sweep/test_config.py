@@ -212,12 +212,8 @@ def test_tasks_are_built_in_the_sweeps_mode(tmp_path, monkeypatch):
 
 def test_a_conversation_sweep_builds_conversation_tasks(tmp_path):
     """The real builder, once it knows conversation mode: the turn limit reaches the task."""
-    from contracts.conversation import CUSTOMER_FILE, CustomerBrief
-    from tasks.banking import render
-
-    if "conversation" not in render.MODES:
-        pytest.skip("the task builder has no conversation mode yet")
     from bankbench.sweep.tasks import prepare_tasks
+    from contracts.conversation import CUSTOMER_FILE, CustomerBrief
 
     config = SweepConfig(levels=[1], profile="cpu-mocker", source="sample", limit=1,
                          mode="conversation", max_turns=3)
