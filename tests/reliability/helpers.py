@@ -7,7 +7,10 @@ import os
 import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
+
+import pytest
 
 HARBOR_ENV = {"HARBOR_TELEMETRY": "0", "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
 
@@ -63,3 +66,16 @@ def processes_mentioning(marker: str) -> list[str]:
         if marker in cmdline or marker in environ:
             found.append(f"{entry.name} {cmdline.strip()}")
     return found
+
+
+def wait_for(condition, proc: subprocess.Popen, log: Path, timeout: float = 300) -> None:
+    """Poll `condition` until it holds; fail with the tail of the sweep's log if the process
+    ends first or `timeout` seconds pass (then the process is killed)."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if proc.poll() is not None:
+            pytest.fail(f"sweep ended early ({proc.returncode}):\n{log.read_text()[-3000:]}")
+        if time.monotonic() > deadline:
+            proc.kill()
+            pytest.fail(f"condition not met in {timeout} s:\n{log.read_text()[-3000:]}")
+        time.sleep(0.2)

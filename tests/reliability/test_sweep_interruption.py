@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.reliability.helpers import HARBOR_ENV, bankbench, processes_mentioning
+from tests.reliability.helpers import HARBOR_ENV, bankbench, processes_mentioning, wait_for
 
 pytestmark = [pytest.mark.dynamo, pytest.mark.harbor, pytest.mark.slow]
 
@@ -43,17 +43,6 @@ def _finished(job: Path) -> dict[str, str]:
         return {}
     return {p.name: hashlib.sha256((p / "result.json").read_bytes()).hexdigest()
             for p in job.iterdir() if (p / "result.json").is_file()}
-
-
-def _wait_for(condition, proc: subprocess.Popen, log: Path, timeout: float = 300) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if proc.poll() is not None:
-            pytest.fail(f"sweep ended early ({proc.returncode}):\n{log.read_text()[-3000:]}")
-        if time.monotonic() > deadline:
-            proc.kill()
-            pytest.fail(f"condition not met in {timeout} s:\n{log.read_text()[-3000:]}")
-        time.sleep(0.2)
 
 
 def _no_leftovers(marker: str, wait_s: float = 30) -> list[str]:
@@ -93,7 +82,7 @@ def test_sigkill_mid_level_then_resume_loses_and_duplicates_nothing(tmp_path):
     proc, sweep = _start_sweep(tmp_path, "1,4")
     log = tmp_path / "sweep.out"
     per_level = N_TASKS * ATTEMPTS
-    _wait_for(lambda: 2 <= len(_finished(sweep / "c4")) < per_level, proc, log)
+    wait_for(lambda: 2 <= len(_finished(sweep / "c4")) < per_level, proc, log)
     # Trials that ended before the kill (Harbor also records the ones it cancels on its way
     # down; those are not finished trials and must be run again).
     before = {level: _finished(sweep / level) for level in ("c1", "c4")}
@@ -114,7 +103,7 @@ def test_sigkill_mid_level_then_resume_loses_and_duplicates_nothing(tmp_path):
 def test_sigint_stops_cleanly_and_says_how_to_resume(tmp_path):
     proc, sweep = _start_sweep(tmp_path, "1,4")
     log = tmp_path / "sweep.out"
-    _wait_for(lambda: len(_finished(sweep / "c1")) >= 2, proc, log)
+    wait_for(lambda: len(_finished(sweep / "c1")) >= 2, proc, log)
     before = {"c1": _finished(sweep / "c1"), "c4": {}}
     proc.send_signal(signal.SIGINT)  # what Ctrl-C delivers to the foreground process
     assert proc.wait(timeout=120) == 130
@@ -135,7 +124,7 @@ def test_sigint_stops_cleanly_and_says_how_to_resume(tmp_path):
 def test_sigterm_stops_like_ctrl_c(tmp_path):
     proc, sweep = _start_sweep(tmp_path, "1")
     log = tmp_path / "sweep.out"
-    _wait_for(lambda: len(_finished(sweep / "c1")) >= 1, proc, log)
+    wait_for(lambda: len(_finished(sweep / "c1")) >= 1, proc, log)
     proc.terminate()  # `kill PID`, as a service manager or CI runner stops a job
     assert proc.wait(timeout=120) == 128 + signal.SIGTERM
     out = log.read_text()

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.reliability.helpers import HARBOR_ENV, assert_one_line_error, bankbench
+from tests.reliability.helpers import HARBOR_ENV, assert_one_line_error, bankbench, wait_for
 
 pytestmark = [pytest.mark.dynamo, pytest.mark.harbor, pytest.mark.slow]
 
@@ -53,17 +53,6 @@ def _start(args: list[str], log: Path) -> subprocess.Popen:
                             env={**os.environ, **HARBOR_ENV})
 
 
-def _wait(condition, proc: subprocess.Popen, log: Path, timeout: float = 240) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if proc.poll() is not None:
-            pytest.fail(f"sweep ended early ({proc.returncode}):\n{log.read_text()[-3000:]}")
-        if time.monotonic() > deadline:
-            proc.kill()
-            pytest.fail(f"not reached in {timeout} s:\n{log.read_text()[-3000:]}")
-        time.sleep(0.2)
-
-
 def _finished(job: Path) -> list[Path]:
     return [p for p in job.iterdir() if (p / "result.json").is_file()] if job.is_dir() else []
 
@@ -73,7 +62,7 @@ def test_a_live_sweep_refuses_a_resume_and_a_second_sweep(tmp_path, stack):
     log = tmp_path / "first.log"
     first = _start(_sweep_args(stack, out, "--levels", "1", "--name", "s"), log)
     sweep = out / "s"
-    _wait(lambda: (sweep / "sweep.json").exists(), first, log)
+    wait_for(lambda: (sweep / "sweep.json").exists(), first, log, timeout=240)
 
     resumed = bankbench("sweep", "--resume", str(sweep), timeout=120)
     again = bankbench(*_sweep_args(stack, out, "--levels", "1", "--name", "s"), timeout=120)
@@ -139,7 +128,7 @@ def test_a_server_that_dies_stops_the_sweep_which_resumes_on_a_new_port(tmp_path
     try:
         proc = _start(_sweep_args(old, out, "--levels", "1,2", "--name", "s"), log)
         sweep = out / "s"
-        _wait(lambda: len(_finished(sweep / "c1")) >= 1, proc, log)
+        wait_for(lambda: len(_finished(sweep / "c1")) >= 1, proc, log, timeout=240)
     finally:
         api.down(old)
     t_dead = time.monotonic()
