@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from tests.reliability.helpers import HARBOR_ENV, bankbench, processes_mentioning, wait_for
+from tests.support.built_tasks import CHEAP_LABELS
 
 pytestmark = [pytest.mark.dynamo, pytest.mark.harbor, pytest.mark.slow]
 
@@ -30,7 +31,8 @@ N_TASKS, ATTEMPTS = 5, 2
 def _start_sweep(out: Path, levels: str) -> tuple[subprocess.Popen, Path]:
     cmd = [sys.executable, "-m", "bankbench", "sweep", "--profile", "cpu-mocker",
            "--set", "speedup_ratio=10", "--levels", levels, "--attempts", str(ATTEMPTS),
-           "--source", "sample", "--limit", str(N_TASKS), "--out", str(out), "--name", "s"]
+           "--source", "sample", "--labels", CHEAP_LABELS, "--limit", str(N_TASKS),
+           "--out", str(out), "--name", "s"]
     log = (out / "sweep.out").open("w")
     proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, text=True,
                             env={**os.environ, **HARBOR_ENV})

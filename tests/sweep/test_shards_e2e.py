@@ -29,6 +29,7 @@ from pathlib import Path
 import pytest
 
 from tests.reliability.helpers import HARBOR_ENV, bankbench
+from tests.support.built_tasks import CHEAP_LABELS
 
 pytestmark = [pytest.mark.dynamo, pytest.mark.harbor, pytest.mark.slow]
 
@@ -45,7 +46,7 @@ def server(tmp_path_factory) -> Iterator[tuple[str, str]]:
 
 def _sweep_args(server: tuple[str, str], out: Path, name: str, *more: str) -> list[str]:
     return ["sweep", "--base-url", server[0], "--model", server[1], "--source", "sample",
-            "--out", str(out), "--name", name, *more]
+            "--labels", CHEAP_LABELS, "--out", str(out), "--name", name, *more]
 
 
 def _scenarios(level: Path) -> Counter:

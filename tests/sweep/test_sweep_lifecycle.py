@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from tests.reliability.helpers import HARBOR_ENV, assert_one_line_error, bankbench, wait_for
+from tests.support.built_tasks import CHEAP_LABELS
 
 pytestmark = [pytest.mark.dynamo, pytest.mark.harbor, pytest.mark.slow]
 
@@ -44,7 +45,7 @@ def stack(tmp_path: Path) -> Iterator:
 
 def _sweep_args(state, out: Path, *more: str) -> list[str]:
     return ["sweep", "--base-url", state.base_url, "--model", state.model, "--source", "sample",
-            "--limit", str(N_TASKS), "--out", str(out), *more]
+            "--labels", CHEAP_LABELS, "--limit", str(N_TASKS), "--out", str(out), *more]
 
 
 def _start(args: list[str], log: Path) -> subprocess.Popen:
@@ -93,7 +94,7 @@ def test_default_names_of_the_same_second_never_collide(tmp_path, stack, monkeyp
         monkeypatch.setenv(k, v)
     out = tmp_path / "jobs"
     args = ["sweep", "--base-url", stack.base_url, "--model", stack.model, "--source",
-            "sample", "--limit", "1", "--levels", "1", "--out", str(out)]
+            "sample", "--labels", CHEAP_LABELS, "--limit", "1", "--levels", "1", "--out", str(out)]
     assert main(args) == 0
     assert main(args) == 0
     assert sorted(p.name for p in out.iterdir()) == ["sweep-20260102-030405",
@@ -172,7 +173,8 @@ def test_a_profile_sweep_resumes_on_another_port(tmp_path):
 
     out = tmp_path / "jobs"
     first = bankbench("sweep", "--profile", "cpu-mocker", "--set", "speedup_ratio=10",
-                      "--levels", "1", "--source", "sample", "--limit", "2", "--out", str(out),
+                      "--levels", "1", "--source", "sample", "--labels", CHEAP_LABELS,
+                      "--limit", "2", "--out", str(out),
                       "--name", "s", timeout=600)
     assert first.returncode == 0, first.stdout[-2000:] + first.stderr[-2000:]
     sweep = out / "s"
