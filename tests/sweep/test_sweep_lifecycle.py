@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -65,9 +66,15 @@ def test_a_live_sweep_refuses_a_resume_and_a_second_sweep(tmp_path, stack):
     sweep = out / "s"
     wait_for(lambda: (sweep / "sweep.json").exists(), first, log, timeout=240)
 
-    resumed = bankbench("sweep", "--resume", str(sweep), timeout=120)
-    again = bankbench(*_sweep_args(stack, out, "--levels", "1", "--name", "s"), timeout=120)
-    assert first.poll() is None, "the first sweep ended before the refusals were tested"
+    # Held still (SIGSTOP: alive, its claim on the sweep kept) while the two refusals run, so
+    # a quick sweep on an idle machine cannot end before they are tested.
+    first.send_signal(signal.SIGSTOP)
+    try:
+        resumed = bankbench("sweep", "--resume", str(sweep), timeout=120)
+        again = bankbench(*_sweep_args(stack, out, "--levels", "1", "--name", "s"), timeout=120)
+        assert first.poll() is None, "the first sweep ended before the refusals were tested"
+    finally:
+        first.send_signal(signal.SIGCONT)
     for done in (resumed, again):
         line = assert_one_line_error(done, str(sweep), "in use by a running sweep",
                                      f"pid {first.pid}")
