@@ -37,6 +37,20 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "all (default): both")
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """With parallel workers (`-n N`) and the slow tier selected, the controller builds the
+    Dynamo venv before any worker starts: otherwise the first worker to need it builds it under
+    its lock while the others' Dynamo tests wait on that lock inside their own timeouts."""
+    workers = getattr(config.option, "numprocesses", None)
+    if not workers or hasattr(config, "workerinput") or config.option.collectonly:
+        return
+    if config.getoption("--tier") == "fast":
+        return
+    from bankbench.serve.dynamo_venv import ensure_dynamo_venv
+
+    ensure_dynamo_venv()
+
+
 def in_slow_tier(item: pytest.Item) -> bool:
     return any(item.get_closest_marker(name) for name in SLOW_MARKERS)
 
