@@ -21,19 +21,19 @@ state_dir=PATH puts roots there; ro_paths=/opt,/data shows more host paths read-
 scratch_mb, max_processes, max_file_mb bound the agent (environments/options.py).
 
 This module is where each of Harbor's environment calls (start, stop, exec, copies in and
-out) meets the phase rules above (who runs a command, when verification begins). The parts:
-sandbox.py (host tools, the root's layout, running a command), trial_roots.py (where trial
-folders live, leftovers), namespace.py + trial_init.py (the trial's namespaces and mounts),
-process_end.py (finding and ending the trial's processes), uploads.py / transfer.py (copies
-into / out of the trial), dockerfile.py, options.py.
+out) meets the phase rules above (when the agent phase ends, when verification begins), in
+the order they depend on. The parts, one job each: options.py (`--ek` options, the trial's
+note), trial_roots.py (where trial folders live; leftovers of killed runs), trial_layout.py
+(what a root holds), sandbox.py (host tools, building a root, running a command),
+namespace.py + trial_init.py (the trial's namespaces and mounts), process_end.py (finding and
+ending the trial's processes), trial_users.py (who runs a command), commands.py (an exec's
+command line), uploads.py / transfer.py (copies into / out of the trial), dockerfile.py.
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
 import os
-import random
 import re
 import shlex
 import shutil
@@ -45,29 +45,16 @@ from harbor.environments.capabilities import EnvironmentCapabilities
 from harbor.models.trial.paths import EnvironmentPaths
 
 from environments import trial_roots, uploads
+from environments.commands import exec_argv, exec_environment
 from environments.dockerfile import dockerfile_entrypoint, dockerfile_workdir
-from environments.namespace import NamespaceHolder, init_spec, resolve_inside
+from environments.namespace import NamespaceHolder, resolve_inside
 from environments.options import NOTE_FILE, LocalEnvironmentOptions, LocalEnvNote, parse_options
-from environments.sandbox import (
-    BindMount,
-    HostTools,
-    RootLayout,
-    build_root,
-    cached_host_tools,
-    inside,
-    plan_layout,
-    run_command,
-)
+from environments.sandbox import HostTools, RootLayout, cached_host_tools, run_command
 from environments.transfer import copy_file_out, copy_tree_out
+from environments.trial_layout import APP_DIR, make_trial_root
+from environments.trial_users import TrialUsers, is_root
 from environments.uploads import normal
 
-APP_DIR = "/app"  # where environment/ lands, as the tasks' Dockerfiles `COPY . /app`
-# Each trial's agent user: a uid no account on the host has, fresh per trial, so its process
-# limit is its own, no two trials' agents can touch each other's files, and ending every
-# process of that uid ends the agent's and nobody else's. Even: the next uid is the trial's
-# verifier user, when a task names one.
-AGENT_UIDS = range(2_900_000_000, 2_900_000_000 + 2**24, 2)
-ROOT_USERS = ("root", "0")
 # What Harbor's verifier runs first (harbor/verifier/verifier.py): `rm -f` of these, as root.
 VERIFIER_FIRST_STEP = "/logs/verifier/reward."
 
@@ -99,9 +86,7 @@ class LocalEnvironment(BaseEnvironment):
         self._layout: RootLayout | None = None
         self._state: Path | None = None
         self._holder: NamespaceHolder | None = None
-        self._agent_uid = random.SystemRandom().choice(AGENT_UIDS)
-        self._verifying = False
-        self._warned_root = False
+        self._users: TrialUsers | None = None  # at start, when the host's tools are known
         self._note = LocalEnvNote()
         self._agent_ran = False  # an agent command ran since the agent's uid was last ended
         super().__init__(*args, **kwargs)
@@ -142,7 +127,9 @@ class LocalEnvironment(BaseEnvironment):
     @property
     def agent_uid(self) -> int:
         """The unprivileged uid the agent phase's commands run as (when the host has root)."""
-        return self._agent_uid
+        if self._users is None:
+            raise RuntimeError("LocalEnvironment used before start()")
+        return self._users.agent_uid
 
     def processes(self) -> list[int]:
         """Host process ids of every process running in the trial (its init aside)."""
@@ -150,6 +137,7 @@ class LocalEnvironment(BaseEnvironment):
 
     async def start(self, force_build: bool) -> None:
         self._tools = await asyncio.to_thread(cached_host_tools)
+        self._users = TrialUsers(userns=self._tools.userns)
         base = trial_roots.prepare_base(self._options.state_dir or trial_roots.default_base())
         await asyncio.to_thread(trial_roots.remove_leftovers, base)
         name = re.sub(r"[^A-Za-z0-9_.-]", "_", self.session_id)[:80]
@@ -173,47 +161,11 @@ class LocalEnvironment(BaseEnvironment):
     def _private_network(self) -> bool:
         return self._options.network == "private"
 
-    def _log_dirs(self) -> dict[str, int]:
-        """Harbor's log folders and their modes during the agent phase: the agent's logs and
-        artifacts sticky and open to all (as Harbor makes them in containers, but nobody
-        removes another's file), the verifier's root's until verification begins."""
-        paths = EnvironmentPaths.for_os(self.os)
-        return {str(paths.agent_dir): 0o1777, str(paths.artifacts_dir): 0o1777,
-                str(paths.verifier_dir): 0o755}
-
-    def _private_dirs(self) -> dict[str, int]:
-        paths = EnvironmentPaths.for_os(self.os)
-        dirs = {str(paths.logs_dir): 0o755, str(paths.tests_dir): 0o755,
-                str(paths.solution_dir): 0o755, APP_DIR: 0o755, self._workdir: 0o755,
-                # /root only traversable: the harness's python may be mounted below it.
-                "/tmp": 0o1777, "/var/tmp": 0o1777, "/root": 0o711, "/home": 0o755,
-                "/run": 0o755}
-        dirs.update(self._log_dirs())
-        return dirs
-
     def _build_root(self) -> None:
-        assert self._state is not None and self._tools is not None
-        host_mounts = []
-        for mount in self._host_mounts:
-            if mount.get("type", "bind") != "bind":
-                raise ValueError(f"LocalEnvironment supports bind mounts only, got {mount}")
-            source = Path(mount["source"]).resolve()
-            if not source.exists():  # as Docker does for a bind source
-                source.mkdir(parents=True)
-            host_mounts.append(
-                BindMount(source, str(mount["target"]), bool(mount.get("read_only")))
-            )
-        self._layout = plan_layout(
-            self._state / "root", self._private_dirs(), self._options.ro_paths, host_mounts
-        )
-        build_root(self._layout)
-        uploads.copy_tree_direct(self.environment_dir, inside(self.root, APP_DIR))
-        paths = EnvironmentPaths.for_os(self.os)
-        spec = init_spec(self._layout, self._options.scratch_mb, self._log_dirs(),
-                         scratch_logs=[str(paths.agent_dir), str(paths.artifacts_dir)],
-                         max_files=self._options.max_files, loopback=self._private_network)
-        (self._state / "init.json").write_text(json.dumps(spec, indent=1))
-        (self._state / "exec").mkdir()
+        assert self._state is not None
+        self._layout = make_trial_root(
+            self._state, EnvironmentPaths.for_os(self.os), self._workdir, self.environment_dir,
+            self._host_mounts, self._options)
 
     async def _run_entrypoint(self) -> None:
         """Run the Dockerfile's exec-form ENTRYPOINT once, as root, with `true` for the
@@ -253,13 +205,13 @@ class LocalEnvironment(BaseEnvironment):
         before verification, so nothing of the agent's runs while the harness reads, writes
         or scores. Without root the agent is root of the trial's user namespace, and ending
         it is ending every process of the trial."""
-        if self._holder is None or self._tools is None or not self._agent_ran:
+        if self._holder is None or self._users is None or not self._agent_ran:
             return  # nothing of the agent's can be running: no scan of every process
         self._agent_ran = False
-        if self._tools.userns:
+        if self._users.userns:
             ended = await asyncio.to_thread(self._holder.end_members)
         else:
-            ended = await asyncio.to_thread(self._holder.end_user, self._agent_uid)
+            ended = await asyncio.to_thread(self._holder.end_user, self._users.agent_uid)
         if ended:
             self._note.agent_processes_ended += ended
             self._write_note()
@@ -278,9 +230,9 @@ class LocalEnvironment(BaseEnvironment):
         empty the verifier's folder (the agent could never write there; nothing in it
         predates the verifier). It stays root's: a verifier user of the task's gets a uid of
         its own, never the agent's."""
-        if self._verifying or self._holder is None:
+        if self._holder is None or self._users is None or self._users.verifying:
             return
-        self._verifying = True
+        self._users.verifying = True
         await self._end_agent()
         ended = await asyncio.to_thread(self._holder.end_members)
         self._note.trial_processes_ended += ended
@@ -288,36 +240,6 @@ class LocalEnvironment(BaseEnvironment):
         folder = Path(resolve_inside(self._holder.view(), verifier_dir)[0])
         await asyncio.to_thread(uploads.empty_folder, folder)
         self.logger.debug(f"LocalEnvironment: verification begins; ended {ended} processes")
-
-    def _verifier_uid(self, folder_owner: bool = True) -> int:
-        """The uid of a task's non-root verifier user (the agent's + 1), owner of the
-        verifier's folder."""
-        uid = self._agent_uid + 1
-        if folder_owner and self._holder is not None:
-            verifier_dir = str(EnvironmentPaths.for_os(self.os).verifier_dir)
-            os.chown(resolve_inside(self._holder.view(), verifier_dir)[0], uid, uid)
-        return uid
-
-    def _run_as(self, user: str | int | None) -> int | None:
-        """The uid a command runs as (None: root). Harbor's steps that ask for root get root;
-        the agent phase's other commands get the trial's own unprivileged uid (named users
-        too: the image's accounts do not exist here); the verifier gets root."""
-        assert self._tools is not None
-        if user is None and self._verifying:
-            return None
-        if user is not None and str(user) in ROOT_USERS:
-            return None
-        if self._verifying and not self._tools.userns:
-            return self._verifier_uid()
-        if self._tools.userns:
-            if user is not None and not self._warned_root:
-                self._warned_root = True
-                self.logger.warning(
-                    f"LocalEnvironment runs user {user!r}'s commands as root of a user namespace "
-                    "(no root on this host to switch users with)"
-                )
-            return None
-        return self._agent_uid
 
     async def exec(
         self,
@@ -330,28 +252,23 @@ class LocalEnvironment(BaseEnvironment):
         if self._holder is None or self._tools is None or self._layout is None:
             raise RuntimeError("LocalEnvironment.exec called before start() or after stop()")
         user = self._resolve_user(user)
-        if user is not None and str(user) in ROOT_USERS and VERIFIER_FIRST_STEP in command:
+        if is_root(user) and VERIFIER_FIRST_STEP in command:
             await self._begin_verification()
-        uid = self._run_as(user)
-        # A clean environment like a container's: nothing of the host's (API keys included).
-        process_env = {
-            "PATH": self._layout.path,
-            "HOME": "/root" if uid is None else "/tmp",
-            "LANG": "C.UTF-8",
-            **(self._merge_env(env) or {}),
-        }
-        # nsenter puts the command at the trial's root; the agent phase then drops to the
-        # trial's uid; `env --chdir` moves to `cwd` from inside, so links resolve in there.
+        assert self._users is not None
+        uid, warning = self._users.run_as(user)
+        if warning:
+            self.logger.warning(warning)
+        if uid is not None and uid == self._users.verifier_uid:  # the verifier's folder is its
+            verifier_dir = str(EnvironmentPaths.for_os(self.os).verifier_dir)
+            os.chown(resolve_inside(self._holder.view(), verifier_dir)[0], uid, uid)
+        agent = uid is not None and uid == self._users.agent_uid
+        self._agent_ran = self._agent_ran or agent or self._tools.userns
         # Only the agent's commands enter the trial's network namespace.
-        self._agent_ran = self._agent_ran or uid == self._agent_uid or self._tools.userns
-        argv = self._holder.enter_argv(network=uid == self._agent_uid)
-        if uid is not None:
-            limits = self._options
-            file_bytes = limits.max_file_mb * 1024 * 1024
-            argv += [self._tools.prlimit, f"--nproc={limits.max_processes}",
-                     f"--fsize={file_bytes}", "--", self._tools.chroot, "--skip-chdir",
-                     f"--userspec={uid}:{uid}", "/"]
-        argv += ["/usr/bin/env", f"--chdir={cwd or self._workdir}", "/bin/bash", "-c", command]
+        argv = exec_argv(self._holder.enter_argv(network=agent), self._tools, uid,
+                         max_processes=self._options.max_processes,
+                         max_file_mb=self._options.max_file_mb, cwd=cwd or self._workdir,
+                         command=command)
+        process_env = exec_environment(self._layout.path, uid is None, self._merge_env(env))
         code, stdout, stderr, timed_out = await run_command(
             argv, process_env, timeout_sec or None, self._state / "exec"
         )
@@ -386,8 +303,8 @@ class LocalEnvironment(BaseEnvironment):
             folder, name = os.path.dirname(target), os.path.basename(target)
         argv = self._holder.enter_argv()
         if not self._tools.userns:
-            argv += [self._tools.chroot, "--skip-chdir",
-                     f"--userspec={self._agent_uid}:{self._agent_uid}", "/"]
+            uid = self.agent_uid
+            argv += [self._tools.chroot, "--skip-chdir", f"--userspec={uid}:{uid}", "/"]
         exists = self._host_path(folder, write=True).is_dir()
         await asyncio.to_thread(uploads.copy_in_as, argv, source, folder, name,
                                 self._is_agent_logs(target), exists)
