@@ -170,6 +170,7 @@ def _read_trial(task: TrialTask, rows: Rows, issues: list[files.Issue]) -> None:
         exception_type=exc_type, exception_message=exc_msg,
         agent_status=agent_status.status if agent_status else None,
         agent_reason=agent_status.reason if agent_status else None,
+        agent_attempts=agent_status.attempts if agent_status else None,
         has_reward=bool(rewards),
     )
     task_name = result.task_name if result else _task_name_from_config(trial_dir, issues)
