@@ -83,3 +83,18 @@ def test_one_tool_name_rule_on_both_sides(name: str) -> None:
     bank = template_module("environment/toolschema.py").normalise_name(name)
     verifier = template_module("tests/scoring.py").normalise_tool_name(name)
     assert bank == verifier == toolnames.normalise_tool_name(name)
+
+
+# (accept lines' attempts, attempts of the calls): accepted, retried, none, accept without calls.
+LOGS = [([], [1, 1, 2]), ([1], [1, 2, 2]), ([2, 1], [1, 2]), ([], []), ([3], []), ([], [2, 1])]
+
+
+@pytest.mark.parametrize(("accepts", "attempts"), LOGS)
+def test_one_scored_attempt_rule_on_both_sides(accepts: list[int], attempts: list[int]) -> None:
+    """The verifier's choice of the attempt it scores and the host's copy, which reads a
+    trial the verifier never scored (the verifier scores attempt 1 of an empty log)."""
+    log = {"accepts": [{"accept": n} for n in accepts],
+           "calls": [{"attempt": n} for n in attempts]}
+    verifier, _ = template_module("tests/verify.py").choose_attempt(log)
+    host = intents.scored_attempt(accepts, attempts)
+    assert verifier == (1 if host is None else host)
