@@ -29,7 +29,7 @@ from pydantic import BaseModel, Field, ValidationError
 from analysis.files import Issue, read_tsq_details
 from analysis.task_folder import find_task_dir
 from analysis.trajectory import Turn, conversation, read_trajectory, reply_counts_of
-from contracts.conversation import CONVERSATION_FILE, ConversationEntry
+from contracts.conversation import CONVERSATION_FILE, ConversationEntry, read_conversation_log
 from contracts.expected import EXPECTED_FILE, Expected
 from contracts.intents import INTENTS_FILE, Acceptance, Intent, scored_attempt
 from contracts.tsq import RecordedCall, TsqDetails
@@ -163,18 +163,10 @@ def read_dialogue(trial_dir: Path, attempt: int | None, issues: list[Issue]
     if not path.is_file():
         return []
     try:
-        raw_lines = path.read_bytes().splitlines()
+        lines, bad = read_conversation_log(path.read_bytes())
     except OSError as exc:
         issues.append(Issue(str(path), f"unreadable ({exc})"))
         return []
-    lines, bad = [], 0
-    for raw in raw_lines:
-        if not raw.strip():
-            continue
-        try:
-            lines.append(ConversationEntry.model_validate_json(raw))
-        except ValueError:
-            bad += 1
     if bad:
         issues.append(Issue(str(path), f"{bad} unreadable line(s) skipped"))
     return sorted((e for e in lines if attempt is None or e.attempt == attempt),
