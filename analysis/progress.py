@@ -1,7 +1,7 @@
 """`running_summary(job_dir)`: a cheap look at a job that is still running, for sweep polling.
 
-Reads only each trial's result.json and its llm_calls.jsonl lines (no DataFrames; TTFT by the
-analysis's own definition), so it can run between polls of a large job.
+Reads only each trial's result.json and its llm_calls.jsonl lines (TTFT by the tables' own
+derivation, `latency.timings`), so it can run between polls of a large job.
 """
 
 from __future__ import annotations
@@ -21,18 +21,15 @@ def _ttfts(trial_dir: Path) -> list[float]:
         lines = (trial_dir / "agent" / LLM_CALLS_FILE).read_bytes().splitlines()
     except OSError:
         return []
-    values = []
+    records = []
     for line in lines:
         try:
             record = LLMCallRecord.model_validate_json(line)
         except ValueError:
             continue  # a line still being written
-        if record.role not in MEASURED_ROLES:
-            continue  # a simulated customer's call: not the server under test
-        ttft = latency.ttft_ns(record.send_ns, record.read_ns)
-        if ttft is not None:
-            values.append(ttft * latency.TTFT.scale)
-    return values
+        if record.role in MEASURED_ROLES:  # not a simulated customer's call
+            records.append(record)
+    return latency.timings(records)[latency.TTFT.metric.key].dropna().tolist()
 
 
 def trial_status(trial_dir: Path, job_finished: bool = False) -> tuple[str, str]:
