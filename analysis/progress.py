@@ -34,17 +34,21 @@ def _ttfts(trial_dir: Path) -> list[float]:
 
 def trial_status(trial_dir: Path, job_finished: bool = False) -> tuple[str, str]:
     """Status class and reason of one trial (analysis.status.classify, read the way the tables
-    read it), from its result.json, the agent's status file and exception.txt."""
+    read it), from its result.json, reward.json, the agent's report and exception.txt. The
+    sweep asks it whether a trial was interrupted."""
     issues: list[files.Issue] = []
     result = files.read_trial_result(trial_dir, issues)
     agent = files.read_agent_status(trial_dir, issues, result)
     exc_type, exc_msg = files.trial_exception(trial_dir, result)
     rewards = result.verifier_result.rewards if result and result.verifier_result else None
+    if rewards is None and result is not None:
+        rewards = files.read_reward_file(trial_dir, issues)
     return classify(
         has_result=result is not None, job_finished=job_finished,
         exception_type=exc_type, exception_message=exc_msg,
         agent_status=agent.status if agent else None,
         agent_reason=agent.reason if agent else None,
+        agent_attempts=agent.attempts if agent else None,
         has_reward=bool(rewards),
     )
 

@@ -30,7 +30,7 @@ import pandas as pd
 from analysis import files
 from analysis.metrics import latency
 from analysis.status import QUALITY_STATUSES, classify
-from analysis.task_folder import UNKNOWN, read_task, task_path
+from analysis.task_folder import UNKNOWN, find_task_dir, read_task
 from contracts.conversation import CONVERSATION_FILE
 from contracts.llm_calls import LLMCallRecord
 from contracts.reward import REWARD_KEYS
@@ -70,6 +70,7 @@ class TrialTask:
     job: str
     level: int
     job_finished: bool
+    tasks_dir: str | None = None  # the sweep's task folder, where sweep.json names one
 
 
 @dataclass
@@ -89,9 +90,8 @@ class Rows:
     read_tool_chars: array = field(default_factory=lambda: array("q"))
     itl_values: Any = None  # the gaps in ms (numpy), once packed
     issues: list[tuple[str, files.Issue]] = field(default_factory=list)
-    # (job folder, scenario) → its task's instruction mode, read once per chunk: every trial
-    # of a scenario in a job ran the same task folder.
-    task_modes: dict[tuple[Path, str], str] = field(default_factory=dict)
+    # task folder → its instruction mode, read once per chunk (repeats share the folder).
+    task_modes: dict[Path, str] = field(default_factory=dict)
 
     def packed(self) -> Rows:
         """Timing derived, numeric columns as numpy arrays: a worker's rows cross to the parent
@@ -199,6 +199,7 @@ def _read_trial(task: TrialTask, rows: Rows, issues: list[files.Issue]) -> None:
         exception_type=exc_type, exception_message=exc_msg,
         agent_status=agent_status.status if agent_status else None,
         agent_reason=agent_status.reason if agent_status else None,
+        agent_attempts=agent_status.attempts if agent_status else None,
         has_reward=bool(rewards),
     )
     task_name = result.task_name if result else _task_name_from_config(trial_dir, issues)
@@ -214,7 +215,10 @@ def _read_trial(task: TrialTask, rows: Rows, issues: list[files.Issue]) -> None:
         row[key] = 0.0 if imputed else (float(value) if value is not None else np.nan)
     if imputed:
         row[TURNS_KEY] = np.nan  # a count: unknown without the verifier, not 0
-    row["mode"] = _trial_mode(trial_dir, scenario, records, rows.task_modes)
+    # The task folder, found once here; every post-pass takes it from `Tables.task_dirs`.
+    task_dir = find_task_dir(trial_dir, scenario, task.tasks_dir)
+    row["task_dir"] = str(task_dir) if task_dir is not None else None
+    row["mode"] = _trial_mode(trial_dir, task_dir, records, rows.task_modes)
     row["in_quality"] = status in QUALITY_STATUSES
     row["reward_imputed"] = imputed
     row.update(_attempt_columns(attempts, records, row["tsq"],
@@ -225,18 +229,17 @@ def _read_trial(task: TrialTask, rows: Rows, issues: list[files.Issue]) -> None:
     _add_requests(len(rows.trials) - 1, records, rows)
 
 
-def _trial_mode(trial_dir: Path, scenario: str, records: list[LLMCallRecord],
-                cache: dict[tuple[Path, str], str]) -> str:
-    """The instruction mode of the trial's task (task.toml `[metadata] mode`, found the way
-    the report's provenance finds it); for a task that is gone or predates the field:
-    conversation when the trial holds a transcript or calls past turn 0, else goals."""
-    key = (trial_dir.parent, scenario)
-    if key not in cache:
-        path = task_path(trial_dir, trial_dir.parent, scenario, None)
-        found = read_task(path) if path is not None else None
-        cache[key] = found.mode if found is not None else UNKNOWN
-    if cache[key] != UNKNOWN:
-        return cache[key]
+def _trial_mode(trial_dir: Path, task_dir: Path | None, records: list[LLMCallRecord],
+                cache: dict[Path, str]) -> str:
+    """The instruction mode of the trial's task (task.toml `[metadata] mode`); for a task that
+    is gone or predates the field: conversation when the trial holds a transcript or calls
+    past turn 0, else goals."""
+    if task_dir is not None and task_dir not in cache:
+        found = read_task(task_dir)
+        cache[task_dir] = found.mode if found is not None else UNKNOWN
+    mode = cache[task_dir] if task_dir is not None else UNKNOWN
+    if mode != UNKNOWN:
+        return mode
     if (trial_dir / "agent" / CONVERSATION_FILE).exists() or any(r.turn for r in records):
         return CONVERSATION_MODE
     return DEFAULT_MODE

@@ -54,6 +54,7 @@ TEMPLATE_FILES = {
     "environment/mockreplies.py": 0o644,
     "environment/intentlog.py": 0o644,
     "environment/convlog.py": 0o644,
+    "environment/convread.py": 0o644,
     "environment/customer.py": 0o644,
     "environment/customer_llm.py": 0o644,
     "environment/toolschema.py": 0o644,
@@ -62,8 +63,10 @@ TEMPLATE_FILES = {
     "tests/scoring.py": 0o644,
     "tests/transcript.py": 0o644,
 }
-# One source, shipped twice: the bank validates calls with it, the verifier re-validates them.
-SHIPPED_TWICE = {"environment/toolschema.py": "tests/toolschema.py"}
+# One source, shipped twice: the bank validates calls with it, the verifier re-validates them;
+# the bank and the verifier read the conversation log by one rule.
+SHIPPED_TWICE = {"environment/toolschema.py": "tests/toolschema.py",
+                 "environment/convread.py": "tests/convread.py"}
 
 
 class BuildSummary(BaseModel):
