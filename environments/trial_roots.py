@@ -9,11 +9,12 @@ folder. What an agent writes in bulk (/tmp, its log folders) is on the trial's o
 tmpfs either way; the root holds only what the task and the harness put there.
 
 Each trial folder records its owner: the harness process (pid and start time, so a reused pid
-is not taken for it) and whether it is to be kept. A harness killed outright (SIGKILL, OOM)
-cannot delete its folders, so the first trial a later harness starts on the same base removes
-every folder whose owner is gone, never a kept one (`--ek keep=true`, `--no-delete`). Folders
-without an owner record (made by earlier versions) are left alone: nothing says whether they
-were meant to be kept.
+is not taken for it, and its PID namespace, so a harness in another container sharing the
+folder is never judged by pids that mean nothing here) and whether it is to be kept. A harness
+killed outright (SIGKILL, OOM) cannot delete its folders, so the first trial a later harness
+starts on the same base removes every folder whose owner is gone, never a kept one
+(`--ek keep=true`, `--no-delete`). Folders without an owner record (made by earlier versions)
+are left alone: nothing says whether they were meant to be kept.
 """
 
 from __future__ import annotations
@@ -41,6 +42,8 @@ class TrialOwner(BaseModel):
     pid: int = Field(description="The harness process that made the folder.")
     started: int = Field(description="Its start time (clock ticks after boot, /proc/<pid>/stat "
                          "field 22): with the pid, one process, never a later one with its pid.")
+    pid_namespace: str = Field(description="The PID namespace `pid` means something in "
+                               "(`pid:[inode]`): a harness in another one is never judged.")
     keep: bool = Field(False, description="Kept on purpose: never removed as a leftover.")
 
 
@@ -88,7 +91,8 @@ def record_owner(folder: Path, keep: bool = False) -> None:
     """Say that this process owns trial folder `folder` (and whether it is to be kept)."""
     started = process_start(os.getpid())
     assert started is not None
-    owner = TrialOwner(pid=os.getpid(), started=started, keep=keep)
+    owner = TrialOwner(pid=os.getpid(), started=started, pid_namespace=_own_pid_namespace(),
+                       keep=keep)
     (folder / OWNER_FILE).write_text(owner.model_dump_json())
 
 
@@ -98,7 +102,13 @@ def is_leftover(folder: Path) -> bool:
         owner = TrialOwner.model_validate_json((folder / OWNER_FILE).read_bytes())
     except (OSError, ValidationError):
         return False  # no record (an earlier version's folder) or not ours to judge
-    return not owner.keep and process_start(owner.pid) != owner.started
+    if owner.keep or owner.pid_namespace != _own_pid_namespace():
+        return False  # kept, or made by a harness whose pids mean nothing here
+    return process_start(owner.pid) != owner.started
+
+
+def _own_pid_namespace() -> str:
+    return os.readlink("/proc/self/ns/pid")
 
 
 def remove_tree(folder: Path) -> list[str]:

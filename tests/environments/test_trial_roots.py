@@ -12,6 +12,8 @@ import pytest
 from environments import trial_roots
 from environments.trial_roots import TrialOwner
 
+OWN_NS = os.readlink("/proc/self/ns/pid")
+
 
 def _dead_process() -> tuple[int, int]:
     """(pid, start time) of a process that has ended."""
@@ -37,16 +39,21 @@ def test_only_folders_of_a_gone_harness_not_kept_are_removed(tmp_path):
     dead_pid, dead_started = _dead_process()
     ours = _folder(base, "live", None)
     trial_roots.record_owner(ours)
-    gone = _folder(base, "gone", TrialOwner(pid=dead_pid, started=dead_started))
-    kept = _folder(base, "kept", TrialOwner(pid=dead_pid, started=dead_started, keep=True))
+    gone = _folder(base, "gone", TrialOwner(pid=dead_pid, started=dead_started,
+                                            pid_namespace=OWN_NS))
+    kept = _folder(base, "kept", TrialOwner(pid=dead_pid, started=dead_started,
+                                            pid_namespace=OWN_NS, keep=True))
+    elsewhere = _folder(base, "other-namespace", TrialOwner(
+        pid=dead_pid, started=dead_started, pid_namespace="pid:[1]"))
     unknown = _folder(base, "no-record", None)
     # this very pid, but another process's start time: the pid was reused
     reused = _folder(base, "reused", TrialOwner(
-        pid=os.getpid(), started=trial_roots.process_start(os.getpid()) - 1))
+        pid=os.getpid(), started=trial_roots.process_start(os.getpid()) - 1,
+        pid_namespace=OWN_NS))
 
     assert sorted(trial_roots.remove_leftovers(base)) == sorted([gone, reused])
     assert not gone.exists() and not reused.exists()
-    assert ours.is_dir() and kept.is_dir() and unknown.is_dir()
+    assert ours.is_dir() and kept.is_dir() and unknown.is_dir() and elsewhere.is_dir()
 
 
 def test_a_base_others_can_write_is_refused(tmp_path):
