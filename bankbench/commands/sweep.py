@@ -91,7 +91,10 @@ def add_run_options(p: argparse.ArgumentParser) -> None:
     turns = _from_config("max_turns")
     tasks.add_argument("--max-turns", type=int, metavar="N", default=argparse.SUPPRESS,
                        help=f"{turns['help']} (default {turns['default']})")
-    tasks.add_argument("--labels", **_from_config("labels"))
+    from tasks.banking.labels.methods import METHODS
+
+    tasks.add_argument("--labels", **_from_config("labels", ": " + " | ".join(
+        m for m in METHODS if m != "model") + " (see `bankbench tasks build --help`)"))
     p.add_argument("--env", **_from_config("env"))
     p.add_argument("--shards", type=int, metavar="N", **_from_config(
         "shards", " (docs/scaling.md)"))
