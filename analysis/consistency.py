@@ -24,13 +24,14 @@ server or network failed, overload replies 429/529 included) and trials that ran
 (`agent_failed` other than time: too many steps, a refusal) made decisions and are compared
 with the calls they recorded.
 
-Per trial at the level, whatever the reference: `schema_valid` (share of the bank's calls
-whose arguments satisfied the schema), `malformed` (share of agent replies whose text still
-holds a tool-call tag the server did not parse), `truncated` (share of the agent's LLM calls
-cut by `finish_reason=length`), with scenario-clustered bootstrap intervals.
+Per trial at the level, whatever the reference: `schema_valid` (share of the bank's calls whose
+arguments satisfied the schema, as the verifier re-checked them: the bank's own flag is not
+trusted; no figure for a trial the verifier did not score), `malformed` (share of agent replies
+whose text still holds a tool-call tag the server did not parse), `truncated` (share of the
+agent's LLM calls cut by `finish_reason=length`), with scenario-clustered bootstrap intervals.
 
-Tool calls are read through `analysis.export.trial_inputs.read_scored_calls` (the bank's record
-of the scored attempt, wherever the trial keeps it).
+Tool calls are read through `analysis.trial_inputs.read_scored_calls` (the bank's record of the
+scored attempt, as the verifier scored it), tool names compared by `contracts.toolnames`.
 """
 
 from __future__ import annotations
@@ -51,9 +52,10 @@ from analysis.decision_noise import (
     judge_drop,
     scenario_agreements,
 )
-from analysis.export.trial_inputs import read_scored_calls, reply_counts
 from analysis.files import Issue
 from analysis.metrics.base import Metric, cluster_bootstrap_mean_ci
+from analysis.trajectory import reply_counts
+from analysis.trial_inputs import BankCall, read_scored_calls
 from contracts.toolnames import normalise_tool_name
 
 TOOL_F1 = Metric("tool_f1", "Tool agreement (F1)", "share", True,
@@ -65,7 +67,7 @@ ARG_AGREEMENT = Metric("arg_agreement", "Argument agreement", "share", True,
                        "called, averaged like tool_f1.")
 SCHEMA_VALID = Metric("schema_valid", "Schema-valid calls", "share", True,
                       "Share of the bank's recorded calls whose arguments satisfied the tool "
-                      "schema (scored attempt).")
+                      "schema as the verifier re-checked them (scored attempt).")
 MALFORMED = Metric("malformed", "Malformed replies", "share", False,
                    "Share of agent replies whose text holds a tool-call tag the server's "
                    "parser did not turn into a call.")
@@ -124,8 +126,7 @@ def read_decisions(tables: tables_mod.Tables) -> Decisions:
             "repeat": int(t.repeat), "trial": t.trial, "status": t.status,
             "lost": float(charged == "server"), "harness_lost": float(charged == "harness"),
             "calls": [(normalise_tool_name(c.tool), c.arguments) for c in bank_calls],
-            "schema_valid": (float(np.mean([c.valid for c in bank_calls]))
-                             if bank_calls else np.nan),
+            "schema_valid": _share_valid(bank_calls),
             "malformed": (replies["unparsed_call_replies"] / replies["agent_replies"]
                           if replies["agent_replies"] else np.nan),
             "truncated": float(truncated.get((t.source, t.job, t.trial), np.nan)),
@@ -133,6 +134,13 @@ def read_decisions(tables: tables_mod.Tables) -> Decisions:
     columns = ["source", "level", "scenario_id", "repeat", "trial", "status", "lost",
                "harness_lost", "calls", "schema_valid", "malformed", "truncated"]
     return Decisions(pd.DataFrame(rows, columns=columns), issues)
+
+
+def _share_valid(calls: list[BankCall]) -> float:
+    """Share of calls whose arguments the verifier's re-check found valid; NaN when there
+    are none or the verifier checked none."""
+    checked = [c.schema_valid for c in calls if c.schema_valid is not None]
+    return float(np.mean(checked)) if checked else np.nan
 
 
 def tool_f1(mine: Calls, ref: Calls) -> float:

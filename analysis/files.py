@@ -219,14 +219,17 @@ def read_llm_calls(trial_dir: Path, issues: list[Issue]) -> list[LLMCallRecord]:
     return records
 
 
-def read_attempt_scores(trial_dir: Path, issues: list[Issue]) -> AttemptScores | None:
-    """TSQ of each self-evaluation attempt and the scored one, from `verifier/tsq.json`.
-
-    Read through `contracts.tsq.TsqDetails`, the one shape every verifier version has
-    written (`attempts: [{attempt, calls, reward: {tsq, …}}]`, `scored_attempt`).
-    """
+def read_tsq_details(trial_dir: Path, issues: list[Issue]) -> TsqDetails | None:
+    """The verifier's `verifier/tsq.json`, read through `contracts.tsq.TsqDetails`, the one
+    shape every verifier version has written (`attempts: [{attempt, calls, reward}]`,
+    `scored_attempt`); None when there is none."""
     path = trial_dir / "verifier" / TSQ_DETAILS_FILE
-    details = _validate(TsqDetails, _read_json(path, issues), path, issues)
+    return _validate(TsqDetails, _read_json(path, issues), path, issues)
+
+
+def read_attempt_scores(trial_dir: Path, issues: list[Issue]) -> AttemptScores | None:
+    """TSQ of each self-evaluation attempt and the scored one, from `verifier/tsq.json`."""
+    details = read_tsq_details(trial_dir, issues)
     if details is None:
         return None
     conversation = details.conversation  # conversation-mode verifiers only

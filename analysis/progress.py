@@ -1,7 +1,7 @@
 """`running_summary(job_dir)`: a cheap look at a job that is still running, for sweep polling.
 
-Reads only each trial's result.json and its llm_calls.jsonl lines (no DataFrames; TTFT by the
-analysis's own definition), so it can run between polls of a large job.
+Reads only each trial's result.json and its llm_calls.jsonl lines (TTFT by the tables' own
+derivation, `latency.timings`), so it can run between polls of a large job.
 """
 
 from __future__ import annotations
@@ -21,33 +21,34 @@ def _ttfts(trial_dir: Path) -> list[float]:
         lines = (trial_dir / "agent" / LLM_CALLS_FILE).read_bytes().splitlines()
     except OSError:
         return []
-    values = []
+    records = []
     for line in lines:
         try:
             record = LLMCallRecord.model_validate_json(line)
         except ValueError:
             continue  # a line still being written
-        if record.role not in MEASURED_ROLES:
-            continue  # a simulated customer's call: not the server under test
-        ttft = latency.ttft_ns(record.send_ns, record.read_ns)
-        if ttft is not None:
-            values.append(ttft * latency.TTFT.scale)
-    return values
+        if record.role in MEASURED_ROLES:  # not a simulated customer's call
+            records.append(record)
+    return latency.timings(records)[latency.TTFT.metric.key].dropna().tolist()
 
 
 def trial_status(trial_dir: Path, job_finished: bool = False) -> tuple[str, str]:
     """Status class and reason of one trial (analysis.status.classify, read the way the tables
-    read it), from its result.json, the agent's status file and exception.txt."""
+    read it), from its result.json, reward.json, the agent's report and exception.txt. The
+    sweep asks it whether a trial was interrupted."""
     issues: list[files.Issue] = []
     result = files.read_trial_result(trial_dir, issues)
     agent = files.read_agent_status(trial_dir, issues, result)
     exc_type, exc_msg = files.trial_exception(trial_dir, result)
     rewards = result.verifier_result.rewards if result and result.verifier_result else None
+    if rewards is None and result is not None:
+        rewards = files.read_reward_file(trial_dir, issues)
     return classify(
         has_result=result is not None, job_finished=job_finished,
         exception_type=exc_type, exception_message=exc_msg,
         agent_status=agent.status if agent else None,
         agent_reason=agent.reason if agent else None,
+        agent_attempts=agent.attempts if agent else None,
         has_reward=bool(rewards),
     )
 

@@ -6,20 +6,21 @@ Runs compared side by side must share dataset, revision, labels and instruction 
 measuring stick (`MEASURING_STICK`) is reported as a warning, a difference of instruction
 mode (`STATED`: goals vs conversation over one measuring stick) as a comparison of protocols.
 
-The judge column (and the judge figures beside it) come from the verdict
-files of `bankbench judge` (`analysis.judge.figures`); "none" when no judge pass ran.
+The judge column (and the judge figures beside it) come from the verdict files of `bankbench
+judge` (`analysis.judge.figures`), which `analysis.summary` puts beside these columns; "none"
+when no judge pass ran.
 
-Read per (source, level) from the tasks the trials ran (`analysis.task_folder` finds each
-trial's task folder and reads it): the task's `task.toml [metadata]` carries `dataset`,
-`dataset_revision`, `labels` (method@version) and `mode`, and its `tests/expected.json` may
-carry `labels.quality` (the label method's quality as measured on the held-out gold sets it
-names) and `gold_perfect` (what an agent making exactly the gold calls scores against this
-task's labels, computed by the builder only when the dataset has gold labels). A level's
-gold-perfect figures average the scenarios it ran; one scenario without them makes the level's
-"not measured": no figure from other data stands in.
-A sweep's `sweep.json` adds where the dataset came from (hub, bundled sample, and whether the
-sample stood in for an unreachable hub). Everything is read leniently: a task folder that is
-gone leaves "unknown", never an error.
+Read per (source, level) from the tasks the trials ran (each trial's task folder as the reading
+layer found it, `Tables.task_dirs`; `analysis.task_folder` reads it): the task's `task.toml
+[metadata]` carries `dataset`, `dataset_revision`, `labels` (method@version) and `mode`, and
+its `tests/expected.json` may carry `labels.quality` (the label method's quality as measured on
+the held-out gold sets it names) and `gold_perfect` (what an agent making exactly the gold
+calls scores against this task's labels, computed by the builder only when the dataset has gold
+labels). A level's gold-perfect figures average the scenarios it ran; one scenario without them
+makes the level's "not measured": no figure from other data stands in. A sweep's `sweep.json`
+adds where the dataset came from (hub, bundled sample, and whether the sample stood in for an
+unreachable hub). Everything is read leniently: a task folder that is gone leaves "unknown",
+never an error.
 """
 
 from __future__ import annotations
@@ -30,9 +31,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from analysis.judge.figures import NO_JUDGE, level_judge
 from analysis.metrics.quality import GOLD_PERFECT_KEYS, gold_perfect_figures
-from analysis.task_folder import NOT_MEASURED, UNKNOWN, TaskProvenance, read_task, task_path
+from analysis.task_folder import NOT_MEASURED, UNKNOWN, TaskProvenance, read_task
 from contracts.sweep import SweepManifest
 
 SAMPLE_FALLBACK = "bundled sample (hub unreachable)"
@@ -68,20 +68,19 @@ def _one(values: list[str]) -> str:
 
 
 def level_provenance(trials: pd.DataFrame, jobs: pd.DataFrame,
-                     sweeps: dict[str, SweepManifest]) -> pd.DataFrame:
-    """One row per (source, level) with the `COLUMNS` above."""
+                     sweeps: dict[str, SweepManifest],
+                     task_dirs: dict[tuple[str, str, str], Path | None]) -> pd.DataFrame:
+    """One row per (source, level) with the `COLUMNS` above but the judge's."""
     cache: dict[Path, TaskProvenance | None] = {}
     rows = []
     for (source, level), group in jobs.groupby(["source", "level"], sort=False):
         manifest = sweeps.get(source)
         found: dict[Path, TaskProvenance] = {}
         for job in group.itertuples(index=False):
-            job_dir = Path(job.path)
             mine = trials[(trials["source"] == source) & (trials["job"] == job.job)]
             # One trial per scenario is enough: repeats run the same task folder.
             for row in mine.drop_duplicates("scenario_id").itertuples(index=False):
-                path = task_path(job_dir / row.trial, job_dir, row.scenario_id,
-                                  manifest.tasks_dir if manifest else None)
+                path = task_dirs.get((source, job.job, row.trial))
                 if path is None:
                     continue
                 if path not in cache:
@@ -90,10 +89,8 @@ def level_provenance(trials: pd.DataFrame, jobs: pd.DataFrame,
                     found[path] = cache[path]
         rows.append({"source": source, "level": level,
                      **_summarise(list(found.values()), manifest)})
-    frame = pd.DataFrame(rows, columns=["source", "level", *COLUMNS, *GOLD_PERFECT_COLUMNS]
-                         ).drop(columns="judge")
-    # The judge slot and its figures come from the verdicts `bankbench judge` wrote.
-    return frame.merge(level_judge(trials, jobs), on=["source", "level"], how="left")
+    return pd.DataFrame(rows, columns=["source", "level", *COLUMNS, *GOLD_PERFECT_COLUMNS]
+                        ).drop(columns="judge")
 
 
 def _summarise(found: list[TaskProvenance], manifest: SweepManifest | None) -> dict[str, Any]:
@@ -103,7 +100,7 @@ def _summarise(found: list[TaskProvenance], manifest: SweepManifest | None) -> d
             revision = manifest.dataset.rsplit("@", 1)[1]
         return {"dataset": UNKNOWN, "dataset_source": dataset_source(revision, manifest),
                 "dataset_revision": revision, "labels": UNKNOWN, "label_quality": NOT_MEASURED,
-                "label_heldout_f1": np.nan, "mode": UNKNOWN, "judge": NO_JUDGE,
+                "label_heldout_f1": np.nan, "mode": UNKNOWN,
                 **_gold_perfect_summary([])}
     revision = _one([p.dataset_revision for p in found])
     f1s = {p.heldout_f1 for p in found}
@@ -114,7 +111,6 @@ def _summarise(found: list[TaskProvenance], manifest: SweepManifest | None) -> d
         "dataset_revision": revision, "labels": _one([p.labels for p in found]),
         "label_quality": _one([p.label_quality for p in found]),
         "label_heldout_f1": np.nan if f1 is None else f1, "mode": _one([p.mode for p in found]),
-        "judge": NO_JUDGE,
         **_gold_perfect_summary(found),
     }
 

@@ -18,8 +18,11 @@ from analysis import plots, shards, turns
 from analysis.compare import MIN_PAIRED_SCENARIOS, TOO_FEW, compare_table
 from analysis.consistency_report import write_consistency
 from analysis.markdown import fmt, table
-from analysis.metrics import ALL
+from analysis.metrics import ALL, counts, goodput, labels, server, throughput, usage
+from analysis.metrics.base import DISTRIBUTION_STATS
 from analysis.metrics.goodput import SLO
+from analysis.metrics.latency import METRICS as LATENCY
+from analysis.metrics.latency import TTFT
 from analysis.metrics.quality import per_scenario, with_solved
 from analysis.provenance import STATED, check_comparable, mixed_fields
 from analysis.quality_report import judge_section, measured_against, quality_section
@@ -183,11 +186,7 @@ def render_markdown(tables: Tables, summary: pd.DataFrame, comparison: pd.DataFr
              *summary_block(summary),
              *measured_against(summary, mixed, modes),
              "## Provenance", "", _provenance(tables), "", "## Trials", "",
-             section(summary, {"n_trials": "trials", "n_scored": "scored",
-                                "n_agent_failed": "agent failed", "n_infra_failed": "infra failed",
-                                "n_harness_failed": "harness failed",
-                                "n_interrupted": "interrupted", "n_running": "running",
-                                "n_counted": "counted in quality", "n_excluded": "excluded"}),
+             section(summary, labels(*(m.key for m in counts.TRIAL_COUNTS))),
              "", "Quality averages count `scored` and `agent_failed` trials (an agent failure "
              "without a reward counts as 0); `infra_failed`, `harness_failed` and "
              "`interrupted` trials (Harbor was stopped before they finished; a resumed sweep "
@@ -196,39 +195,30 @@ def render_markdown(tables: Tables, summary: pd.DataFrame, comparison: pd.DataFr
              "have no result yet.", ""]
     parts += failures_section(tables.trials) + issues_section(tables.issues)
     parts += ["## Latency (successful requests)", ""]
-    for key, name in (("ttft_ms", "TTFT (ms)"), ("ttfc_ms", "Time to first tool call (ms)"),
-                      ("itl_ms", "ITL (ms)"), ("tpot_ms", "TPOT (ms)"),
-                      ("e2e_ms", "E2E latency (ms)"),
-                      ("output_tps_per_user", "Output tokens/s per request")):
-        stats = ("mean", "p50", "p90", "p95", "p99", "std", "count")
-        parts += [f"**{name}**", "",
-                  section(summary, {f"{key}_{s}": s for s in stats}), ""]
-    parts += ["## Throughput and concurrency", "", section(summary, {
-        "window_s": "window (s)", "output_token_throughput": "output tok/s",
-        "request_throughput": "requests/s", "configured_concurrency": "configured",
-        "achieved_concurrency": "requests in flight", "achieved_trial_concurrency":
-        "trials running", "n_requests": "requests", "error_rate": "error rate",
-        "token_counts": "tokens counted by"}), "",
+    stats = [s for s in DISTRIBUTION_STATS if s not in ("min", "max")]
+    for metric in LATENCY:
+        parts += [f"**{metric.label}**", "",
+                  section(summary, {f"{metric.key}_{s}": s for s in stats}), ""]
+    parts += ["## Throughput and concurrency", "", section(summary, labels(
+        *(m.key for m in (throughput.WINDOW, throughput.OUTPUT_THROUGHPUT,
+                          throughput.REQUEST_THROUGHPUT, throughput.CONFIGURED_CONCURRENCY,
+                          throughput.ACHIEVED_CONCURRENCY, throughput.TRIAL_CONCURRENCY,
+                          counts.REQUESTS, throughput.ERROR_RATE, counts.TOKEN_COUNTS)))), "",
         "Tokens counted by `server`: its usage; `client`: the agent's `--ak tokenizer` for a "
         "server that sends no usage (message text and tool schemas, without the chat "
         "template's tokens); `unknown`: neither, and token figures stay empty.", ""]
     parts += quality_section(summary) + judge_section(summary)
     if slo is not None:
-        parts += [f"## Goodput (SLO {slo})", "", section(summary, {
-            "goodput": "goodput (req/s)", "goodput_request_share": "requests within SLO",
-            "goodput_scenario_share": "scenarios within SLO"}), ""]
+        parts += [f"## Goodput (SLO {slo})", "", section(summary, labels(
+            *(m.key for m in goodput.METRICS))), ""]
     if "server_requests" in summary.columns or "server_ttft_ms_mean" in summary.columns:
         parts += ["## Server side (Prometheus /metrics, after − before each level)", "",
-                  section(summary, {"server_requests": "requests",
-                                     "server_ttft_ms_mean": "TTFT mean (ms)",
-                                     "server_itl_ms_mean": "ITL mean (ms)",
-                                     "server_e2e_ms_mean": "duration mean (ms)",
-                                     "ttft_ms_mean": "client TTFT mean (ms)"}), ""]
+                  section(summary, labels(*(m.key for m in server.METRICS)) | {
+                      f"{TTFT.metric.key}_mean":
+                      f"client {TTFT.metric.header} mean ({TTFT.metric.unit})"}), ""]
     parts += self_eval_section(summary) + [
-        "## Tokens per scenario", "", section(summary, {
-            "requests_per_trial": "LLM calls", "prompt_tokens_per_trial": "prompt tokens",
-            "completion_tokens_per_trial": "completion tokens",
-            "cached_token_share": "cached prompt share"}), ""]
+        "## Tokens per scenario", "", section(summary, labels(
+            *(m.key for m in usage.PER_SCENARIO))), ""]
     if len(comparison):
         parts += _comparison(comparison, inputs[0].name, [*mixed, *modes])
     parts += list(extra_sections)

@@ -8,6 +8,7 @@ import pandas as pd
 
 from analysis.console import summary_table
 from analysis.markdown import table
+from analysis.metrics import labels, usage
 
 MAX_ISSUES_SHOWN = 20
 _COUNT_NAMES = ("level", "configured_concurrency", "k", "judge_n", "judge_unparseable")
@@ -50,11 +51,8 @@ def self_eval_section(summary: pd.DataFrame) -> list[str]:
     if not evaluated:
         return ["## Self-evaluation", "", "Off: no trial had an evaluator call or a retried "
                 "attempt (`--ak self_eval=true` turns it on).", ""]
-    return ["## Self-evaluation", "", section(summary, {
-        "attempts_mean": "attempts/trial", "retried_share": "trials retried",
-        "extra_tokens_per_trial": "extra tokens/trial", "extra_token_share": "extra token share",
-        "extra_llm_time_share": "extra LLM time share", "tsq_first_attempt_mean": "TSQ 1st",
-        "tsq_scored_attempt_mean": "TSQ accepted", "self_eval_tsq_gain": "gain"}), ""]
+    return ["## Self-evaluation", "", section(summary, labels(
+        *(m.key for m in usage.SELF_EVAL))), ""]
 
 
 def failures_section(trials: pd.DataFrame) -> list[str]:

@@ -9,9 +9,9 @@
 - `harness_failed`: the benchmark machinery failed (environment, the task's bank as the agent
   reported with `harness_error`, verifier, Harbor, an unclassified exception the agent did not
   explain, no reward). Excluded from quality.
-- `interrupted`: Harbor cancelled the trial because Harbor itself was stopped (Ctrl-C, SIGTERM);
-  nothing failed and nothing was measured to the end. Excluded from quality; a resumed sweep
-  runs it again.
+- `interrupted` (`is_interrupted`, the one rule: the sweep asks it too): Harbor stopped the
+  trial because Harbor itself was stopped (Ctrl-C, SIGTERM, a killed sweep); nothing failed and
+  nothing was measured to the end. Excluded from quality; a resumed sweep runs it again.
 - `running`: no result.json yet and the job has not finished. Counted, never scored.
 """
 
@@ -33,6 +33,21 @@ _AGENT_CAUSES = {FailureCause.AGENT_EXHAUSTED_BUDGET, FailureCause.AGENT_REFUSED
 INTERRUPTED_REASON = "interrupted (Harbor was stopped)"
 
 
+def is_interrupted(*, exception_type: str | None, has_reward: bool,
+                   agent_attempts: int | None) -> bool:
+    """Harbor stopped the trial because Harbor itself was stopped.
+
+    Either Harbor recorded the cancellation (its error policy's `cancelled` cause), or it
+    recorded nothing at all: no exception, no reward and an agent that reported no attempt
+    (`agent_attempts` 0, or None when it reported nothing), which is what Harbor leaves for a
+    trial it cancels on its way down when its sweep is killed (SIGKILL). A trial whose agent
+    made an attempt and that then ended without a reward and without an error is a fault of
+    the harness (`harness_failed`), kept: rerunning it would hide the fault."""
+    if exception_type:
+        return policy_for(exception_type).cause == FailureCause.CANCELLED
+    return not has_reward and not agent_attempts
+
+
 def classify(
     *,
     has_result: bool,
@@ -41,14 +56,17 @@ def classify(
     exception_message: str | None,
     agent_status: str | None,
     agent_reason: str | None,
+    agent_attempts: int | None,
     has_reward: bool,
 ) -> tuple[Status, str]:
-    """Status class of one trial and a one-line reason."""
+    """Status class of one trial and a one-line reason. `agent_attempts`: the attempts the
+    agent reported (None when it reported nothing)."""
     if not has_result:
         if job_finished:
             return "harness_failed", "no result.json although the job finished"
         return "running", "no result.json yet"
-    if exception_type and policy_for(exception_type).cause == FailureCause.CANCELLED:
+    if is_interrupted(exception_type=exception_type, has_reward=has_reward,
+                      agent_attempts=agent_attempts):
         # Harbor's own timeouts arrive as *TimeoutError; a bare cancellation is Harbor shutting
         # down. It outranks the agent's status, which may blame the server or itself for a
         # cancellation that was nobody's failure.

@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from analysis.judge.figures import level_judge
 from analysis.metrics.goodput import SLO, goodput_metrics
 from analysis.metrics.latency import latency_metrics
 from analysis.metrics.quality import quality_metrics
@@ -90,7 +91,9 @@ def summarize(tables: Tables, slo: SLO | None = None) -> pd.DataFrame:
         rows.append(row)
     if not rows:
         return pd.DataFrame(columns=GROUP)
-    provenance = level_provenance(trials, tables.jobs, tables.sweeps)
+    # What made the TSQ figure: the tasks' provenance, then the judge's verdicts beside it.
+    provenance = level_provenance(trials, tables.jobs, tables.sweeps, tables.task_dirs).merge(
+        level_judge(trials, tables.jobs), on=GROUP, how="left")
     return pd.DataFrame(rows).merge(provenance, on=GROUP, how="left")
 
 

@@ -56,10 +56,18 @@ class Tables:
     jobs: pd.DataFrame
     issues: pd.DataFrame
     sweeps: dict[str, SweepManifest] = field(default_factory=dict)
+    # (source, job, trial) -> the task folder the trial ran, found once when it was read
+    # (analysis.task_folder.find_task_dir); None when it is gone.
+    task_dirs: dict[tuple[str, str, str], Path | None] = field(default_factory=dict)
 
     @property
     def sources(self) -> list[str]:
         return list(dict.fromkeys(self.jobs["source"])) if len(self.jobs) else []
+
+    def task_dir(self, trial: Any) -> Path | None:
+        """The task folder of a `trials` row, as found when the trial was read."""
+        get = trial.get if isinstance(trial, dict) else lambda k: getattr(trial, k)
+        return self.task_dirs.get((get("source"), get("job"), get("trial")))
 
 
 @dataclass
@@ -158,10 +166,13 @@ def _read_job(job_dir: Path, source: str, level: int | None, sink: _Sink,
             issues.append(files.Issue(str(job_dir / "config.json"),
                                       "no n_concurrent_trials: level shown as 0 (unknown)"))
     job_finished = result.get("finished_at") is not None
+    manifest = sink.sweeps.get(source)
+    tasks_dir = manifest.tasks_dir if manifest is not None else None
     n_before = len(sink.tasks)
     for trial_dir in sorted(d for d in job_dir.iterdir() if d.is_dir()):
         if (trial_dir / "config.json").exists() or (trial_dir / "result.json").exists():
-            sink.tasks.append(TrialTask(trial_dir, source, name, level, job_finished))
+            sink.tasks.append(TrialTask(trial_dir, source, name, level, job_finished,
+                                        tasks_dir))
         elif any((trial_dir / sub).exists() for sub in ("agent", "verifier")):
             issues.append(files.Issue(str(trial_dir), "trial folder without config.json skipped"))
     sink.jobs.append({
@@ -217,7 +228,9 @@ def _build(sink: _Sink) -> Tables:
          for s, i in [*sink.issues, *rows.issues]],
         columns=["source", "path", "line", "message"])
     jobs = pd.DataFrame(sink.jobs, columns=_JOB_COLUMNS)
-    return Tables(trials, requests, itl, jobs, issues, sink.sweeps)
+    task_dirs = {(t["source"], t["job"], t["trial"]): Path(t["task_dir"]) if t["task_dir"]
+                 else None for t in rows.trials}
+    return Tables(trials, requests, itl, jobs, issues, sink.sweeps, task_dirs)
 
 
 def _derive_request_columns(req: pd.DataFrame) -> pd.DataFrame:

@@ -1,9 +1,10 @@
 """The task folder a trial ran, found once, and what its files say the trial measured.
 
 A trial's `config.json` names its task path (Harbor's `TrialConfig.task.path`, absolute or
-relative to where Harbor ran); a sweep also records its task folder. The task's
-`task.toml [metadata]` (`contracts.task.TaskMetadata`) carries dataset, revision, labels and
-instruction mode; its `tests/expected.json` may carry `labels.quality` (the label method's
+relative to where Harbor ran); a sweep also records its task folder. `find_task_dir` is the one
+finder: the reading layer calls it once per trial and every post-pass takes its answer. The
+task's `task.toml [metadata]` (`contracts.task.TaskMetadata`) carries dataset, revision, labels
+and instruction mode; its `tests/expected.json` may carry `labels.quality` (the label method's
 measured held-out quality) and `gold_perfect` (the gold-perfect agent's scores on this task).
 Everything is read leniently: a task folder that is gone leaves "unknown", never an error.
 """
@@ -32,23 +33,35 @@ class TaskProvenance:
     gold_perfect: GoldPerfect | None = None
 
 
-def task_path(trial_dir: Path, job_dir: Path, scenario: str, tasks_dir: str | None
-              ) -> Path | None:
-    """Where the trial's task folder is now: its config's path (absolute, or relative to
-    where Harbor ran), else the sweep's task folder."""
+def find_task_dir(trial_dir: Path, scenario: str, tasks_dir: str | Path | None = None
+                  ) -> Path | None:
+    """Where the task folder a trial ran is now: the one finder every reader uses, called
+    once per trial (analysis.trial_rows keeps its answer in `Tables.task_dirs`).
+
+    In order: the path the trial's config.json names (absolute, or relative to where Harbor
+    ran: the current folder or one of the three above the job); the sweep's task folder
+    (`tasks_dir/<scenario>`); a `tasks/<name>` beside the job or one of its two parents (a
+    sweep moved since the run). A task folder has a task.toml or a tests/expected.json."""
+    job_dir = trial_dir.parent
     try:
         config = json.loads((trial_dir / "config.json").read_text(encoding="utf-8"))
         given = Path(config["task"]["path"])
-    except (OSError, ValueError, KeyError, TypeError):
+    except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError):
         given = None
-    candidates = []
+    candidates: list[Path] = []
     if given is not None:
         candidates += [given] if given.is_absolute() else [
             Path.cwd() / given, job_dir.parent / given, job_dir.parent.parent / given,
             job_dir.parent.parent.parent / given]
     if tasks_dir:
         candidates.append(Path(tasks_dir) / scenario)
-    return next((p for p in candidates if (p / TASK_TOML).is_file()), None)
+    name = given.name if given is not None else scenario
+    candidates += [parent / "tasks" / name for parent in trial_dir.parents[:3]]
+    return next((c for c in candidates if is_task_dir(c)), None)
+
+
+def is_task_dir(path: Path) -> bool:
+    return (path / TASK_TOML).is_file() or (path / "tests" / EXPECTED_FILE).is_file()
 
 
 def read_task(task_dir: Path) -> TaskProvenance | None:

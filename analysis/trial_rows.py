@@ -7,8 +7,8 @@ where starting workers would cost more than it saves. Every reader stays lenient
 is an `Issue`, and a trial whose reading fails outright (or a worker that dies) costs that
 trial or chunk an issue, never the others.
 
-The per-request timing columns come from the definitions in `analysis.metrics.latency`
-(`ttft_ns`, `itl_ns`, …), called per record in `_add_requests`.
+The per-request timing columns come from `analysis.metrics.latency.derive`, run once per
+chunk over the raw times `_add_requests` gathers (`Rows.packed`).
 """
 
 from __future__ import annotations
@@ -25,11 +25,12 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pandas as pd
 
 from analysis import files
 from analysis.metrics import latency
 from analysis.status import QUALITY_STATUSES, classify
-from analysis.task_folder import UNKNOWN, read_task, task_path
+from analysis.task_folder import UNKNOWN, find_task_dir, read_task
 from contracts.conversation import CONVERSATION_FILE
 from contracts.llm_calls import LLMCallRecord
 from contracts.reward import REWARD_KEYS
@@ -69,6 +70,7 @@ class TrialTask:
     job: str
     level: int
     job_finished: bool
+    tasks_dir: str | None = None  # the sweep's task folder, where sweep.json names one
 
 
 @dataclass
@@ -79,25 +81,52 @@ class Rows:
     trials: list[dict[str, Any]] = field(default_factory=list)
     req: dict[str, Any] = field(default_factory=lambda: {k: [] for k in REQ_COLUMNS})
     req_trial: Any = field(default_factory=lambda: array("q"))
-    # Typed arrays: millions of gaps cost 8 bytes each instead of a Python object each.
-    itl_ns: array = field(default_factory=lambda: array("q"))
+    # Raw times for `latency.derive`. Typed arrays: millions of reads cost 8 bytes each
+    # instead of a Python object each.
+    send_ns: list[int | None] = field(default_factory=list)
+    end_ns: list[int | None] = field(default_factory=list)
+    n_reads: array = field(default_factory=lambda: array("q"))
+    read_ns: array = field(default_factory=lambda: array("q"))
+    read_tool_chars: array = field(default_factory=lambda: array("q"))
     itl_values: Any = None  # the gaps in ms (numpy), once packed
     issues: list[tuple[str, files.Issue]] = field(default_factory=list)
-    # (job folder, scenario) → its task's instruction mode, read once per chunk: every trial
-    # of a scenario in a job ran the same task folder.
-    task_modes: dict[tuple[Path, str], str] = field(default_factory=dict)
+    # task folder → its instruction mode, read once per chunk (repeats share the folder).
+    task_modes: dict[Path, str] = field(default_factory=dict)
 
     def packed(self) -> Rows:
-        """Numeric columns as numpy arrays: a worker's rows cross to the parent as buffers."""
+        """Timing derived, numeric columns as numpy arrays: a worker's rows cross to the parent
+        as buffers."""
+        self._derive_timing()
         for key in REQ_COLUMNS:
             if key in FLOAT_REQ:
                 self.req[key] = np.array(self.req[key], dtype=float)
             elif key in INT_REQ:
                 self.req[key] = np.array(self.req[key], dtype=np.int64)
         self.req_trial = np.frombuffer(self.req_trial, dtype=np.int64)
-        self.itl_values = np.frombuffer(self.itl_ns, dtype=np.int64) * latency.ITL.scale
-        self.itl_ns = array("q")
         return self
+
+    def _derive_timing(self) -> None:
+        n = len(self.send_ns)
+        per_request = np.frombuffer(self.n_reads, dtype=np.int64)
+        reads = latency.Reads(np.repeat(np.arange(n), per_request),
+                              *(np.frombuffer(a, dtype=np.int64)
+                                for a in (self.read_ns, self.read_tool_chars)))
+        raw = pd.concat([pd.DataFrame({
+            "send_ns": pd.array(self.send_ns, dtype="Int64"),
+            "end_ns": pd.array(self.end_ns, dtype="Int64"),
+            "completion_tokens": pd.array(self.req["completion_tokens"], dtype="Int64"),
+        }), latency.read_inputs(reads, n)], axis=1)
+        derived = latency.derive(raw)
+        for key, values in latency.presented(derived).items():
+            self.req[key] = values.to_numpy()
+        self.req["n_itl"] = np.maximum(raw["n_reads"].to_numpy(dtype=np.int64) - 1, 0)
+        # In integers: a wall-clock ns stamp is past float's exact range.
+        end = pd.array(self.req["start_unix_ns"], dtype="Int64") + derived["e2e_ns"].astype(
+            "Int64").array
+        self.req["end_unix_ns"] = end.to_numpy(dtype=float, na_value=np.nan)
+        self.itl_values = latency.gaps_ns(reads) * latency.ITL.scale
+        self.send_ns, self.end_ns = [], []
+        self.n_reads, self.read_ns, self.read_tool_chars = array("q"), array("q"), array("q")
 
 
 def _merge(parts: list[Rows]) -> Rows:
@@ -170,6 +199,7 @@ def _read_trial(task: TrialTask, rows: Rows, issues: list[files.Issue]) -> None:
         exception_type=exc_type, exception_message=exc_msg,
         agent_status=agent_status.status if agent_status else None,
         agent_reason=agent_status.reason if agent_status else None,
+        agent_attempts=agent_status.attempts if agent_status else None,
         has_reward=bool(rewards),
     )
     task_name = result.task_name if result else _task_name_from_config(trial_dir, issues)
@@ -185,7 +215,10 @@ def _read_trial(task: TrialTask, rows: Rows, issues: list[files.Issue]) -> None:
         row[key] = 0.0 if imputed else (float(value) if value is not None else np.nan)
     if imputed:
         row[TURNS_KEY] = np.nan  # a count: unknown without the verifier, not 0
-    row["mode"] = _trial_mode(trial_dir, scenario, records, rows.task_modes)
+    # The task folder, found once here; every post-pass takes it from `Tables.task_dirs`.
+    task_dir = find_task_dir(trial_dir, scenario, task.tasks_dir)
+    row["task_dir"] = str(task_dir) if task_dir is not None else None
+    row["mode"] = _trial_mode(trial_dir, task_dir, records, rows.task_modes)
     row["in_quality"] = status in QUALITY_STATUSES
     row["reward_imputed"] = imputed
     row.update(_attempt_columns(attempts, records, row["tsq"],
@@ -196,18 +229,17 @@ def _read_trial(task: TrialTask, rows: Rows, issues: list[files.Issue]) -> None:
     _add_requests(len(rows.trials) - 1, records, rows)
 
 
-def _trial_mode(trial_dir: Path, scenario: str, records: list[LLMCallRecord],
-                cache: dict[tuple[Path, str], str]) -> str:
-    """The instruction mode of the trial's task (task.toml `[metadata] mode`, found the way
-    the report's provenance finds it); for a task that is gone or predates the field:
-    conversation when the trial holds a transcript or calls past turn 0, else goals."""
-    key = (trial_dir.parent, scenario)
-    if key not in cache:
-        path = task_path(trial_dir, trial_dir.parent, scenario, None)
-        found = read_task(path) if path is not None else None
-        cache[key] = found.mode if found is not None else UNKNOWN
-    if cache[key] != UNKNOWN:
-        return cache[key]
+def _trial_mode(trial_dir: Path, task_dir: Path | None, records: list[LLMCallRecord],
+                cache: dict[Path, str]) -> str:
+    """The instruction mode of the trial's task (task.toml `[metadata] mode`); for a task that
+    is gone or predates the field: conversation when the trial holds a transcript or calls
+    past turn 0, else goals."""
+    if task_dir is not None and task_dir not in cache:
+        found = read_task(task_dir)
+        cache[task_dir] = found.mode if found is not None else UNKNOWN
+    mode = cache[task_dir] if task_dir is not None else UNKNOWN
+    if mode != UNKNOWN:
+        return mode
     if (trial_dir / "agent" / CONVERSATION_FILE).exists() or any(r.turn for r in records):
         return CONVERSATION_MODE
     return DEFAULT_MODE
@@ -266,14 +298,7 @@ def _add_requests(trial_index: int, records: list[LLMCallRecord], rows: Rows) ->
     req = rows.req
     # Bound appends: this loop runs once per request (100,000s), so it stays plain.
     append = {key: req[key].append for key in REQ_COLUMNS}
-    ms = 1 / latency.NS_PER_MS
     for rec in records:
-        # The definitions of analysis.metrics.latency, called directly (this loop runs per
-        # request, 100,000s of times); in ns, scaled here (gaps in bulk, in `packed`).
-        gaps = latency.itl_ns(rec.read_ns)
-        ttft = latency.ttft_ns(rec.send_ns, rec.read_ns)
-        e2e = latency.e2e_ns(rec.send_ns, rec.end_ns)
-        tpot = latency.tpot_ns(ttft, e2e, rec.completion_tokens)
         server = rec.server or {}
         worker = server.get("worker_id")
         if isinstance(worker, dict):  # disaggregated serving names prefill and decode workers
@@ -286,15 +311,6 @@ def _add_requests(trial_index: int, records: list[LLMCallRecord], rows: Rows) ->
         for key in _AS_RECORDED:
             append[key](getattr(rec, key))
         append["worker_id"](None if worker is None else str(worker))
-        append["end_unix_ns"](None if e2e is None else rec.start_unix_ns + e2e)
-        append["ttft_ms"](None if ttft is None else ttft * ms)
-        ttfc = latency.ttfc_ns(rec.send_ns, rec.read_ns, rec.read_tool_call_chars)
-        append["ttfc_ms"](None if ttfc is None else ttfc * ms)
-        append["e2e_ms"](None if e2e is None else e2e * ms)
-        append["tpot_ms"](None if tpot is None else tpot * ms)
-        append["output_tps_per_user"](latency.output_tps_per_user(tpot))
-        append["n_itl"](len(gaps))
-        append["itl_mean_ms"](sum(gaps) / len(gaps) * ms if gaps else None)
         append["content_chars"](sizes[0])
         append["reasoning_chars"](sizes[1])
         append["tool_call_chars"](sizes[2])
@@ -305,7 +321,12 @@ def _add_requests(trial_index: int, records: list[LLMCallRecord], rows: Rows) ->
         append["send_to_received_ms"](
             None if received is None else received - rec.start_unix_ns / 1e6)
         rows.req_trial.append(trial_index)
-        rows.itl_ns.extend(gaps)
+        # Raw times only; `latency.derive` turns them into every timing column per chunk.
+        rows.send_ns.append(rec.send_ns)
+        rows.end_ns.append(rec.end_ns)
+        rows.n_reads.append(len(rec.read_ns))
+        rows.read_ns.extend(rec.read_ns)
+        rows.read_tool_chars.extend(latency.aligned_tool_chars(rec))
 
 
 def _number(value: Any) -> float | None:

@@ -49,6 +49,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import psutil
 
@@ -58,7 +59,7 @@ from agents.banking import AGENT_NAME, AGENT_VERSION
 from agents.episode import Episode
 from agents.options import BankingAgentOptions
 from agents.trajectory import TrajectoryBuilder
-from analysis.metrics.latency import e2e_ns, timing_ms
+from analysis.metrics.latency import timings
 from analysis.metrics.throughput import (
     ACHIEVED_CONCURRENCY,
     REQUEST_THROUGHPUT,
@@ -232,15 +233,14 @@ async def drive_level(level: int, seconds: float, scenarios: list[Scenario],
     return trials, lags
 
 
-def in_flight_mean(records: list, start_ns: int, end_ns: int) -> float:
+def in_flight_mean(records: list, e2e_ms: list, start_ns: int, end_ns: int) -> float:
     """The analysis's achieved concurrency (Σ e2e / window) over [start, end) only, each
     request clipped to it: the part of the level where every trial slot is live, before the
     last trials drain out after the deadline."""
     busy = 0
-    for r in records:
-        e2e = e2e_ns(r.send_ns, r.end_ns)
-        if e2e is not None:
-            end = r.start_unix_ns + e2e
+    for r, e2e in zip(records, e2e_ms, strict=True):
+        if e2e == e2e:  # not NaN
+            end = r.start_unix_ns + round(e2e * 1e6)
             busy += max(0, min(end, end_ns) - max(r.start_unix_ns, start_ns))
     return busy / (end_ns - start_ns)
 
@@ -261,12 +261,11 @@ def measure(level: int, args: argparse.Namespace, scenarios: list[Scenario],
     bank_s = (ch1.ru_utime + ch1.ru_stime) - (ch0.ru_utime + ch0.ru_stime)
 
     records = [r for t in trials for r in t.records]
-    shown = [timing_ms(r) for r in records]  # the analysis's own derivation
+    shown = timings(records)  # the analysis's own derivation
     requests = pd.DataFrame({
         "start_unix_ns": [r.start_unix_ns for r in records],
-        "e2e_ms": [t["e2e_ms"] for t in shown],
-        "ok": [r.error is None and t["e2e_ms"] is not None
-               for r, t in zip(records, shown, strict=True)],
+        "e2e_ms": shown["e2e_ms"],
+        "ok": np.array([r.error is None for r in records], dtype=bool) & shown["e2e_ms"].notna(),
         "completion_tokens": [r.completion_tokens for r in records],
     })
     requests["end_unix_ns"] = requests["start_unix_ns"] + (requests["e2e_ms"] * 1e6).round()
@@ -275,19 +274,18 @@ def measure(level: int, args: argparse.Namespace, scenarios: list[Scenario],
         "finished_at": pd.to_datetime([t.end_ns for t in trials], unit="ns"),
     })
     tp = throughput_metrics(requests, trial_frame, float(level))
-    ttft = [t["ttft_ms"] for r, t in zip(records, shown, strict=True)
-            if t["ttft_ms"] is not None and r.error is None]
+    ttft = [t for r, t in zip(records, shown["ttft_ms"], strict=True)
+            if t == t and r.error is None]
     n_ok = int(requests["ok"].sum())
     # Wall time a trial spends outside its LLM requests, per request: the client's own work
     # (and the bank's) plus waiting for the event loop.
-    gap_ms = sum((t.end_ns - t.start_ns) / 1e6
-                 - sum(timing_ms(r)["e2e_ms"] or 0 for r in t.records)
-                 for t in trials) / max(1, len(records))
+    gap_ms = (sum((t.end_ns - t.start_ns) / 1e6 for t in trials)
+              - float(shown["e2e_ms"].sum())) / max(1, len(records))
     return {
         "configured": level, "trials": len(trials), "requests": len(records),
         "errors": len(records) - n_ok,
         "not_ok_trials": sum(1 for t in trials if t.status != "ok"),
-        "achieved": in_flight_mean(records, *steady),
+        "achieved": in_flight_mean(records, shown["e2e_ms"].tolist(), *steady),
         "achieved_whole": tp[ACHIEVED_CONCURRENCY.key],
         "achieved_trials": tp[TRIAL_CONCURRENCY.key],
         "req_per_s": tp[REQUEST_THROUGHPUT.key],

@@ -154,7 +154,7 @@ class JobFigures:
 
 
 def read_job(job: Path) -> JobFigures:
-    from analysis.metrics.latency import e2e_ns
+    from analysis.metrics.latency import timings
     from contracts.llm_calls import LLMCallRecord
 
     f = JobFigures(0, 0, 0, 0, 0.0, 0.0, 0.0)
@@ -167,10 +167,10 @@ def read_job(job: Path) -> JobFigures:
         f.agent_wall_s += agent
         f.fixed_wall_s += span_s(result) - agent
         calls = trial / "agent" / "llm_calls.jsonl"
-        for line in calls.read_text().splitlines() if calls.is_file() else []:
-            record = LLMCallRecord.model_validate_json(line)
-            f.steps += 1
-            f.llm_s += (e2e_ns(record.send_ns, record.end_ns) or 0) / 1e9
+        records = [LLMCallRecord.model_validate_json(line)
+                   for line in (calls.read_text().splitlines() if calls.is_file() else [])]
+        f.steps += len(records)
+        f.llm_s += float(timings(records)["e2e_ms"].sum()) / 1e3  # the analysis's derivation
         intents = trial / "agent" / "intents.jsonl"
         f.bank_calls += len(intents.read_text().splitlines()) if intents.is_file() else 0
     return f

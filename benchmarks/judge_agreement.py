@@ -33,9 +33,9 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from analysis.export.trial_inputs import BankCall, TrialInputs  # noqa: E402
 from analysis.judge.client import JudgeClient  # noqa: E402
 from analysis.judge.prompt import DEFAULT_VERSION, load_prompt, messages  # noqa: E402
+from analysis.trial_inputs import BankCall, TrialInputs  # noqa: E402
 from contracts.judge import METRICS, JudgeSample  # noqa: E402
 
 GOLD = {

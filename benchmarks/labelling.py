@@ -40,7 +40,6 @@ from contracts.expected import LabelsFile  # noqa: E402
 from tasks.banking import goldsets  # noqa: E402
 from tasks.banking.dataset import Dataset, load, validate  # noqa: E402
 from tasks.banking.labels import (  # noqa: E402
-    ModelOptions,
     ScenarioLabels,
     intent,
     label_scenarios,
@@ -48,6 +47,8 @@ from tasks.banking.labels import (  # noqa: E402
     sentence,
 )
 from tasks.banking.labels.curated import read_labels_file  # noqa: E402
+from tasks.banking.labels.llm import ModelOptions  # noqa: E402
+from tasks.banking.labels.model import decided  # noqa: E402
 from tasks.banking.sample import GOLD_GOALS_PATH  # noqa: E402
 
 # heldout2 was written later, blind to every labeller and to the other sets' goals; heldout3
@@ -94,7 +95,8 @@ def score(labels: dict[str, ScenarioLabels], gold: dict[str, GoalGold | set[str]
         counts = scenario_counts(set(got.expected_tools), truth)
         totals = [a + b for a, b in zip(totals, counts, strict=True)]
         if per_goal and not isinstance(truth, set):
-            goal_tools = got.goal_tools or [set(got.expected_tools)] * len(truth)
+            goal_tools = ([g.tools or [] for g in got.goals] if got.mapped
+                          else [set(got.expected_tools)] * len(truth))
             rows += [goal_row(set(t), g) for t, g in zip(goal_tools, truth, strict=True)]
     out = dict(zip(("scen_p", "scen_r", "scen_f1"), prf(*totals), strict=True))
     if rows:
@@ -108,9 +110,11 @@ def score(labels: dict[str, ScenarioLabels], gold: dict[str, GoalGold | set[str]
 
 def all_tools(dataset: Dataset, goals: bool) -> dict[str, ScenarioLabels]:
     names = dataset.tool_names
+    # Every tool on the set side too (not one per goal): the recall-1 baseline.
     return {s.scenario_id: ScenarioLabels(
         expected_tools=list(names),
-        goal_tools=[list(names) for _ in s.row.user_goals] if goals else None)
+        goals=[decided(i, g, list(names)) for i, g in enumerate(s.row.user_goals)]) if goals
+        else ScenarioLabels.per_scenario(list(names), s.row.user_goals)
         for s in dataset.scenarios}
 
 
@@ -201,7 +205,7 @@ def sentence_sweep(sets: list[tuple[str, Dataset, dict]]) -> list[tuple[str, dic
             for floor in (0.2, 0.25, 0.3):
                 labels = {f"{name}/{s.scenario_id}": ScenarioLabels.from_goals([
                     sentence.choose(matchers[name], goal, similarity[name, s.scenario_id][i],
-                                    lexical, floor)
+                                    lexical, floor, index=i)
                     for i, goal in enumerate(s.row.user_goals)])
                     for name, ds, _ in sets for s in ds.scenarios}
                 mark = " *" if (clause, lexical, floor) == (

@@ -40,7 +40,7 @@ def confusion(method: str) -> dict[str, Counter]:
     for _, dataset, gold in in_sample():
         labels = label_scenarios(method, dataset, dataset.scenarios).scenarios
         for sid, golds in gold.items():
-            got = labels[sid].goal_tools or []
+            got = [g.tools or [] for g in labels[sid].goals] if labels[sid].mapped else []
             for alternatives, tools in zip(golds, got, strict=True):
                 key = " / ".join(sorted(alternatives)) if alternatives else NO_TOOL
                 given = set(tools)

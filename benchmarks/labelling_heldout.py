@@ -38,10 +38,10 @@ def scenario_rows(name: str, method: str = DEFAULT_LABEL_METHOD) -> list[dict[st
     rows = []
     for sid, golds in per_goal.items():
         got = labels[sid]
-        choices = got.choices() or []
+        choices = got.goals if got.mapped else []
         counts = {"tp": 0, "fp": 0, "fn": 0, "exact": 0, "goals": len(golds)}
         for alternatives, choice in zip(golds, choices, strict=True):
-            tools = set(choice.tools)
+            tools = set(choice.tools or [])
             hit = bool(tools & alternatives)
             counts["tp"] += hit
             counts["fp"] += len(tools - alternatives)

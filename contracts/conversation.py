@@ -14,7 +14,9 @@ on turn t is logged with `turn` t. The conversation ends when the customer is sa
 goal revealed and answered; it says goodbye) or after the agent's `max_turns`-th `say`.
 
 The environment reads and writes these as plain JSON (standard library only); the host side
-(task builder, agent, analysis, tests) uses these models.
+(task builder, agent, analysis, tests) uses these models. The conversation log is read by one
+rule on both sides: the template's `environment/convread.py` (shipped to `tests/` too) and
+`read_conversation_log` here.
 """
 
 from __future__ import annotations
@@ -96,3 +98,20 @@ class ConversationEntry(BaseModel):
         None, description="Customer lines: the goal this line reveals or talks about "
         "(index into the brief's goals); None for greetings and goodbyes.")
     ts: float = Field(description="time.time() when the line was written.")
+
+
+def read_conversation_log(content: bytes) -> tuple[list[ConversationEntry], int]:
+    """(the log's readable lines in file order, how many non-blank lines were not), by the rule
+    the bank and the verifier read it with (the template's `convread.py`, pinned equal): each
+    line validated strictly, so a string is never taken for a number nor a number for a
+    boolean."""
+    entries: list[ConversationEntry] = []
+    corrupt = 0
+    for raw in content.splitlines():
+        if not raw.strip():
+            continue
+        try:
+            entries.append(ConversationEntry.model_validate_json(raw, strict=True))
+        except ValueError:  # ValidationError is a ValueError
+            corrupt += 1
+    return entries, corrupt

@@ -1,8 +1,15 @@
 """One line of `/logs/agent/intents.jsonl`, written by the mock bank (its root-run service,
-bankd.py, where the environment starts it) for every `bank call`."""
+bankd.py, where the environment starts it) for every `bank call`, and the rule that picks the
+attempt the verifier scores from it.
+
+The verifier (tasks/banking/template/tests/verify.py · `choose_attempt`, standard library only)
+carries its own copy of `scored_attempt`; tests/contracts/test_template_mirrors.py pins the two
+equal. A host reader asks the verifier's `tsq.json` first and this rule only for a trial the
+verifier never scored."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 from pydantic import BaseModel, Field
@@ -36,3 +43,12 @@ class Acceptance(BaseModel):
 
     accept: int
     ts: float
+
+
+def scored_attempt(accepted: list[int], call_attempts: Iterable[int]) -> int | None:
+    """The attempt the verifier scores: the one the last `bank accept` line names, else the
+    highest attempt that made a call; None when the log has neither (the verifier then scores
+    attempt 1, which made no call)."""
+    if accepted:
+        return accepted[-1]
+    return max(call_attempts, default=None)

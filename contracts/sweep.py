@@ -134,8 +134,8 @@ class SweepConfig(BaseModel):
         description="Conversation mode: most customer replies the agent gets per attempt.",
     )
     labels: str = Field(
-        DEFAULT_LABEL_METHOD, description="Expected-tool labels of built tasks: sentence | "
-        "intent | semantic | match | keyword | file:PATH (see `bankbench tasks build`)."
+        DEFAULT_LABEL_METHOD, description="Expected-tool labels of built tasks, by labelling "
+        "method (any but model; tasks.banking.labels.methods)."
     )
     env: str = Field(
         "local", description="Harbor environment: local (no Docker) | docker | module:Class."

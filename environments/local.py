@@ -18,140 +18,45 @@ network): docs/local-environment.md.
 
 Options (`--ek key=value`): keep=true keeps the root after the trial (so does --no-delete);
 state_dir=PATH puts roots there; ro_paths=/opt,/data shows more host paths read-only;
-scratch_mb, max_processes, max_file_mb bound the agent (see LocalEnvironmentOptions).
+scratch_mb, max_processes, max_file_mb bound the agent (environments/options.py).
 
-Longer than this project's modules usually are: it is the one place where each of Harbor's
-environment calls (start, stop, exec, upload/download of files and folders) meets the
-phase rules above (who runs a command, when verification begins); splitting those rules
-across files would hide the order they depend on. The namespace machinery itself lives in
-namespace.py and sandbox.py.
+This module is where each of Harbor's environment calls (start, stop, exec, copies in and
+out) meets the phase rules above (when the agent phase ends, when verification begins), in
+the order they depend on. The parts, one job each: options.py (`--ek` options, the trial's
+note), trial_roots.py (where trial folders live; leftovers of killed runs), trial_layout.py
+(what a root holds), sandbox.py (host tools, building a root, running a command),
+namespace.py + trial_init.py (the trial's namespaces and mounts), process_end.py (finding and
+ending the trial's processes), trial_users.py (who runs a command), commands.py (an exec's
+command line), uploads.py / transfer.py (copies into / out of the trial), dockerfile.py.
 """
 
 from __future__ import annotations
 
 import asyncio
-import io
-import json
 import os
-import random
 import re
 import shlex
 import shutil
-import stat
-import subprocess
-import tarfile
 import tempfile
 from pathlib import Path
-from typing import Literal
 
 from harbor.environments.base import BaseEnvironment, ExecResult
 from harbor.environments.capabilities import EnvironmentCapabilities
 from harbor.models.trial.paths import EnvironmentPaths
-from pydantic import BaseModel, Field, ValidationError, field_validator
 
-from environments.namespace import NamespaceHolder, init_spec, resolve_inside
-from environments.sandbox import (
-    DEFAULT_PATH,
-    BindMount,
-    HostTools,
-    RootLayout,
-    build_root,
-    cached_host_tools,
-    inside,
-    mounts_under,
-    plan_layout,
-    run_command,
-)
-from environments.transfer import CopyReport, copy_file_out, copy_tree_out
+from environments import trial_roots, uploads
+from environments.commands import exec_argv, exec_environment
+from environments.dockerfile import dockerfile_entrypoint, dockerfile_workdir
+from environments.namespace import NamespaceHolder, resolve_inside
+from environments.options import NOTE_FILE, LocalEnvironmentOptions, LocalEnvNote, parse_options
+from environments.sandbox import HostTools, RootLayout, cached_host_tools, run_command
+from environments.transfer import copy_file_out, copy_tree_out
+from environments.trial_layout import APP_DIR, make_trial_root
+from environments.trial_users import TrialUsers, is_root
+from environments.uploads import normal
 
-APP_DIR = "/app"  # where environment/ lands, as the tasks' Dockerfiles `COPY . /app`
-# Each trial's agent user: a uid no account on the host has, fresh per trial, so its process
-# limit is its own, no two trials' agents can touch each other's files, and ending every
-# process of that uid ends the agent's and nobody else's. Even: the next uid is the trial's
-# verifier user, when a task names one.
-AGENT_UIDS = range(2_900_000_000, 2_900_000_000 + 2**24, 2)
-ROOT_USERS = ("root", "0")
 # What Harbor's verifier runs first (harbor/verifier/verifier.py): `rm -f` of these, as root.
 VERIFIER_FIRST_STEP = "/logs/verifier/reward."
-NOTE_FILE = "localenv.json"  # in the trial's folder on the host: what the environment did
-
-
-class LocalEnvironmentOptions(BaseModel):
-    """What `--ek key=value` can set."""
-
-    keep: bool = Field(False, description="Keep the trial's root after the trial.")
-    state_dir: Path | None = Field(
-        None, description="Folder for trial roots (default: <system tmp>/bankbench-local-env)."
-    )
-    ro_paths: list[Path] = Field(
-        default_factory=list, description="More host paths shown read-only at the same path."
-    )
-    scratch_mb: int = Field(
-        1024, ge=16, description="Room in /tmp, /var/tmp and /dev/shm together (a tmpfs: memory)."
-    )
-    max_processes: int = Field(
-        1024, ge=16, description="Processes the agent's user may have at once (RLIMIT_NPROC)."
-    )
-    max_file_mb: int = Field(
-        1024, ge=1, description="Largest file an agent's command may write (RLIMIT_FSIZE)."
-    )
-    max_files: int = Field(
-        100_000, ge=1000, description="Files and folders /tmp, /var/tmp, /dev/shm and the "
-        "agent's log folders may hold together (the scratch tmpfs's inodes).")
-    max_log_depth: int = Field(
-        64, ge=4, description="Folders deep a copy of the trial's logs to the host goes.")
-    max_log_entries: int = Field(
-        20_000, ge=100, description="Entries a copy of one log folder to the host takes.")
-    network: Literal["private", "host"] = Field(
-        "private", description="private: the agent's commands get a network namespace of "
-        "their own with loopback alone; host: they share the host's network.")
-
-    @field_validator("ro_paths", mode="before")
-    @classmethod
-    def _split(cls, value: object) -> object:
-        return [p for p in value.split(",") if p] if isinstance(value, str) else value
-
-    @field_validator("ro_paths")
-    @classmethod
-    def _exist(cls, paths: list[Path]) -> list[Path]:
-        for path in paths:
-            if not path.is_absolute() or not path.exists():
-                raise ValueError(f"{path} is not an existing absolute host path")
-        return paths
-
-
-class LocalEnvNote(BaseModel):
-    """`<trial>/localenv.json`, written on the host by the environment alone (nothing is ever
-    copied there from the trial): what it ended and what it left out of the trial's logs."""
-
-    agent_processes_ended: int = Field(
-        0, description="Processes of the agent's uid still running when the agent phase "
-        "ended (killed before any copy or verification), nested namespaces included.")
-    trial_processes_ended: int = Field(
-        0, description="Processes of the trial (the bank service among them) ended when "
-        "verification began.")
-    logs_left_out: list[CopyReport] = Field(
-        default_factory=list, description="Copies of the trial's folders that left something "
-        "out: links, special files, trees deeper or larger than the bounds.")
-
-
-def _dockerfile_workdir(environment_dir: Path) -> str | None:
-    """The last absolute WORKDIR of environment/Dockerfile, so commands start where Docker's do."""
-    dockerfile = environment_dir / "Dockerfile"
-    if not dockerfile.is_file():
-        return None
-    found = re.findall(r"^\s*WORKDIR\s+(/\S*)\s*$", dockerfile.read_text(errors="replace"), re.M)
-    return found[-1] if found else None
-
-
-def _skip_special_files(directory: str, names: list[str]) -> list[str]:
-    """copytree ignore hook: FIFOs, sockets and devices would block or fail a copy."""
-    skipped = []
-    for name in names:
-        mode = os.lstat(os.path.join(directory, name)).st_mode
-        if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode) or stat.S_ISLNK(mode)):
-            skipped.append(name)
-    return skipped
 
 
 class LocalEnvironment(BaseEnvironment):
@@ -172,28 +77,21 @@ class LocalEnvironment(BaseEnvironment):
         network: str = "private",
         **kwargs,
     ):
-        try:
-            self._options = LocalEnvironmentOptions(
-                keep=keep, state_dir=state_dir, ro_paths=ro_paths or [], scratch_mb=scratch_mb,
-                max_processes=max_processes, max_file_mb=max_file_mb, max_files=max_files,
-                max_log_depth=max_log_depth, max_log_entries=max_log_entries, network=network,
-            )
-        except ValidationError as exc:
-            error = exc.errors()[0]
-            field = ".".join(str(part) for part in error["loc"][:1])
-            raise ValueError(f"LocalEnvironment option --ek {field}: {error['msg']}") from None
+        self._options = parse_options(
+            keep=keep, state_dir=state_dir, ro_paths=ro_paths or [], scratch_mb=scratch_mb,
+            max_processes=max_processes, max_file_mb=max_file_mb, max_files=max_files,
+            max_log_depth=max_log_depth, max_log_entries=max_log_entries, network=network,
+        )
         self._tools: HostTools | None = None
         self._layout: RootLayout | None = None
         self._state: Path | None = None
         self._holder: NamespaceHolder | None = None
-        self._agent_uid = random.SystemRandom().choice(AGENT_UIDS)
-        self._verifying = False
-        self._warned_root = False
+        self._users: TrialUsers | None = None  # at start, when the host's tools are known
         self._note = LocalEnvNote()
         self._agent_ran = False  # an agent command ran since the agent's uid was last ended
         super().__init__(*args, **kwargs)
         self._workdir = (
-            self.task_env_config.workdir or _dockerfile_workdir(self.environment_dir) or APP_DIR
+            self.task_env_config.workdir or dockerfile_workdir(self.environment_dir) or APP_DIR
         )
 
     @staticmethod
@@ -229,7 +127,9 @@ class LocalEnvironment(BaseEnvironment):
     @property
     def agent_uid(self) -> int:
         """The unprivileged uid the agent phase's commands run as (when the host has root)."""
-        return self._agent_uid
+        if self._users is None:
+            raise RuntimeError("LocalEnvironment used before start()")
+        return self._users.agent_uid
 
     def processes(self) -> list[int]:
         """Host process ids of every process running in the trial (its init aside)."""
@@ -237,10 +137,12 @@ class LocalEnvironment(BaseEnvironment):
 
     async def start(self, force_build: bool) -> None:
         self._tools = await asyncio.to_thread(cached_host_tools)
-        base = self._options.state_dir or Path(tempfile.gettempdir()) / "bankbench-local-env"
-        base.mkdir(parents=True, exist_ok=True)
+        self._users = TrialUsers(userns=self._tools.userns)
+        base = trial_roots.prepare_base(self._options.state_dir or trial_roots.default_base())
+        await asyncio.to_thread(trial_roots.remove_leftovers, base)
         name = re.sub(r"[^A-Za-z0-9_.-]", "_", self.session_id)[:80]
         self._state = Path(tempfile.mkdtemp(prefix=f"{name}-", dir=base))
+        trial_roots.record_owner(self._state, keep=self._options.keep)
         await asyncio.to_thread(self._build_root)
         self._holder = NamespaceHolder(self._tools, self._state / "init.json",
                                        private_network=self._private_network)
@@ -259,55 +161,16 @@ class LocalEnvironment(BaseEnvironment):
     def _private_network(self) -> bool:
         return self._options.network == "private"
 
-    def _log_dirs(self) -> dict[str, int]:
-        """Harbor's log folders and their modes during the agent phase: the agent's logs and
-        artifacts sticky and open to all (as Harbor makes them in containers, but nobody
-        removes another's file), the verifier's root's until verification begins."""
-        paths = EnvironmentPaths.for_os(self.os)
-        return {str(paths.agent_dir): 0o1777, str(paths.artifacts_dir): 0o1777,
-                str(paths.verifier_dir): 0o755}
-
-    def _private_dirs(self) -> dict[str, int]:
-        paths = EnvironmentPaths.for_os(self.os)
-        dirs = {str(paths.logs_dir): 0o755, str(paths.tests_dir): 0o755,
-                str(paths.solution_dir): 0o755, APP_DIR: 0o755, self._workdir: 0o755,
-                # /root only traversable: the harness's python may be mounted below it.
-                "/tmp": 0o1777, "/var/tmp": 0o1777, "/root": 0o711, "/home": 0o755,
-                "/run": 0o755}
-        dirs.update(self._log_dirs())
-        return dirs
-
     def _build_root(self) -> None:
-        assert self._state is not None and self._tools is not None
-        host_mounts = []
-        for mount in self._host_mounts:
-            if mount.get("type", "bind") != "bind":
-                raise ValueError(f"LocalEnvironment supports bind mounts only, got {mount}")
-            source = Path(mount["source"]).resolve()
-            if not source.exists():  # as Docker does for a bind source
-                source.mkdir(parents=True)
-            host_mounts.append(
-                BindMount(source, str(mount["target"]), bool(mount.get("read_only")))
-            )
-        self._layout = plan_layout(
-            self._state / "root", self._private_dirs(), self._options.ro_paths, host_mounts
-        )
-        build_root(self._layout)
-        shutil.copytree(
-            self.environment_dir, inside(self.root, APP_DIR), symlinks=True,
-            dirs_exist_ok=True, ignore=_skip_special_files,
-        )
-        paths = EnvironmentPaths.for_os(self.os)
-        spec = init_spec(self._layout, self._options.scratch_mb, self._log_dirs(),
-                         scratch_logs=[str(paths.agent_dir), str(paths.artifacts_dir)],
-                         max_files=self._options.max_files, loopback=self._private_network)
-        (self._state / "init.json").write_text(json.dumps(spec, indent=1))
-        (self._state / "exec").mkdir()
+        assert self._state is not None
+        self._layout = make_trial_root(
+            self._state, EnvironmentPaths.for_os(self.os), self._workdir, self.environment_dir,
+            self._host_mounts, self._options)
 
     async def _run_entrypoint(self) -> None:
         """Run the Dockerfile's exec-form ENTRYPOINT once, as root, with `true` for the
         command Docker would pass: services it starts in the background keep running."""
-        entrypoint = _dockerfile_entrypoint(self.environment_dir)
+        entrypoint = dockerfile_entrypoint(self.environment_dir)
         if not entrypoint:
             return
         command = " ".join(shlex.quote(word) for word in [*entrypoint, "true"])
@@ -327,16 +190,13 @@ class LocalEnvironment(BaseEnvironment):
             await asyncio.to_thread(self._holder.stop)
             self._holder = None
         if not delete or self._options.keep:
+            trial_roots.record_owner(self._state, keep=True)
             self.logger.info(f"LocalEnvironment kept {self._state}")
             return
-        leftover_mounts = mounts_under(self._state)
-        if leftover_mounts:  # never recurse into a host mount
-            self.logger.warning(f"LocalEnvironment kept {self._state}: mounted {leftover_mounts}")
+        mounted = await asyncio.to_thread(trial_roots.remove_tree, self._state)
+        if mounted:  # never recursed into
+            self.logger.warning(f"LocalEnvironment kept {self._state}: mounted {mounted}")
             return
-        # rm walks a tree of any depth (shutil.rmtree recurses, and fails on a deep one).
-        await asyncio.to_thread(
-            subprocess.run, ["rm", "-rf", "--one-file-system", "--", str(self._state)],
-            capture_output=True, env={"PATH": DEFAULT_PATH})
         self._state = None
 
     async def _end_agent(self) -> None:
@@ -345,13 +205,13 @@ class LocalEnvironment(BaseEnvironment):
         before verification, so nothing of the agent's runs while the harness reads, writes
         or scores. Without root the agent is root of the trial's user namespace, and ending
         it is ending every process of the trial."""
-        if self._holder is None or self._tools is None or not self._agent_ran:
+        if self._holder is None or self._users is None or not self._agent_ran:
             return  # nothing of the agent's can be running: no scan of every process
         self._agent_ran = False
-        if self._tools.userns:
+        if self._users.userns:
             ended = await asyncio.to_thread(self._holder.end_members)
         else:
-            ended = await asyncio.to_thread(self._holder.end_user, self._agent_uid)
+            ended = await asyncio.to_thread(self._holder.end_user, self._users.agent_uid)
         if ended:
             self._note.agent_processes_ended += ended
             self._write_note()
@@ -370,46 +230,16 @@ class LocalEnvironment(BaseEnvironment):
         empty the verifier's folder (the agent could never write there; nothing in it
         predates the verifier). It stays root's: a verifier user of the task's gets a uid of
         its own, never the agent's."""
-        if self._verifying or self._holder is None:
+        if self._holder is None or self._users is None or self._users.verifying:
             return
-        self._verifying = True
+        self._users.verifying = True
         await self._end_agent()
         ended = await asyncio.to_thread(self._holder.end_members)
         self._note.trial_processes_ended += ended
         verifier_dir = str(EnvironmentPaths.for_os(self.os).verifier_dir)
         folder = Path(resolve_inside(self._holder.view(), verifier_dir)[0])
-        await asyncio.to_thread(_empty_folder, folder)
+        await asyncio.to_thread(uploads.empty_folder, folder)
         self.logger.debug(f"LocalEnvironment: verification begins; ended {ended} processes")
-
-    def _verifier_uid(self, folder_owner: bool = True) -> int:
-        """The uid of a task's non-root verifier user (the agent's + 1), owner of the
-        verifier's folder."""
-        uid = self._agent_uid + 1
-        if folder_owner and self._holder is not None:
-            verifier_dir = str(EnvironmentPaths.for_os(self.os).verifier_dir)
-            os.chown(resolve_inside(self._holder.view(), verifier_dir)[0], uid, uid)
-        return uid
-
-    def _run_as(self, user: str | int | None) -> int | None:
-        """The uid a command runs as (None: root). Harbor's steps that ask for root get root;
-        the agent phase's other commands get the trial's own unprivileged uid (named users
-        too: the image's accounts do not exist here); the verifier gets root."""
-        assert self._tools is not None
-        if user is None and self._verifying:
-            return None
-        if user is not None and str(user) in ROOT_USERS:
-            return None
-        if self._verifying and not self._tools.userns:
-            return self._verifier_uid()
-        if self._tools.userns:
-            if user is not None and not self._warned_root:
-                self._warned_root = True
-                self.logger.warning(
-                    f"LocalEnvironment runs user {user!r}'s commands as root of a user namespace "
-                    "(no root on this host to switch users with)"
-                )
-            return None
-        return self._agent_uid
 
     async def exec(
         self,
@@ -422,28 +252,23 @@ class LocalEnvironment(BaseEnvironment):
         if self._holder is None or self._tools is None or self._layout is None:
             raise RuntimeError("LocalEnvironment.exec called before start() or after stop()")
         user = self._resolve_user(user)
-        if user is not None and str(user) in ROOT_USERS and VERIFIER_FIRST_STEP in command:
+        if is_root(user) and VERIFIER_FIRST_STEP in command:
             await self._begin_verification()
-        uid = self._run_as(user)
-        # A clean environment like a container's: nothing of the host's (API keys included).
-        process_env = {
-            "PATH": self._layout.path,
-            "HOME": "/root" if uid is None else "/tmp",
-            "LANG": "C.UTF-8",
-            **(self._merge_env(env) or {}),
-        }
-        # nsenter puts the command at the trial's root; the agent phase then drops to the
-        # trial's uid; `env --chdir` moves to `cwd` from inside, so links resolve in there.
+        assert self._users is not None
+        uid, warning = self._users.run_as(user)
+        if warning:
+            self.logger.warning(warning)
+        if uid is not None and uid == self._users.verifier_uid:  # the verifier's folder is its
+            verifier_dir = str(EnvironmentPaths.for_os(self.os).verifier_dir)
+            os.chown(resolve_inside(self._holder.view(), verifier_dir)[0], uid, uid)
+        agent = uid is not None and uid == self._users.agent_uid
+        self._agent_ran = self._agent_ran or agent or self._tools.userns
         # Only the agent's commands enter the trial's network namespace.
-        self._agent_ran = self._agent_ran or uid == self._agent_uid or self._tools.userns
-        argv = self._holder.enter_argv(network=uid == self._agent_uid)
-        if uid is not None:
-            limits = self._options
-            file_bytes = limits.max_file_mb * 1024 * 1024
-            argv += [self._tools.prlimit, f"--nproc={limits.max_processes}",
-                     f"--fsize={file_bytes}", "--", self._tools.chroot, "--skip-chdir",
-                     f"--userspec={uid}:{uid}", "/"]
-        argv += ["/usr/bin/env", f"--chdir={cwd or self._workdir}", "/bin/bash", "-c", command]
+        argv = exec_argv(self._holder.enter_argv(network=agent), self._tools, uid,
+                         max_processes=self._options.max_processes,
+                         max_file_mb=self._options.max_file_mb, cwd=cwd or self._workdir,
+                         command=command)
+        process_env = exec_environment(self._layout.path, uid is None, self._merge_env(env))
         code, stdout, stderr, timed_out = await run_command(
             argv, process_env, timeout_sec or None, self._state / "exec"
         )
@@ -463,73 +288,45 @@ class LocalEnvironment(BaseEnvironment):
                     raise PermissionError(f"{container_path} is read-only in LocalEnvironment")
         return Path(host)
 
-    def _writable_by_others(self, host: Path) -> bool:
-        """True when the agent's user could have placed something at or above `host` (a
-        folder it can write, or a link), so a copy there must be made from inside."""
-        view = Path(self._holder.view())  # type: ignore[union-attr]
-        for path in [host, *host.parents]:
-            if path == view:  # the root itself (a /proc link, not the agent's)
-                return False
-            try:
-                info = os.lstat(path)
-            except FileNotFoundError:
-                continue
-            if stat.S_ISLNK(info.st_mode) or info.st_uid != 0 or info.st_mode & 0o022:
-                return True
-        return False
-
     async def _copy_in(self, source: Path, target_path: str, is_dir: bool) -> None:
-        """Copy into a place the agent's user could write (or a link the agent planted), from
-        inside the trial, with tar run *as the agent's uid*: whatever the agent swapped in
-        on the way, the copy can write nothing the agent could not. Into Harbor's agent log
+        """Copy into a place the agent's user could write (or a link the agent planted) from
+        inside the trial as the agent's uid (environments/uploads.py). Into Harbor's agent log
         folder, files already there are kept: the bank's records are never replaced by
         Harbor's earlier copy of them (which Harbor 0.25 uploads back before verifying)."""
         assert self._holder is not None and self._tools is not None
-        target = _normal(target_path)
+        target = normal(target_path)
         if is_dir:
             folder, name = target, "."
         elif target_path.endswith("/") or self._host_path(target, write=True).is_dir():
             folder, name = target, source.name
         else:
             folder, name = os.path.dirname(target), os.path.basename(target)
-        archive = await asyncio.to_thread(_tar, source, name)
-        keep = " --skip-old-files" if self._is_agent_logs(target) else ""
-        unpack = (f"mkdir -p {shlex.quote(folder)} && tar -x{keep} --no-same-owner "
-                  f"--no-same-permissions -f - -C {shlex.quote(folder)}")
         argv = self._holder.enter_argv()
         if not self._tools.userns:
-            argv += [self._tools.chroot, "--skip-chdir",
-                     f"--userspec={self._agent_uid}:{self._agent_uid}", "/"]
-        argv += ["/bin/sh", "-c", unpack]
-        done = await asyncio.to_thread(
-            subprocess.run, argv, input=archive, capture_output=True, env={"PATH": DEFAULT_PATH})
-        if done.returncode != 0:
-            raise OSError(f"LocalEnvironment could not copy {source} to {target_path}: "
-                          f"{done.stderr.decode(errors='replace').strip()}")
+            uid = self.agent_uid
+            argv += [self._tools.chroot, "--skip-chdir", f"--userspec={uid}:{uid}", "/"]
+        exists = self._host_path(folder, write=True).is_dir()
+        await asyncio.to_thread(uploads.copy_in_as, argv, source, folder, name,
+                                self._is_agent_logs(target), exists)
 
     def _is_logs(self, container_path: str) -> bool:
         """Under Harbor's /logs (the folders Harbor copies once the agent phase is over)."""
-        logs = str(EnvironmentPaths.for_os(self.os).logs_dir)
-        normal = _normal(container_path)
-        return normal == logs or normal.startswith(logs + "/")
+        return uploads.is_under(container_path, str(EnvironmentPaths.for_os(self.os).logs_dir))
 
     def _is_agent_logs(self, container_path: str) -> bool:
-        agent = str(EnvironmentPaths.for_os(self.os).agent_dir)
-        normal = _normal(container_path)
-        return normal == agent or normal.startswith(agent + "/")
+        return uploads.is_under(container_path,
+                                str(EnvironmentPaths.for_os(self.os).agent_dir))
 
     async def _before_upload(self, target_path: str, folder: bool = False) -> None:
-        tests_dir = str(EnvironmentPaths.for_os(self.os).tests_dir)
-        normal = _normal(target_path)
-        if normal == tests_dir or normal.startswith(tests_dir + "/"):
+        if uploads.is_under(target_path, str(EnvironmentPaths.for_os(self.os).tests_dir)):
             await self._begin_verification()  # the tests arrive only for verification
-        elif folder and self._is_agent_logs(normal):
+        elif folder and self._is_agent_logs(target_path):
             await self._end_agent()  # Harbor writes its logs back: the agent phase is over
 
     async def upload_file(self, source_path: Path | str, target_path: str) -> None:
         await self._before_upload(target_path)
         target = self._host_path(target_path, write=True)
-        if self._writable_by_others(target):
+        if uploads.writable_by_others(self.view, target):
             await self._copy_in(Path(source_path), target_path, is_dir=False)
             return
         if target_path.endswith("/") or target.is_dir():
@@ -540,13 +337,10 @@ class LocalEnvironment(BaseEnvironment):
     async def upload_dir(self, source_dir: Path | str, target_dir: str) -> None:
         await self._before_upload(target_dir, folder=True)
         target = self._host_path(target_dir, write=True)
-        if self._writable_by_others(target):
+        if uploads.writable_by_others(self.view, target):
             await self._copy_in(Path(source_dir), target_dir, is_dir=True)
             return
-        await asyncio.to_thread(
-            shutil.copytree, source_dir, target, symlinks=True, dirs_exist_ok=True,
-            ignore=_skip_special_files,
-        )
+        await asyncio.to_thread(uploads.copy_tree_direct, Path(source_dir), target)
 
     async def prepare_logs_for_host(self) -> None:
         """Harbor's call before it reads logs bind-mounted to the host: the agent phase is
@@ -577,7 +371,7 @@ class LocalEnvironment(BaseEnvironment):
         if self._holder is None or self._layout is None:
             raise RuntimeError("LocalEnvironment.download_dir called before start()")
         wanted = Path(target_dir).resolve()
-        if any(b.source == wanted and _normal(source_dir) == b.target
+        if any(b.source == wanted and normal(source_dir) == b.target
                for b in self._layout.binds):
             await self._end_agent()
             return  # bind-mounted from the very folder asked for
@@ -594,45 +388,4 @@ class LocalEnvironment(BaseEnvironment):
                                 f"{source_dir} out of the job folder, e.g. {named}")
 
 
-def _normal(container_path: str) -> str:
-    """`container_path` as one absolute path (normpath alone keeps a leading `//`)."""
-    return os.path.normpath("/" + container_path.lstrip("/"))
-
-
-def _dockerfile_entrypoint(environment_dir: Path) -> list[str] | None:
-    """The last exec-form (JSON) ENTRYPOINT of environment/Dockerfile, if any."""
-    dockerfile = environment_dir / "Dockerfile"
-    if not dockerfile.is_file():
-        return None
-    found = re.findall(r"^\s*ENTRYPOINT\s+(\[.*\])\s*$", dockerfile.read_text(errors="replace"),
-                       re.M)
-    if not found:
-        return None
-    try:
-        words = json.loads(found[-1])
-    except ValueError:
-        return None
-    return words if isinstance(words, list) and all(isinstance(w, str) for w in words) else None
-
-
-def _tar(source: Path, name: str) -> bytes:
-    buffer = io.BytesIO()
-    with tarfile.open(fileobj=buffer, mode="w") as archive:
-        archive.add(source, arcname=name, filter=_regular_entries)
-    return buffer.getvalue()
-
-
-def _regular_entries(info: tarfile.TarInfo) -> tarfile.TarInfo | None:
-    """What copytree's ignore hook keeps: files, folders, links (no devices or FIFOs)."""
-    return info if info.isfile() or info.isdir() or info.issym() or info.islnk() else None
-
-
-def _empty_folder(folder: Path) -> None:
-    for entry in os.scandir(folder):
-        if entry.is_dir(follow_symlinks=False):
-            shutil.rmtree(entry.path, ignore_errors=True)
-        else:
-            os.unlink(entry.path)
-
-
-__all__ = ["LocalEnvironment", "LocalEnvironmentOptions"]
+__all__ = ["NOTE_FILE", "LocalEnvironment", "LocalEnvNote", "LocalEnvironmentOptions"]

@@ -18,13 +18,12 @@ inside the root, never against the host's tree.
 from __future__ import annotations
 
 import os
-import signal
 import stat
 import subprocess
 import sys
-import time
 from pathlib import Path
 
+from environments import process_end
 from environments.sandbox import HostTools, NamespaceUnavailableError, RootLayout, inside
 
 SCRATCH = "/.localenv/scratch"  # the tmpfs mount point inside the root
@@ -108,7 +107,7 @@ class NamespaceHolder:
             raise NamespaceUnavailableError(
                 f"LocalEnvironment: cannot find the trial's init process under {process.pid}")
         self.init_pid = children[0]
-        self._pid_ns = os.readlink(f"/proc/{self.init_pid}/ns/pid")
+        self._pid_ns = process_end.pid_namespace(self.init_pid)
 
     def alive(self) -> bool:
         return self._process is not None and self._process.poll() is None
@@ -133,62 +132,24 @@ class NamespaceHolder:
         return f"/proc/{self.init_pid}/root"
 
     def members(self) -> list[int]:
-        """Host process ids of every process in the trial's PID namespace but init."""
+        """Host process ids of every process of the trial but init: in its PID namespace
+        and in any the agent made below it."""
         if self._pid_ns is None:
             return []
-        found = []
-        for entry in os.scandir("/proc"):
-            if not entry.name.isdigit() or int(entry.name) == self.init_pid:
-                continue
-            try:
-                if os.readlink(f"/proc/{entry.name}/ns/pid") == self._pid_ns:
-                    found.append(int(entry.name))
-            except OSError:
-                continue
-        return found
+        return process_end.members(self._pid_ns, exclude=self.init_pid)
 
     def end_members(self, within_sec: float = 5.0) -> int:
         """SIGKILL every process of the trial but init until none is left; returns how many
-        were hit. Forks race the sweep, so it repeats (a killed process forks no more)."""
-        hit, sweeps = 0, 0
-        deadline = time.monotonic() + within_sec
-        while time.monotonic() < deadline:
-            members = [pid for pid in self.members() if not _is_zombie(pid)]
-            if not members:
-                break
-            for pid in members:
-                try:
-                    os.kill(pid, signal.SIGKILL)
-                    hit += 1
-                except (ProcessLookupError, PermissionError):
-                    continue
-            sweeps += 1
-            if sweeps > 2:  # still some left: give the kernel a moment to deliver
-                time.sleep(0.005)
-        return hit
+        were hit."""
+        return process_end.end_all(self.members, within_sec)
 
     def end_user(self, uid: int, within_sec: float = 5.0) -> int:
         """SIGKILL every process on the machine that runs as `uid` (real, effective, saved or
-        filesystem) until none is left; returns how many were hit.
-
-        The trial's agent has a uid of its own, so this is all of the agent's processes and
-        nobody else's, including those in user and PID namespaces it made itself: a user
-        namespace changes what a process is called inside, never the uid the host's kernel
-        knows it by (and setuid programs do nothing on the trial's nosuid mounts)."""
-        hit = 0
-        deadline = time.monotonic() + within_sec
-        while time.monotonic() < deadline:
-            found = [pid for pid in _processes_of(uid) if not _is_zombie(pid)]
-            if not found:
-                break
-            for pid in found:
-                try:
-                    os.kill(pid, signal.SIGKILL)
-                    hit += 1
-                except (ProcessLookupError, PermissionError):
-                    continue
-            time.sleep(0.002)  # let the kernel deliver before looking again
-        return hit
+        filesystem) until none is left; returns how many were hit. The trial's agent has a
+        uid of its own, so this is all of the agent's processes and nobody else's, in
+        whatever namespaces it made (setuid programs do nothing on the trial's nosuid
+        mounts)."""
+        return process_end.end_all(lambda: process_end.processes_of(uid), within_sec)
 
     def stop(self) -> None:
         if self._process is None:
@@ -200,34 +161,6 @@ class NamespaceHolder:
         except subprocess.TimeoutExpired:
             self._process.kill()
             self._process.wait()
-
-
-def _processes_of(uid: int) -> list[int]:
-    """Host process ids whose real, effective, saved or filesystem uid is `uid`. From
-    /proc/<pid>/status: the owner of /proc/<pid> itself turns to root when a process makes
-    itself non-dumpable."""
-    wanted = str(uid)
-    found = []
-    for entry in os.scandir("/proc"):
-        if not entry.name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry.name}/status", "rb") as status:
-                for line in status:
-                    if line.startswith(b"Uid:"):
-                        if wanted in line.decode().split()[1:]:
-                            found.append(int(entry.name))
-                        break
-        except OSError:
-            continue
-    return found
-
-
-def _is_zombie(pid: int) -> bool:
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] in ("Z", "X")
-    except (OSError, IndexError):
-        return True
 
 
 def resolve_inside(view: str, container_path: str) -> tuple[str, str]:

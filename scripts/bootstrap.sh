@@ -34,6 +34,11 @@ _bankbench_sync() (
     return 1
   }
 
+  # pip --user puts uv in ~/.local/bin, which a fresh shell often lacks on PATH: look there
+  # before installing it again on every run.
+  if ! command -v uv >/dev/null 2>&1 && [ -x "$HOME/.local/bin/uv" ]; then
+    export PATH="$HOME/.local/bin:$PATH"
+  fi
   if ! command -v uv >/dev/null 2>&1; then
     echo "bootstrap: installing uv with pip" >&2
     python3 -m pip install --quiet --user uv >&2 || python3 -m pip install --quiet uv >&2

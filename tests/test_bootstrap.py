@@ -4,8 +4,11 @@ interactive shell at its next failing command)."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 from pathlib import Path
+
+import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -35,3 +38,16 @@ def test_a_strict_script_keeps_its_own_strict_mode():
     assert done.returncode == 0, done.stderr[-2000:]
     assert [line.split() for line in done.stdout.splitlines()] == [
         ["errexit", "on"], ["pipefail", "on"]]
+
+
+
+def test_a_uv_installed_by_pip_user_is_found_without_installing_it_again():
+    # A fresh login shell often lacks ~/.local/bin on PATH: an earlier `pip install --user uv`
+    # must be found there, not repeated on every run.
+    local_bin = Path.home() / ".local" / "bin"
+    path = [p for p in os.environ["PATH"].split(":") if p and Path(p) != local_bin]
+    if not (local_bin / "uv").exists() or any((Path(p) / "uv").exists() for p in path):
+        pytest.skip("needs a uv in ~/.local/bin and none elsewhere on PATH")
+    done = _shell(f"export PATH='{':'.join(path)}'; source scripts/bootstrap.sh; echo rc=$?")
+    assert "rc=0" in done.stdout, done.stderr[-2000:]
+    assert "installing uv" not in done.stderr

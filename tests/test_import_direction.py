@@ -63,29 +63,20 @@ ANALYSIS_LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("rules", ("analysis", "analysis.files", "analysis.status", "analysis.markdown",
                "analysis.metrics", "analysis.plots", "analysis.synthetic",
                "analysis.router_decisions", "analysis.task_folder", "analysis.decision_noise")),
-    ("reading", ("analysis.trial_rows", "analysis.tables", "analysis.progress")),
-    ("post-passes", ("analysis.summary", "analysis.provenance", "analysis.compare",
+    ("reading", ("analysis.trial_rows", "analysis.tables", "analysis.progress",
+                 "analysis.trial_inputs", "analysis.trajectory")),
+    ("post-passes", ("analysis.provenance", "analysis.compare",
                      "analysis.consistency", "analysis.turns", "analysis.request_trace",
-                     "analysis.judge", "analysis.export", "analysis.console",
-                     "analysis.shards")),
-    ("report", ("analysis.report", "analysis.report_sections", "analysis.consistency_report",
+                     "analysis.judge", "analysis.export", "analysis.shards")),
+    # summary and console compose the post-passes' per-level figures (metrics, provenance,
+    # the judge's) into the table the report and the terminal show.
+    ("report", ("analysis.summary", "analysis.console", "analysis.report",
+                "analysis.report_sections", "analysis.consistency_report",
                 "analysis.quality_report", "analysis.notebook_input")),
 ]
-# Post-passes are siblings: one may import another only where listed here, (importing
-# post-pass, imported module or package) -> why it is still allowed.
-SIBLING_EXCEPTIONS = {
-    # A reader of the trial's inputs that lives in export/: its place is the reading layer,
-    # rebuilt on the contracts (TsqDetails, Expected, Intent) with the one task-folder finder.
-    ("analysis.judge", "analysis.export.trial_inputs"):
-        "trial_inputs is a reader still in export/",
-    ("analysis.consistency", "analysis.export.trial_inputs"):
-        "trial_inputs is a reader still in export/",
-    # Moving the judge merge into summary changes provenance's figures: a change of its own.
-    ("analysis.provenance", "analysis.judge.figures"):
-        "provenance merges the level's judge figures",
-    ("analysis.summary", "analysis.provenance"): "summary composes the per-level figures",
-    ("analysis.console", "analysis.provenance"): "the sample-fallback note provenance names",
-}
+# Post-passes are siblings: none imports another. An exception is an entry (importing
+# post-pass, imported module or package) -> why it is allowed; there is none.
+SIBLING_EXCEPTIONS: dict[tuple[str, str], str] = {}
 
 
 def _place(module: str, table: list[tuple[str, tuple[str, ...]]]) -> tuple[int, str] | None:

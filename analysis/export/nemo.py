@@ -22,7 +22,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from analysis.export.trial_inputs import BankCall, TrialInputs, Turn
+from analysis.trial_inputs import BankCall, TrialInputs, Turn
 from contracts.toolnames import normalise_tool_name
 
 # Stands in for "arguments the bank would accept" when the agent's were rejected: no tool of

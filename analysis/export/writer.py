@@ -23,10 +23,10 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from analysis.export.nemo import rows_for
-from analysis.export.trial_inputs import read_trial_inputs
 from analysis.files import Issue
 from analysis.status import QUALITY_STATUSES
 from analysis.tables import AnalysisInputError, is_sweep_dir, load
+from analysis.trial_inputs import read_trial_inputs
 
 FAMILIES = ("tool_call_accuracy", "agent_goal_accuracy", "topic_adherence")
 INDEX_FILE = "rows.jsonl"
@@ -89,7 +89,8 @@ def export_nemo(path: Path, out: Path | None = None,
             skipped[trial["status"]] += 1
             continue
         trial_dir = Path(job_paths[trial["job"]]) / trial["trial"]
-        inputs = read_trial_inputs(trial_dir, trial["scenario_id"], issues)
+        inputs = read_trial_inputs(trial_dir, trial["scenario_id"], issues,
+                                   tables.task_dir(trial))
         folder = f"c{trial['level']}" if sweep else "."
         target = sets.setdefault(folder, {name: [] for name in (*FAMILIES, "index")})
         for name, row in rows_for(inputs).items():

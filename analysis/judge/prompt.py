@@ -15,7 +15,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from analysis.export.trial_inputs import BankCall, TrialInputs
+from analysis.trial_inputs import BankCall, TrialInputs
 
 PROMPTS = Path(__file__).resolve().parent / "prompts"
 DEFAULT_VERSION = "session-v2"

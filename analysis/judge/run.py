@@ -18,12 +18,12 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
-from analysis.export.trial_inputs import read_trial_inputs
 from analysis.files import Issue
 from analysis.judge.client import JudgeClient
 from analysis.judge.prompt import DEFAULT_VERSION, load_prompt, messages
 from analysis.status import QUALITY_STATUSES
 from analysis.tables import AnalysisInputError, load
+from analysis.trial_inputs import read_trial_inputs
 from contracts.judge import JUDGE_DIR, METRICS, JudgeRecord, JudgeSample, MetricSummary, record_name
 
 
@@ -109,7 +109,8 @@ def judge_path(path: Path, options: JudgeOptions,
                 summary.skipped_done += 1
                 continue
             issues: list[Issue] = []
-            inputs = read_trial_inputs(trial_dir, trial["scenario_id"], issues)
+            inputs = read_trial_inputs(trial_dir, trial["scenario_id"], issues,
+                                       tables.task_dir(trial))
             chat = messages(prompt, inputs)
             samples = []
             for sample in range(options.samples):

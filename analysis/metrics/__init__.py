@@ -2,18 +2,24 @@
 
 Each module holds a family and a function that computes it for one group of rows; metrics
 never import plotting or reporting. `ALL` lists every definition (report tables and
-summary.json take headers, units and directions from here).
+summary.json take names, units and directions from here; `labels` gives a table's column
+names).
 """
 
 from __future__ import annotations
 
-from analysis.metrics import goodput, latency, quality, server, throughput, usage
+from analysis.metrics import counts, goodput, latency, quality, server, throughput, usage
 from analysis.metrics.base import Metric
 
 ALL: tuple[Metric, ...] = (
     *latency.METRICS, *throughput.METRICS, *quality.METRICS, *goodput.METRICS, *usage.METRICS,
-    *server.METRICS,
+    *server.METRICS, *counts.METRICS,
 )
 BY_KEY: dict[str, Metric] = {m.key: m for m in ALL}
 
-__all__ = ["ALL", "BY_KEY", "Metric"]
+
+def labels(*keys: str) -> dict[str, str]:
+    """Summary column → how a report table names it (`Metric.label`)."""
+    return {key: BY_KEY[key].label for key in keys}
+
+__all__ = ["ALL", "BY_KEY", "Metric", "labels"]

@@ -25,6 +25,12 @@ class Metric:
     description: str
     aliases: str = ""  # the same quantity's name in aiperf / vLLM benchmark output
     distribution: bool = False  # summarised as mean/p50/p90/p95/p99/std/min/max/count
+    column: str = ""  # its name in a report table when not "header (unit)"
+
+    @property
+    def label(self) -> str:
+        """How a report table names the figure: `column`, else "header (unit)"."""
+        return self.column or f"{self.header} ({self.unit})"
 
 
 def distribution(values: np.ndarray) -> dict[str, float]:

@@ -15,12 +15,15 @@ from pydantic import BaseModel, Field
 from analysis.metrics.base import Metric
 
 GOODPUT = Metric("goodput", "Goodput", "requests/s", True,
-                 "Requests meeting the SLO / measured window.", aliases="aiperf goodput")
+                 "Requests meeting the SLO / measured window.", aliases="aiperf goodput",
+                 column="goodput (req/s)")
 GOODPUT_SHARE = Metric("goodput_request_share", "Requests within SLO", "share", True,
-                       "Requests meeting the SLO / all requests (failed ones count as missing).")
+                       "Requests meeting the SLO / all requests (failed ones count as missing).",
+                       column="requests within SLO")
 GOODPUT_SCENARIOS = Metric(
     "goodput_scenario_share", "Scenarios within SLO", "share", True,
-    "Finished trials with ≥ 1 request whose every request met the SLO / those trials.")
+    "Finished trials with ≥ 1 request whose every request met the SLO / those trials.",
+    column="scenarios within SLO")
 
 METRICS = (GOODPUT, GOODPUT_SHARE, GOODPUT_SCENARIOS)
 

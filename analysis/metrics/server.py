@@ -15,13 +15,16 @@ from analysis.metrics.base import Metric
 from contracts.prometheus import parse_samples, totals_by_name
 
 SERVER_REQUESTS = Metric("server_requests", "Server requests", "requests", None,
-                         "Δ of the server's request counter over the level.")
+                         "Δ of the server's request counter over the level.", column="requests")
 SERVER_TTFT = Metric("server_ttft_ms_mean", "Server TTFT mean", "ms", False,
-                     "Server-measured mean time to first token (Δsum/Δcount of its histogram).")
+                     "Server-measured mean time to first token (Δsum/Δcount of its histogram).",
+                     column="TTFT mean (ms)")
 SERVER_ITL = Metric("server_itl_ms_mean", "Server ITL mean", "ms", False,
-                    "Server-measured mean inter-token latency (Δsum/Δcount).")
+                    "Server-measured mean inter-token latency (Δsum/Δcount).",
+                    column="ITL mean (ms)")
 SERVER_E2E = Metric("server_e2e_ms_mean", "Server request duration mean", "ms", False,
-                    "Server-measured mean request duration (Δsum/Δcount).")
+                    "Server-measured mean request duration (Δsum/Δcount).",
+                    column="duration mean (ms)")
 
 METRICS = (SERVER_REQUESTS, SERVER_TTFT, SERVER_ITL, SERVER_E2E)
 

@@ -12,27 +12,30 @@ import pandas as pd
 from analysis.metrics.base import Metric
 
 WINDOW = Metric("window_s", "Measured window", "s", None,
-                "Earliest request start to latest request end.")
+                "Earliest request start to latest request end.", column="window (s)")
 OUTPUT_THROUGHPUT = Metric(
     "output_token_throughput", "Output tok/s", "tokens/s", True,
     "Completion tokens of successful requests / measured window.",
-    aliases="aiperf output_token_throughput; vLLM output_throughput")
+    aliases="aiperf output_token_throughput; vLLM output_throughput", column="output tok/s")
 REQUEST_THROUGHPUT = Metric(
     "request_throughput", "Requests/s", "requests/s", True,
     "Successful requests / measured window.",
-    aliases="aiperf request_throughput; vLLM request_throughput")
+    aliases="aiperf request_throughput; vLLM request_throughput", column="requests/s")
 ACHIEVED_CONCURRENCY = Metric(
     "achieved_concurrency", "Achieved concurrency", "requests", None,
     "Time-weighted mean number of LLM requests in flight over the window (Σ e2e / window); "
-    "below the configured level because each trial also spends time in tools and set-up.")
+    "below the configured level because each trial also spends time in tools and set-up.",
+    column="requests in flight")
 CONFIGURED_CONCURRENCY = Metric(
     "configured_concurrency", "Configured concurrency", "trials", None,
-    "Concurrent trials Harbor was asked to run (n_concurrent_trials; the sweep level).")
+    "Concurrent trials Harbor was asked to run (n_concurrent_trials; the sweep level).",
+    column="configured")
 TRIAL_CONCURRENCY = Metric(
     "achieved_trial_concurrency", "Achieved trial concurrency", "trials", None,
-    "Time-weighted mean number of trials running: Σ trial durations / (last end − first start).")
+    "Time-weighted mean number of trials running: Σ trial durations / (last end − first start).",
+    column="trials running")
 ERROR_RATE = Metric("error_rate", "Request error rate", "share", False,
-                    "Failed requests (error, non-2xx, no end) / all requests.")
+                    "Failed requests (error, non-2xx, no end) / all requests.", column="error rate")
 
 METRICS = (WINDOW, OUTPUT_THROUGHPUT, REQUEST_THROUGHPUT, ACHIEVED_CONCURRENCY,
            CONFIGURED_CONCURRENCY, TRIAL_CONCURRENCY, ERROR_RATE)

@@ -12,33 +12,42 @@ import pandas as pd
 from analysis.metrics.base import Metric
 
 ATTEMPTS = Metric("attempts_mean", "Attempts per trial", "attempts", None,
-                  "Mean self-evaluation attempts per finished trial (tsq.json, else the calls).")
+                  "Mean self-evaluation attempts per finished trial (tsq.json, else the calls).",
+                  column="attempts/trial")
 RETRIED = Metric("retried_share", "Trials retried", "share", None,
-                 "Finished trials with more than one attempt / finished trials.")
+                 "Finished trials with more than one attempt / finished trials.",
+                 column="trials retried")
 EXTRA_TOKENS = Metric("extra_tokens_per_trial", "Extra tokens per trial", "tokens", False,
-                      "Prompt + completion tokens of self-evaluation extra calls, per trial.")
+                      "Prompt + completion tokens of self-evaluation extra calls, per trial.",
+                      column="extra tokens/trial")
 EXTRA_TOKEN_SHARE = Metric("extra_token_share", "Extra token share", "share", False,
-                           "Tokens of extra calls / all tokens.")
+                           "Tokens of extra calls / all tokens.", column="extra token share")
 EXTRA_TIME_SHARE = Metric("extra_llm_time_share", "Extra LLM time share", "share", False,
-                          "Σ e2e of extra calls / Σ e2e of all calls.")
+                          "Σ e2e of extra calls / Σ e2e of all calls.",
+                          column="extra LLM time share")
 TSQ_FIRST = Metric("tsq_first_attempt_mean", "TSQ first attempt", "score 0–1", True,
-                   "Mean TSQ of attempt 1 (tsq.json) over counted trials.")
+                   "Mean TSQ of attempt 1 (tsq.json) over counted trials.", column="TSQ 1st")
 TSQ_SCORED = Metric("tsq_scored_attempt_mean", "TSQ accepted attempt", "score 0–1", True,
-                    "Mean TSQ of the attempt the verifier scored, same trials.")
+                    "Mean TSQ of the attempt the verifier scored, same trials.",
+                    column="TSQ accepted")
 TSQ_GAIN = Metric("self_eval_tsq_gain", "Self-evaluation TSQ gain", "score 0–1", True,
-                  "TSQ accepted − TSQ first attempt, mean over the same trials.")
+                  "TSQ accepted − TSQ first attempt, mean over the same trials.", column="gain")
 PROMPT_PER_TRIAL = Metric("prompt_tokens_per_trial", "Prompt tokens per scenario", "tokens",
-                          None, "Mean Σ prompt tokens (server usage) per finished trial.")
+                          None, "Mean Σ prompt tokens (server usage) per finished trial.",
+                          column="prompt tokens")
 COMPLETION_PER_TRIAL = Metric("completion_tokens_per_trial", "Completion tokens per scenario",
-                              "tokens", None, "Mean Σ completion tokens per finished trial.")
+                              "tokens", None, "Mean Σ completion tokens per finished trial.",
+                              column="completion tokens")
 REQUESTS_PER_TRIAL = Metric("requests_per_trial", "LLM calls per scenario", "requests", None,
-                            "Mean LLM calls per finished trial.")
+                            "Mean LLM calls per finished trial.", column="LLM calls")
 CACHED_SHARE = Metric("cached_token_share", "Cached prompt share", "share", True,
-                      "Σ cached prompt tokens / Σ prompt tokens over requests reporting both.")
+                      "Σ cached prompt tokens / Σ prompt tokens over requests reporting both.",
+                      column="cached prompt share")
 
-METRICS = (ATTEMPTS, RETRIED, EXTRA_TOKENS, EXTRA_TOKEN_SHARE, EXTRA_TIME_SHARE, TSQ_FIRST,
-           TSQ_SCORED, TSQ_GAIN, PROMPT_PER_TRIAL, COMPLETION_PER_TRIAL, REQUESTS_PER_TRIAL,
-           CACHED_SHARE)
+SELF_EVAL = (ATTEMPTS, RETRIED, EXTRA_TOKENS, EXTRA_TOKEN_SHARE, EXTRA_TIME_SHARE, TSQ_FIRST,
+             TSQ_SCORED, TSQ_GAIN)
+PER_SCENARIO = (REQUESTS_PER_TRIAL, PROMPT_PER_TRIAL, COMPLETION_PER_TRIAL, CACHED_SHARE)
+METRICS = (*SELF_EVAL, PROMPT_PER_TRIAL, COMPLETION_PER_TRIAL, REQUESTS_PER_TRIAL, CACHED_SHARE)
 
 
 def _ratio(num: float, den: float) -> float:

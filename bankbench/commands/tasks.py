@@ -11,22 +11,14 @@ SOURCE_HELP = (
     "'hf@<revision>' pins a branch, tag or commit), a directory in the hub layout "
     "(<config>/<domain>-*.parquet), or 'sample' (the original sample bundled with bankbench)"
 )
-LABELS_HELP = (
-    "how expected tools are derived, per goal: 'sentence' (default: the tool whose schema is "
-    "closest in meaning to the goal by a general-English sentence encoder, schema words as "
-    "tie-breaker; 'no tool' for an explanation or when none is close), 'intent' (goal words "
-    "vs tool schema words; 'no tool' below a threshold), 'semantic' (intent with "
-    "each tool's name words widened by general-English word vectors; needs the 'labels' "
-    "extra), 'match' (an earlier default), 'keyword' (the reference integration's keyword "
-    "heuristic, noisy, for comparability), 'model' (ask a model: see --labels-endpoint; "
-    "writes a labels file to review) or 'file:PATH' (curated JSON, per goal or the "
-    "reference's per scenario {\"banking-007\": [\"tool\", ...]}; see docs/labels.md)"
-)
+
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     from contracts.conversation import DEFAULT_MAX_TURNS
     from contracts.expected import DEFAULT_LABEL_METHOD
+    from contracts.task import DEFAULT_MODE, INSTRUCTION_MODES
+    from tasks.banking.labels import methods
 
     p = sub.add_parser(
         "tasks",
@@ -50,8 +42,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     b.add_argument("--out", required=True, type=Path, help="directory to write task dirs into")
     b.add_argument(
         "--mode",
-        choices=("goals", "first-message", "conversation"),
-        default="goals",
+        choices=INSTRUCTION_MODES,
+        default=DEFAULT_MODE,
         help="instruction content: first message plus the goals as requests (default), "
         "the first message alone, or the first message with a simulated customer who brings "
         "up the goals over later turns (`/app/bank say`; see docs/conversation.md)",
@@ -59,7 +51,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     b.add_argument("--max-turns", type=int, default=DEFAULT_MAX_TURNS, metavar="N",
                    help="--mode conversation: the most answers the customer gives in one "
                    "attempt; its N-th answer ends the conversation (default: %(default)s)")
-    b.add_argument("--labels", default=DEFAULT_LABEL_METHOD, help=LABELS_HELP)
+    b.add_argument("--labels", default=DEFAULT_LABEL_METHOD, metavar="METHOD",
+                   help="how expected tools are derived, per goal: " + methods.help_text())
     m = b.add_argument_group("--labels model")
     m.add_argument("--labels-endpoint", metavar="URL",
                    help="OpenAI-compatible base URL (…/v1) of the labelling model")

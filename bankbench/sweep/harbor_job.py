@@ -13,6 +13,7 @@ from collections.abc import Callable
 from enum import StrEnum
 from pathlib import Path
 
+from analysis.progress import trial_status
 from bankbench import procs
 from contracts.sweep import SweepConfig, level_jobs
 
@@ -113,8 +114,11 @@ def trial_problem(trial_dir: Path) -> str | None:
     - "cut short": result.json empty or not JSON (a process killed while writing it). Harbor's
       resume skips such a folder yet runs its trial again, which would leave a broken twin.
     - "interrupted": Harbor stopped the trial because Harbor itself was stopped (SIGINT,
-      SIGTERM when the sweep died): cancelled, or ended with neither a reward nor an error,
-      which no trial that ran to its end does. Its result says nothing about the agent.
+      SIGTERM, or the sweep killed), by analysis's one rule (`analysis.status.is_interrupted`,
+      asked through the status the report gives the trial). Its result says nothing about
+      the agent.
+    A trial that failed on its own, or finished without a reward after its agent made an
+    attempt, is a result and stays.
     """
     try:
         data = json.loads((trial_dir / "result.json").read_text())
@@ -122,12 +126,8 @@ def trial_problem(trial_dir: Path) -> str | None:
         return "cut short"
     if not isinstance(data, dict) or not data.get("trial_name"):
         return "cut short"
-    exception = data.get("exception_info") or {}
-    if exception.get("exception_type") == "CancelledError":
-        return "interrupted"
-    if not exception and data.get("verifier_result") is None:
-        return "interrupted"
-    return None
+    status, _ = trial_status(trial_dir, job_finished=True)
+    return "interrupted" if status == "interrupted" else None
 
 
 def quarantine_unfinished_trials(

@@ -21,7 +21,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from contracts.conversation import CUSTOMER_FILE, DEFAULT_MAX_TURNS
-from contracts.expected import Expected, GoalLabel, LabelsInfo, Provenance
+from contracts.expected import Expected, LabelsInfo, Provenance
 from contracts.task import (
     CONVERSATION_MODE,
     DATASET_ID,
@@ -36,10 +36,11 @@ from tasks.banking.dataset import BadRow, Dataset, DatasetError, OnBadRow, Scena
 from tasks.banking.labels import (
     DEFAULT_METHOD,
     LabelSet,
-    ModelOptions,
     ScenarioLabels,
     label_scenarios,
 )
+from tasks.banking.labels.llm import ModelOptions
+from tasks.banking.labels.methods import method_of
 from tasks.banking.writer import TaskFiles, task_dirs, write_task
 
 TEMPLATE_DIR = Path(__file__).resolve().parent / "template"
@@ -53,6 +54,7 @@ TEMPLATE_FILES = {
     "environment/mockreplies.py": 0o644,
     "environment/intentlog.py": 0o644,
     "environment/convlog.py": 0o644,
+    "environment/convread.py": 0o644,
     "environment/customer.py": 0o644,
     "environment/customer_llm.py": 0o644,
     "environment/toolschema.py": 0o644,
@@ -61,8 +63,10 @@ TEMPLATE_FILES = {
     "tests/scoring.py": 0o644,
     "tests/transcript.py": 0o644,
 }
-# One source, shipped twice: the bank validates calls with it, the verifier re-validates them.
-SHIPPED_TWICE = {"environment/toolschema.py": "tests/toolschema.py"}
+# One source, shipped twice: the bank validates calls with it, the verifier re-validates them;
+# the bank and the verifier read the conversation log by one rule.
+SHIPPED_TWICE = {"environment/toolschema.py": "tests/toolschema.py",
+                 "environment/convread.py": "tests/convread.py"}
 
 
 class BuildSummary(BaseModel):
@@ -156,9 +160,9 @@ def oracle_calls(
     """One call per expected tool; enum choices guided by the goal that asked for the tool."""
     goals = scenario.row.user_goals
     hint_for: dict[str, str] = {}
-    for goal, tools in zip(goals, labels.goal_tools or [], strict=False):
-        for tool in tools:
-            hint_for.setdefault(tool, goal)
+    for goal in labels.goals:
+        for tool in goal.tools or []:
+            hint_for.setdefault(tool, goal.text)
     tools = {tool.title: tool for tool in dataset.tools}
     calls = []
     for name in labels.expected_tools:
@@ -166,17 +170,6 @@ def oracle_calls(
         hint = hint_for.get(name, " ".join(goals))
         calls.append((name, arguments_for(tool.parameters, tool.required, hint)))
     return calls
-
-
-def goal_labels(goals: list[str], labels: ScenarioLabels) -> list[GoalLabel]:
-    """expected.json's per-goal entries (tools null throughout for a per-scenario labelling)."""
-    choices = labels.choices()
-    if choices is None:
-        return [GoalLabel(index=i, text=goal, tools=None) for i, goal in enumerate(goals)]
-    return [
-        GoalLabel(index=i, text=goal, tools=c.tools, no_tool=c.no_tool, reason=c.reason)
-        for i, (goal, c) in enumerate(zip(goals, choices, strict=True))
-    ]
 
 
 def task_files(
@@ -197,7 +190,7 @@ def task_files(
                           source=labelset.source, produced_by=labelset.produced_by,
                           quality=labelset.quality),
         expected_tools=labels.expected_tools,
-        goals=goal_labels(goals, labels),
+        goals=labels.goals,
         provenance=Provenance(dataset_revision=dataset.revision, builder=builder_tag()),
     )
     # Only from this dataset's own gold; without it the figure is "not measured".
@@ -290,7 +283,7 @@ def build_tasks(
     for bad in dataset.bad_rows:
         say(f"skipping bad row {bad.line()}")
     chosen = select(dataset, scenarios, limit)
-    slow_labels = labels in ("sentence", "intent", "semantic", "model")
+    slow_labels = method_of(labels)[0].slow
     with _said_if_slow(say, f"labelling {len(chosen)} scenarios ({labels}) ...", slow_labels):
         labelset = label_scenarios(labels, dataset, chosen, model_options)
     gold = goldperfect.gold_for(dataset)

@@ -45,5 +45,6 @@ async def test_unusable_bank_is_a_harness_error(tmp_path: Path):
     # Even if the verifier scored the empty intent log, the trial is no quality result.
     status, reason = classify(has_result=True, job_finished=True, exception_type=None,
                               exception_message=None, agent_status=read.status,
-                              agent_reason=read.reason, has_reward=True)
+                              agent_reason=read.reason, agent_attempts=read.attempts,
+                              has_reward=True)
     assert status == "harness_failed" and "bank unavailable" in reason

@@ -55,7 +55,8 @@ def convo_job(tmp_path_factory):
                     {"attempt": 1, "reward": {"tsq": 1.0}}], "conversation": {
                         "attempt": 1, "turns": 2, "ended": True, "end_reason": "satisfied"}})
     write_trial(job, "banking-001__b", scenario_id="banking-001", phase_s=(1, 0.5, 20, 2),
-                agent_status={"status": "agent_error", "reason": "max steps"}, records=[
+                agent_status={"status": "agent_error", "reason": "max steps", "attempts": 1},
+                records=[
                     call("b0", 0, 14.0, 100, 50),
                     call("b1", 1, 40.0, 200, None),
                     record(request_id="b-fail", turn=1, ttft_ms=None, e2e_ms=10.0,

@@ -24,9 +24,24 @@ def test_each_definition_on_known_raw_times():
     values = latency.request_timing(_raw(100, [110, 130, 160], 170))
     assert values["ttft_ns"] == 10  # first read − send
     assert values["itl_ns"] == [20, 30]  # consecutive reads
+    assert values["itl_mean_ns"] == 25  # (last read − first read) / gaps
     assert values["e2e_ns"] == 70  # end − send
     assert values["tpot_ns"] == approx((70 - 10) / (3 - 1))  # (e2e − ttft) / (tokens − 1)
     assert values["output_tps_per_user"] == approx(1e9 / 30)
+
+
+def test_one_derivation_over_a_batch_keeps_requests_apart():
+    # The second request's first read must not pair with the first's last (no gap across).
+    recs = [_raw(100, [110, 130], 140, 2), _raw(None, [], None, None),
+            _raw(1000, [1005, 1006, 1010], 1020, 5)]
+    raw, reads = latency.raw_inputs(recs)
+    shown = latency.presented(latency.derive(raw))
+    assert list(latency.gaps_ns(reads)) == [20, 1, 4]
+    ms = 1 / latency.NS_PER_MS
+    assert shown["ttft_ms"].tolist()[::2] == approx([10 * ms, 5 * ms])
+    assert shown["itl_mean_ms"].tolist()[::2] == approx([20 * ms, 2.5 * ms])
+    assert shown["tpot_ms"].tolist()[::2] == approx([(40 - 10) * ms, (20 - 5) / 4 * ms])
+    assert shown.iloc[1].isna().all()  # the unsent request has no figure at all
 
 
 @pytest.mark.parametrize(("send", "reads", "end", "tokens", "absent"), [
@@ -38,13 +53,15 @@ def test_each_definition_on_known_raw_times():
 ])
 def test_missing_inputs_give_no_value(send, reads, end, tokens, absent):
     values = latency.request_timing(_raw(send, reads, end, tokens))
-    # (no read carried a tool call here, so time to first tool call is always absent)
-    names = {m.name for m in latency.REQUEST_METRICS} - {"itl_ns", "ttfc_ns"}
+    # (no read carried a tool call here, so time to first tool call is always absent; with
+    # fewer than two reads there is no gap, so no mean gap)
+    names = {m.name for m in latency.REQUEST_METRICS} - {latency.ITL.name, "ttfc_ns"}
     assert {n for n in names if values[n] is None} == absent
+    assert (values[latency.ITL.name] is None) == (len(reads) < 2)
 
 
 def test_definitions_name_units_and_only_earlier_dependencies():
-    known = {"send_ns", "read_ns", "end_ns", "completion_tokens", "read_tool_call_chars"}
+    known = set(latency.RAW_INPUTS)
     for m in latency.REQUEST_METRICS:
         assert set(m.requires) <= known, m.name
         assert m.unit and m.metric.unit

@@ -9,7 +9,7 @@ from analysis.status import classify
 
 def status(**kw):
     base = dict(has_result=True, job_finished=True, exception_type=None, exception_message=None,
-                agent_status="ok", agent_reason=None, has_reward=True)
+                agent_status="ok", agent_reason=None, agent_attempts=1, has_reward=True)
     base.update(kw)
     return classify(**base)[0]
 
@@ -24,7 +24,12 @@ def status(**kw):
     ({"agent_status": "harness_error"}, "harness_failed"),
     ({"agent_status": "harness_error", "exception_type": "AgentTimeoutError"}, "harness_failed"),
     ({"agent_status": None}, "scored"),  # agent_status.json may be absent
-    ({"has_reward": False}, "harness_failed"),
+    ({"has_reward": False}, "harness_failed"),  # the agent made its attempt: a fault, kept
+    # Nothing recorded and no attempt: what a killed sweep's Harbor leaves (rerun on resume).
+    ({"has_reward": False, "agent_attempts": 0}, "interrupted"),
+    ({"has_reward": False, "agent_status": None, "agent_attempts": None}, "interrupted"),
+    ({"has_reward": False, "agent_status": "infra_error", "agent_attempts": 0}, "interrupted"),
+    ({"agent_attempts": 0}, "scored"),  # the verifier scored it: not interrupted
     ({"exception_type": "APIConnectionError"}, "infra_failed"),
     ({"exception_type": "RateLimitError", "has_reward": False}, "infra_failed"),
     ({"exception_type": "AgentTimeoutError"}, "agent_failed"),
@@ -47,11 +52,12 @@ def test_classification(kw, expected):
 def test_reason_names_the_cause():
     _, reason = classify(has_result=True, job_finished=True, exception_type="AgentTimeoutError",
                          exception_message="took 600 s", agent_status=None, agent_reason=None,
-                         has_reward=False)
+                         agent_attempts=None, has_reward=False)
     assert reason == "AgentTimeoutError: took 600 s"
     _, reason = classify(has_result=True, job_finished=True, exception_type=None,
                          exception_message=None, agent_status="infra_error",
-                         agent_reason="HTTP 503 after 3 retries", has_reward=False)
+                         agent_reason="HTTP 503 after 3 retries", agent_attempts=1,
+                         has_reward=False)
     assert "HTTP 503 after 3 retries" in reason
 
 
@@ -59,5 +65,5 @@ def test_interrupted_says_harbor_was_stopped():
     _, reason = classify(has_result=True, job_finished=True, exception_type="CancelledError",
                          exception_message="", agent_status="infra_error",
                          agent_reason="agent timeout while waiting for the LLM server",
-                         has_reward=False)
+                         agent_attempts=1, has_reward=False)
     assert reason == "interrupted (Harbor was stopped)"

@@ -26,16 +26,22 @@ FREEZE = ("freeze_card", {"card": "1"})
 def _trial(job: Path, name: str, calls: list[tuple[str, dict]], *, valid: bool = True,
            replies: list[str] = (), finish: list[str] = ("stop",),
            exception_type: str | None = None, status: str = "ok") -> None:
+    """`valid`: the verifier's re-check of the arguments; the bank's own flag in its log
+    says the opposite, so a reader that trusted it would be caught."""
     scenario = name.split("__")[0]
     records = [record(trial_name=name, scenario_id=scenario, finish_reason=f, step=i)
                for i, f in enumerate(finish)]
+    intents = [{"seq": i, "attempt": 1, "tool": t, "arguments": a, "valid": not valid,
+                "ts": 0.0} for i, (t, a) in enumerate(calls, start=1)]
+    verified = None if exception_type else {"scored_attempt": 1, "attempts": [
+        {"attempt": 1, "reward": REWARDS,
+         "calls": [{**c, "valid": valid, "bank_valid": c["valid"]} for c in intents]}]}
     trial = write_trial(job, name, scenario_id=scenario, records=records,
                         rewards=None if exception_type else REWARDS,
                         agent_status={"status": status, "reason": None},
-                        exception_type=exception_type)
-    lines = [json.dumps({"seq": i, "attempt": 1, "tool": t, "arguments": a, "valid": valid})
-             for i, (t, a) in enumerate(calls)]
-    (trial / "verifier" / "intents.jsonl").write_text("".join(ln + "\n" for ln in lines))
+                        exception_type=exception_type, tsq_details=verified)
+    (trial / "verifier" / "intents.jsonl").write_text(
+        "".join(json.dumps(c) + "\n" for c in intents))
     steps = [{"step_id": i, "source": "agent", "message": m, "extra": {"attempt": 1}}
              for i, m in enumerate(replies)]
     (trial / "agent" / "trajectory.json").write_text(json.dumps({"steps": steps}))

@@ -29,8 +29,8 @@ def _write_level(sweep: Path, level: int) -> None:
                             records=[record(trial_name=name, ttft_ms=100.0 * level,
                                             e2e_ms=100.0 * level + 5)],
                             rewards={"tsq": 1.0}, agent_status={"status": "ok", "reason": None})
-        call = {"seq": 0, "attempt": 1, "tool": "get_account_balance",
-                "arguments": {"account_number": "1"}, "valid": True}
+        call = {"seq": 1, "attempt": 1, "tool": "get_account_balance",
+                "arguments": {"account_number": "1"}, "valid": True, "ts": 0.0}
         (trial / "verifier" / "intents.jsonl").write_text(json.dumps(call) + "\n")
 
 

@@ -14,14 +14,20 @@ from analysis.tables import load
 from contracts.capacity import slo_column
 
 
+def _ttfc(send, reads, tool_chars):
+    rec = record(send_ns=send, read_ns=reads, read_content_chars=[1] * len(reads),
+                 read_tool_call_chars=tool_chars, end_ns=None)
+    return latency.request_timing(rec)["ttfc_ns"], latency.request_timing(rec)["ttft_ns"]
+
+
 def test_known_answers():
     # text at 110 and 130, the call's first delta at 160
-    assert latency.ttfc_ns(100, [110, 130, 160], [0, 0, 42]) == 60
+    assert _ttfc(100, [110, 130, 160], [0, 0, 42])[0] == 60
     # one whole tool call in one read: TTFC = TTFT
-    assert latency.ttfc_ns(100, [190], [80]) == 90 == latency.ttft_ns(100, [190])
-    assert latency.ttfc_ns(100, [110, 130], [0, 0]) is None  # no tool call
-    assert latency.ttfc_ns(100, [110], []) is None  # old record: sizes unknown
-    assert latency.ttfc_ns(None, [], []) is None  # never sent
+    assert _ttfc(100, [190], [80]) == (90, 90)
+    assert _ttfc(100, [110, 130], [0, 0])[0] is None  # no tool call
+    assert _ttfc(100, [110], [])[0] is None  # old record: sizes unknown
+    assert _ttfc(None, [], [])[0] is None  # never sent
 
 
 def test_tables_carry_ttfc_beside_the_server_ttft(tmp_path):

@@ -8,6 +8,7 @@ copy is one row below: add a row when you add a copy.
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
 import sys
 from pathlib import Path
@@ -83,3 +84,47 @@ def test_one_tool_name_rule_on_both_sides(name: str) -> None:
     bank = template_module("environment/toolschema.py").normalise_name(name)
     verifier = template_module("tests/scoring.py").normalise_tool_name(name)
     assert bank == verifier == toolnames.normalise_tool_name(name)
+
+
+# (accept lines' attempts, attempts of the calls): accepted, retried, none, accept without calls.
+LOGS = [([], [1, 1, 2]), ([1], [1, 2, 2]), ([2, 1], [1, 2]), ([], []), ([3], []), ([], [2, 1])]
+
+
+@pytest.mark.parametrize(("accepts", "attempts"), LOGS)
+def test_one_scored_attempt_rule_on_both_sides(accepts: list[int], attempts: list[int]) -> None:
+    """The verifier's choice of the attempt it scores and the host's copy, which reads a
+    trial the verifier never scored (the verifier scores attempt 1 of an empty log)."""
+    log = {"accepts": [{"accept": n} for n in accepts],
+           "calls": [{"attempt": n} for n in attempts]}
+    verifier, _ = template_module("tests/verify.py").choose_attempt(log)
+    host = intents.scored_attempt(accepts, attempts)
+    assert verifier == (1 if host is None else host)
+
+
+_LINE = {"seq": 1, "attempt": 1, "turn": 0, "speaker": "customer", "text": "hi", "ts": 1.5}
+# A whole line as the bank writes it, then lines each broken in one way a reader might let by.
+CONVERSATION_LINES = [
+    _LINE, {**_LINE, "speaker": "agent", "ended": True, "end_reason": "satisfied",
+            "goal_index": 2, "kind": "goal", "customer_kind": "scripted"},
+    {**_LINE, "ts": 3}, {**_LINE, "goal_index": None, "end_reason": None},
+    {**_LINE, "seq": 0}, {**_LINE, "attempt": 0}, {**_LINE, "turn": -1},
+    {**_LINE, "seq": "1"}, {**_LINE, "attempt": True}, {**_LINE, "turn": 1.0},
+    {**_LINE, "speaker": "evaluator"}, {**_LINE, "text": 7}, {**_LINE, "ts": "1.5"},
+    {**_LINE, "ts": False}, {**_LINE, "ended": 1}, {**_LINE, "end_reason": "bored"},
+    {**_LINE, "goal_index": "2"}, {k: v for k, v in _LINE.items() if k != "text"},
+    {k: v for k, v in _LINE.items() if k != "ts"}, [1, 2], "text",
+]
+
+
+def test_one_conversation_log_reader_on_both_sides(tmp_path: Path) -> None:
+    """The bank's, the verifier's and the host's readings of the conversation log
+    (convlog.py and transcript.py through convread.py; `read_conversation_log`) keep the same
+    lines and count the same as unreadable."""
+    content = b"\n".join([*(json.dumps(line).encode() for line in CONVERSATION_LINES),
+                          b'{"seq": 1, "attempt"', b"\xff\xfe", b"", b"  "])
+    (log := tmp_path / conversation.CONVERSATION_FILE).write_bytes(content)
+    bank = template_module("environment/convlog.py").read_entries(str(log))
+    verifier = template_module("tests/transcript.py").read_log(str(log))
+    host, host_bad = conversation.read_conversation_log(content)
+    assert [e.model_dump(exclude_unset=True) for e in host] == bank == verifier["entries"]
+    assert verifier["corrupt_lines"] == host_bad == len(CONVERSATION_LINES) + 2 - 4  # 4 whole

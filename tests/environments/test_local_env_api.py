@@ -277,6 +277,26 @@ def test_a_killed_harness_leaves_no_namespace_holder(tmp_path):
     assert process_gone(holders[0])
 
 
+async def test_a_later_start_removes_the_folder_a_killed_harness_left(make_env, tmp_path):
+    harness = subprocess.Popen(
+        [sys.executable, "-c", HARNESS_DIES, str(tmp_path)],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+    )
+    try:
+        left = Path(harness.stdout.readline().strip()).parent
+    finally:
+        harness.kill()
+        harness.wait()
+    assert (left / "root" / "app").is_dir()
+    kept = make_env("kept", keep=True)
+    await kept.start(force_build=False)
+    await kept.stop(delete=True)
+    env = make_env("later")  # the same folder for roots as the killed harness's
+    await env.start(force_build=False)
+    assert not left.exists()
+    assert (kept.root / "app").is_dir()  # kept on purpose: never taken for a leftover
+
+
 async def test_exec_says_so_when_the_namespace_holder_died(make_env):
     env = make_env()
     await env.start(force_build=False)
@@ -355,6 +375,31 @@ async def test_a_copy_of_the_logs_ends_the_agent_in_namespaces_of_its_own(make_e
     note = local.LocalEnvNote.model_validate_json(
         (env.trial_paths.trial_dir / local.NOTE_FILE).read_text())
     assert note.agent_processes_ended >= 1
+
+
+async def test_without_root_the_agent_phase_end_reaches_namespaces_of_its_own(
+        make_env, monkeypatch, tmp_path):
+    tools = probe_host_tools(as_root=False)
+    monkeypatch.setattr(local, "cached_host_tools", lambda: tools)
+    env = make_env()
+    await env.start(force_build=False)
+    marker = "301.25"  # a sleep nobody else runs
+    await env.exec(f"nohup setsid unshare --user --map-root-user --pid --fork sleep {marker} "
+                   ">/dev/null 2>&1 & sleep 0.3")
+    assert _running("sleep", marker)
+    await env.download_dir("/logs/agent", tmp_path / "agent")
+    assert not _running("sleep", marker)
+
+
+def _running(*argv: str) -> bool:
+    wanted = "\0".join(argv).encode() + b"\0"
+    for pid in _all_pids():
+        try:
+            if Path(f"/proc/{pid}/cmdline").read_bytes() == wanted:
+                return True
+        except OSError:
+            continue
+    return False
 
 
 def _all_pids() -> list[int]:

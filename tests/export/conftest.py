@@ -26,8 +26,10 @@ def write_case(job: Path, name: str, calls: list[dict[str, Any]], *, accept: int
                exception_type: str | None = None) -> Path:
     """One finished trial whose bank log holds `calls` (seq given in order)."""
     expected, goals = PER_GOAL.get(name, (EXPECTED, [{"text": g} for g in GOALS]))
+    # As the verifier writes them (contracts.tsq.GoalMatch): unmapped goals list no tools.
     details = {"expected_tools": expected,
-               "goals": [{"index": i, **g} for i, g in enumerate(goals)]}
+               "goals": [{"index": i, "tools": None, "covered": None, **g}
+                         for i, g in enumerate(goals)]}
     trial = write_trial(job, name, scenario_id=name.split("__")[0], rewards=REWARDS,
                         agent_status={"status": status, "reason": None},
                         tsq_details={**details, **(tsq_details or {})},

@@ -13,6 +13,7 @@ from analysis.export.writer import MANIFEST_FILE, export_nemo
 from analysis.synthetic import write_job, write_sweep_manifest
 from analysis.tables import AnalysisInputError
 from bankbench.cli import main
+from contracts.expected import Expected, GoalLabel, LabelsInfo, Provenance
 from tests.export.conftest import BALANCE, EXPECTED, GOALS, TRANSFER, call, write_case
 
 
@@ -96,9 +97,11 @@ def test_the_banks_record_outranks_the_agents_folder(tmp_path):
 def test_without_a_log_the_verifiers_copy_of_the_scored_attempt_is_used(tmp_path):
     job = write_job(tmp_path / "job", n_concurrent=1)
     details = {"scored_attempt": 2, "attempts": [
-        {"attempt": 1, "calls": [{"tool": "pay_bill", "arguments": {}, "valid": True}]},
-        {"attempt": 2, "calls": [{"tool": "transfer_funds", "arguments": TRANSFER,
-                                  "valid": False}]}]}
+        {"attempt": 1, "reward": {}, "calls": [
+            {"seq": 1, "attempt": 1, "tool": "pay_bill", "arguments": {}, "valid": True}]},
+        {"attempt": 2, "reward": {}, "calls": [
+            {"seq": 2, "attempt": 2, "tool": "transfer_funds", "arguments": TRANSFER,
+             "valid": False}]}]}
     write_case(job, "banking-001__t", [], tsq_details=details)
     manifest = export_nemo(job, tmp_path / "out")
     [row] = rows(tmp_path / "out" / "tool_call_accuracy.jsonl")
@@ -106,7 +109,7 @@ def test_without_a_log_the_verifiers_copy_of_the_scored_attempt_is_used(tmp_path
         [{"name": "transfer_funds", "args": TRANSFER}]]
     # rejected arguments: the reference carries a marker, never the agent's own values
     assert row["reference_tool_calls"][1]["args"] != TRANSFER
-    assert any("no intents log" in issue for issue in manifest.issues)
+    assert not [issue for issue in manifest.issues if "banking-001__t" in issue]
 
 
 def test_only_quality_trials_are_exported_and_the_rest_counted(tmp_path):
@@ -130,8 +133,12 @@ def test_a_sweep_gives_one_file_set_per_level_with_the_tasks_own_files(tmp_path)
     write_sweep_manifest(sweep, [4, 16])
     task = sweep / "tasks" / "banking-001"  # the trial's config.json path no longer exists
     (task / "tests").mkdir(parents=True)
-    (task / "tests" / "expected.json").write_text(json.dumps({
-        "expected_tools": ["get_account_balance"], "goals": [{"index": 0, "text": "balance?"}]}))
+    (task / "tests" / "expected.json").write_text(Expected(
+        scenario_id="banking-001", labels=LabelsInfo(method="keyword", version="1"),
+        expected_tools=["get_account_balance"],
+        goals=[GoalLabel(index=0, text="balance?", tools=["get_account_balance"])],
+        provenance=Provenance(dataset_revision="sample-1", builder="bankbench test"),
+    ).model_dump_json())
     (task / "instruction.md").write_text("Customer: Maya\n\nWhat is my balance?\n")
     manifest = export_nemo(sweep)
     assert list(manifest.levels.items()) == [("c4", 1), ("c16", 1)]  # numeric level order

@@ -9,9 +9,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from analysis.export.trial_inputs import read_trial_inputs
 from analysis.files import Issue
 from analysis.judge.prompt import STRICT_VERSION, load_prompt, messages
+from analysis.trial_inputs import read_trial_inputs
 from contracts.conversation import ConversationEntry
 from tests.bank.bank_harness import BANK_SCRIPT, FIXTURES, Bank, write_brief
 

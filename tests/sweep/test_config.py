@@ -86,8 +86,13 @@ def _trial(job, name, finished):
     d.mkdir(parents=True)
     (d / "config.json").write_text("{}")
     if finished:
-        (d / "result.json").write_text(json.dumps({"trial_name": name,
-                                                   "verifier_result": {"rewards": {}}}))
+        (d / "result.json").write_text(json.dumps(_result(name, verifier_result={
+            "rewards": {"tsq": 1.0}})))
+
+
+def _result(name, **fields):
+    """A result.json as Harbor writes it (trial and task name always), with `fields`."""
+    return {"trial_name": name, "task_name": name.split("__")[0], **fields}
 
 
 def test_job_state_from_disk(tmp_path):
@@ -104,33 +109,68 @@ def test_job_state_from_disk(tmp_path):
     (job / "banking-001__b" / "result.json").write_text('{"trial_na')
     # A result.json cut short by a kill is not a finished trial.
     assert harbor_job.job_state(job) is harbor_job.JobState.PARTIAL
-    (job / "banking-001__b" / "result.json").write_text(json.dumps(
-        {"trial_name": "banking-001__b", "exception_info": {"exception_type": "CancelledError"}}))
+    (job / "banking-001__b" / "result.json").write_text(json.dumps(_result(
+        "banking-001__b", exception_info={"exception_type": "CancelledError"})))
     # Cancelled because Harbor was stopped: not finished either.
     assert harbor_job.job_state(job) is harbor_job.JobState.PARTIAL
-    (job / "banking-001__b" / "result.json").write_text(json.dumps(
-        {"trial_name": "banking-001__b", "exception_info": {"exception_type": "AgentTimeoutError"}},
-    ))
+    (job / "banking-001__b" / "result.json").write_text(json.dumps(_result(
+        "banking-001__b", exception_info={"exception_type": "AgentTimeoutError"})))
     assert harbor_job.job_state(job) is harbor_job.JobState.COMPLETE
 
 
 def test_unfinished_results_are_moved_aside_not_deleted(tmp_path):
     job = tmp_path / "c1"
-    for name in ("banking-000__a", "banking-001__b", "banking-002__c", "banking-003__d"):
+    names = ("banking-000__a", "banking-001__b", "banking-002__c", "banking-003__d",
+             "banking-005__f", "banking-006__g")
+    for name in names:
         _trial(job, name, finished=True)
     _trial(job, "banking-004__e", finished=False)  # Harbor itself reruns this one
     (job / "banking-001__b" / "result.json").write_text("")
-    (job / "banking-002__c" / "result.json").write_text(json.dumps(
-        {"trial_name": "banking-002__c", "exception_info": None, "verifier_result": None}))
-    (job / "banking-003__d" / "result.json").write_text(json.dumps(
-        {"trial_name": "banking-003__d", "exception_info": {"exception_type": "RuntimeError"}}))
+    # What a killed sweep's Harbor leaves for a trial it cancelled on its way down: no
+    # exception, no verifier result, an agent that made no attempt.
+    (job / "banking-002__c" / "result.json").write_text(json.dumps(_result(
+        "banking-002__c", exception_info=None, verifier_result=None)))
+    (job / "banking-003__d" / "result.json").write_text(json.dumps(_result(
+        "banking-003__d", exception_info={"exception_type": "RuntimeError"})))
+    (job / "banking-005__f" / "result.json").write_text(json.dumps(_result(
+        "banking-005__f", exception_info={"exception_type": "CancelledError"},
+        agent_result={"metadata": {"status": "infra_error", "attempts": 1}})))
+    # An agent that made its attempt, then no reward and no error: a harness fault, kept.
+    (job / "banking-006__g" / "result.json").write_text(json.dumps(_result(
+        "banking-006__g", exception_info=None, verifier_result=None,
+        agent_result={"metadata": {"status": "ok", "attempts": 1}})))
     moved = harbor_job.quarantine_unfinished_trials(job, tmp_path / "quarantine")
     assert moved == [(tmp_path / "quarantine" / "banking-001__b", "cut short"),
-                     (tmp_path / "quarantine" / "banking-002__c", "interrupted")]
+                     (tmp_path / "quarantine" / "banking-002__c", "interrupted"),
+                     (tmp_path / "quarantine" / "banking-005__f", "interrupted")]
     assert (moved[0][0] / "config.json").exists()
     # a trial that failed on its own is a result, and stays
     assert [p.name for p in harbor_job.trial_dirs(job)] == [
-        "banking-000__a", "banking-003__d", "banking-004__e"]
+        "banking-000__a", "banking-003__d", "banking-004__e", "banking-006__g"]
+
+
+@pytest.mark.parametrize("exception, reward, agent", [
+    (None, None, None), (None, None, {"status": "ok", "attempts": 1}),
+    (None, None, {"status": "infra_error", "attempts": 0}),
+    (None, {"tsq": 0.5}, None), ("CancelledError", None, {"status": "agent_error", "attempts": 2}),
+    ("RuntimeError", None, None), ("AgentTimeoutError", {"tsq": 0.0}, None),
+])
+def test_the_sweep_reruns_exactly_what_analysis_calls_interrupted(tmp_path, exception, reward,
+                                                                 agent):
+    """One rule: the sweep moves a trial aside for a rerun iff the report's status says
+    interrupted (analysis.status.is_interrupted)."""
+    from analysis.progress import trial_status
+
+    trial = tmp_path / "c1" / "banking-000__a"
+    trial.mkdir(parents=True)
+    (trial / "result.json").write_text(json.dumps(_result(
+        trial.name, exception_info={"exception_type": exception} if exception else None,
+        verifier_result={"rewards": reward} if reward else None,
+        agent_result={"metadata": agent} if agent else None)))
+    analysed = trial_status(trial, job_finished=True)[0]
+    assert (harbor_job.trial_problem(trial) == "interrupted") == (analysed == "interrupted")
+    nothing_recorded = exception is None and reward is None and not (agent or {}).get("attempts")
+    assert (analysed == "interrupted") == (exception == "CancelledError" or nothing_recorded)
 
 
 def test_harbor_run_argv_carries_level_attempts_and_agent_options(tmp_path):
@@ -231,7 +271,7 @@ def test_resuming_a_sweep_checks_only_a_typed_max_turns(tmp_path, monkeypatch):
     from bankbench.commands import sweep as command
     from bankbench.sweep import runner
 
-    monkeypatch.setattr(command, "_stop_cleanly_on_sigterm", dict)  # keep pytest's SIGTERM
+    monkeypatch.setattr(command, "_stop_cleanly_on_signals", dict)  # keep pytest's signal handlers
     goals = SweepConfig(levels=[1], profile="cpu-mocker")
     save_manifest(tmp_path, _manifest(goals))
     resumed = []

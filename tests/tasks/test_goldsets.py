@@ -30,11 +30,12 @@ def test_the_rule_catches_twins_the_earlier_held_out_sets_have():
 def test_heldout3_is_a_valid_per_goal_labels_file_with_its_stated_counts():
     data = validate(goldsets.raw_dataset("heldout3"), "banking")
     labels = label_scenarios(f"file:{goldsets.gold_path('heldout3')}", data, data.scenarios)
-    no_tool = [n for s in labels.scenarios.values() for n in s.goal_no_tool]
-    transfers = [t for s in labels.scenarios.values() for t in s.goal_tools
+    no_tool = [n for s in labels.scenarios.values() for n in (g.no_tool for g in s.goals)]
+    transfers = [t for s in labels.scenarios.values() for t in (g.tools for g in s.goals)
                  if t == ["transfer_funds"]]
     assert (len(labels.scenarios), len(no_tool), sum(no_tool), len(transfers)) == (16, 80, 14, 15)
-    used = {t for s in labels.scenarios.values() for tools in s.goal_tools for t in tools}
+    used = {t for s in labels.scenarios.values() for g in s.goals
+            for t in g.tools}
     assert len(used) == 20  # every tool is some goal's gold
 
 

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
+from typing import get_args
 
 import pytest
 from taskdata import tiny_dataset, tool_row
 
+from contracts.expected import GoalLabel, LabelMethod
 from tasks.banking.dataset import load
-from tasks.banking.labels import LabelsError, label_scenarios
+from tasks.banking.labels import METHODS, REGISTRY, LabelsError, label_scenarios
 from tasks.banking.labels.match import MIN_SCORE, Matcher
 from tasks.banking.labels.text import stem, tokens
 from tasks.banking.sample import GOLD_LABELS_PATH, gold_labels
@@ -35,16 +37,16 @@ def tiny():
 def test_keyword_reproduces_the_reference_heuristic(tiny):
     labels = label_scenarios("keyword", tiny, tiny.scenarios).scenarios["banking-000"]
     # "balance" tags every tool whose text has balance, check or account: all four.
-    assert labels.goal_tools[0] == [
+    assert labels.goals[0].tools == [
         "get_account_balance",
         "freeze_card",
         "transfer_funds",
         "order_checkbook",
     ]
-    assert labels.goal_tools[1] == ["freeze_card"]  # card/credit/debit in its text
+    assert labels.goals[1].tools == ["freeze_card"]  # card/credit/debit in its text
     # "transfer" tags names/descriptions with transfer, send, move or pay.
-    assert labels.goal_tools[2] == ["transfer_funds"]
-    assert labels.goal_tools[3] == []
+    assert labels.goals[2].tools == ["transfer_funds"]
+    assert labels.goals[3].tools == []
     # The scenario's tools: each once, in order of first tagging.
     assert labels.expected_tools == [
         "get_account_balance",
@@ -58,14 +60,14 @@ def test_keyword_keys_are_substrings_of_the_goal(tiny):
     # The reference tests `key in goal`: "cardholder" contains "card".
     ds = tiny_dataset(TOOLS, [["cardholder question", "b", "c", "d"]])
     labels = label_scenarios("keyword", ds, ds.scenarios).scenarios["banking-000"]
-    assert labels.goal_tools[0] == ["freeze_card"]
+    assert labels.goals[0].tools == ["freeze_card"]
 
 
 def test_match_takes_one_best_tool_per_goal(tiny):
     labels = label_scenarios("match", tiny, tiny.scenarios)
     assert labels.tag == "match@1"
     got = labels.scenarios["banking-000"]
-    assert got.goal_tools == [
+    assert [g.tools for g in got.goals] == [
         ["get_account_balance"],
         ["freeze_card"],
         ["transfer_funds"],
@@ -131,7 +133,7 @@ def test_labels_file_round_trip(tmp_path):
     assert labels.version.startswith("sha256:")
     gold = gold_labels()
     assert {sid: s.expected_tools for sid, s in labels.scenarios.items()} == gold
-    assert all(s.goal_tools is None for s in labels.scenarios.values())
+    assert not any(s.mapped for s in labels.scenarios.values())
     # Same content elsewhere: same version.
     copy = tmp_path / "copy.json"
     copy.write_text(GOLD_LABELS_PATH.read_text())
@@ -187,6 +189,32 @@ def test_missing_file_and_unknown_method(tmp_path):
                        match="expected one of sentence, intent, semantic, match, keyword, "
                              "model, file:PATH"):
         label_scenarios("llm", dataset, dataset.scenarios)
+    for spec in ("file:", "file", "keyword:x", "model:y"):  # an argument only where one is taken
+        with pytest.raises(LabelsError, match="expected one of"):
+            label_scenarios(spec, dataset, dataset.scenarios)
+
+
+def test_the_registry_is_the_list_of_methods():
+    # Every method the contract records has exactly one labeller, and the dispatcher reaches it
+    # by name: a method added to one and not the other fails here.
+    assert sorted(REGISTRY) == sorted(get_args(LabelMethod))
+    assert METHODS == tuple(m.spec for m in REGISTRY.values())
+    dataset = load("sample")
+    for name in ("match", "keyword"):  # the quick ones, run through the dispatcher
+        labelled = label_scenarios(name, dataset, dataset.scenarios[:2])
+        assert labelled.method == name and set(labelled.scenarios) == {
+            s.scenario_id for s in dataset.scenarios[:2]}
+    with pytest.raises(LabelsError, match="needs --labels-endpoint"):
+        label_scenarios("model", dataset, dataset.scenarios[:1])
+
+
+def test_one_label_shape_from_the_labeller_to_expected_json():
+    dataset = load("sample")
+    got = label_scenarios("intent", dataset, dataset.scenarios[:1]).scenarios["banking-000"]
+    goals = dataset.scenarios[0].row.user_goals
+    assert all(isinstance(g, GoalLabel) for g in got.goals)
+    assert [(g.index, g.text) for g in got.goals] == list(enumerate(goals))
+    assert got.expected_tools == [g.tools[0] for g in got.goals if g.tools]
 
 
 def test_gold_labels_cover_the_sample_with_known_tools():
@@ -205,12 +233,12 @@ def test_intent_near_ties_are_alternatives_not_extra_tools():
     new = label_scenarios("intent", ds, ds.scenarios)
     assert new.tag == "intent@1"
     # By default intent keeps one tool per goal (ties cost precision on the sample) …
-    assert new.scenarios["banking-000"].goal_tools[0] == ["close_account"]
+    assert new.scenarios["banking-000"].goals[0].tools == ["close_account"]
     # … and with ties admitted they are alternatives: either serves, only one is expected.
     from tasks.banking.labels.intent import label, make_matcher
 
     got = label(ds.scenarios[0], ds, make_matcher(ds), alt_ratio=1.0)
-    assert got.goal_tools[0] == ["close_account", "close_card"]
+    assert got.goals[0].tools == ["close_account", "close_card"]
     assert got.expected_tools == ["close_account"]
 
 
@@ -218,14 +246,15 @@ def test_intent_marks_goals_no_tool_explains_instead_of_dropping_them():
     goals = [*GOALS[:2], "Transfer money to my brother", "Tell me a joke"]
     tiny = tiny_dataset(TOOLS, [goals])
     got = label_scenarios("intent", tiny, tiny.scenarios).scenarios["banking-000"]
-    assert got.goal_tools == [["get_account_balance"], ["freeze_card"], ["transfer_funds"], []]
-    assert got.goal_no_tool == [False, False, False, True]
-    assert "no tool" in got.goal_reasons[3] and got.goal_reasons[0]
+    assert [g.tools for g in got.goals] == [["get_account_balance"], ["freeze_card"],
+                                            ["transfer_funds"], []]
+    assert [g.no_tool for g in got.goals] == [False, False, False, True]
+    assert "no tool" in got.goals[3].reason and got.goals[0].reason
     # Asking how something works is no action, however many tool words it shares.
     ds = tiny_dataset(TOOLS, [["Explain how a balance transfer between accounts works", "a",
                                "b", "c"]])
     got = label_scenarios("intent", ds, ds.scenarios).scenarios["banking-000"]
-    assert got.goal_no_tool[0] and "explanation" in got.goal_reasons[0]
+    assert got.goals[0].no_tool and "explanation" in got.goals[0].reason
 
 
 def test_intent_matches_derivational_forms_and_general_english_only():

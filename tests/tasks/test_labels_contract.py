@@ -62,8 +62,8 @@ def test_alternatives_and_no_tool_round_trip_into_expected_json(tmp_path, fake_t
 def test_the_per_goal_map_without_its_header_reads_the_same(tmp_path):
     bare = {S0.scenario_id: _per_goal()["scenarios"][S0.scenario_id]}
     a = label_scenarios(_write(tmp_path, bare), SAMPLE, [S0]).scenarios[S0.scenario_id]
-    assert a.goal_no_tool == [False, False, False, True]
-    assert a.goal_tools[0] == ["get_account_balance", "get_transaction_history"]
+    assert [g.no_tool for g in a.goals] == [False, False, False, True]
+    assert a.goals[0].tools == ["get_account_balance", "get_transaction_history"]
 
 
 def test_the_reference_list_format_still_builds(tmp_path, fake_template):
@@ -110,6 +110,6 @@ def test_the_held_out_gold_sets_are_valid_per_goal_labels_files(name):
 
     heldout = validate(goldsets.raw_dataset(name), "banking")
     labels = label_scenarios(f"file:{goldsets.gold_path(name)}", heldout, heldout.scenarios)
-    goals = [n for s in labels.scenarios.values() for n in s.goal_no_tool]
+    goals = [n for s in labels.scenarios.values() for n in (g.no_tool for g in s.goals)]
     assert len(labels.scenarios) == 25 and len(goals) >= 100
     assert 0.1 <= sum(goals) / len(goals) <= 0.25  # the goals no tool serves

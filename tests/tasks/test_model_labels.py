@@ -71,13 +71,13 @@ def test_the_model_labels_goals_and_writes_a_file_to_review(stack, tmp_path, mon
                              _options(stack, "labels", out))
     assert labels.method == "model" and labels.version == f"1+{stack.model}"
     first = labels.scenarios["banking-000"]
-    assert first.goal_tools == [["get_account_balance"], ["transfer_funds"],
+    assert [g.tools for g in first.goals] == [["get_account_balance"], ["transfer_funds"],
                                 ["schedule_bill_payment"], []]
-    assert first.goal_no_tool == [False, False, False, True]
+    assert [g.no_tool for g in first.goals] == [False, False, False, True]
     assert first.expected_tools == ["get_account_balance", "transfer_funds",
                                     "schedule_bill_payment"]
     second = labels.scenarios["banking-001"]  # prose and a code fence around the JSON
-    assert second.goal_tools[1] == ["get_transaction_history", "get_account_balance"]
+    assert second.goals[1].tools == ["get_transaction_history", "get_account_balance"]
     document = LabelsFile.model_validate_json(out.read_text())
     entry = document.scenarios["banking-000"].goals[3]
     assert entry.no_tool and entry.reason == "pretend: no alert tool fits"

@@ -35,20 +35,20 @@ def test_a_paraphrase_with_no_shared_word_gets_its_tool(dataset):
     semantic = label_scenarios("semantic", dataset, dataset.scenarios)
     assert semantic.tag == "semantic@1"
     got = semantic.scenarios["banking-000"]
-    assert got.goal_tools[:2] == EXPECTED[:2]
+    assert [g.tools for g in got.goals][:2] == EXPECTED[:2]
     assert got.expected_tools == ["add_travel_notice", "set_account_alert"]
-    assert "vector neighbours" in got.goal_reasons[0]
+    assert "vector neighbours" in got.goals[0].reason
     # The lexical default cannot place them: that is what the vectors add.
     intent = label_scenarios("intent", dataset, dataset.scenarios).scenarios["banking-000"]
-    assert intent.goal_tools[:2] == [[], []]
+    assert [g.tools for g in intent.goals][:2] == [[], []]
 
 
 def test_goals_no_tool_serves_are_marked_with_a_reason(dataset):
     got = label_scenarios("semantic", dataset, dataset.scenarios).scenarios["banking-000"]
-    assert got.goal_tools[2:] == [[], []]
-    assert got.goal_no_tool == [False, False, True, True]
-    assert "explanation" in got.goal_reasons[2]
-    assert "no tool's schema" in got.goal_reasons[3]
+    assert [g.tools for g in got.goals][2:] == [[], []]
+    assert [g.no_tool for g in got.goals] == [False, False, True, True]
+    assert "explanation" in got.goals[2].reason
+    assert "no tool's schema" in got.goals[3].reason
 
 
 def test_output_is_deterministic(dataset):

@@ -49,20 +49,20 @@ def test_a_paraphrase_with_no_shared_word_gets_its_tool(dataset):
     labelled = label_scenarios("sentence", dataset, dataset.scenarios)
     assert labelled.tag == f"sentence@{sentence.VERSION}"
     got = labelled.scenarios["banking-000"]
-    assert got.goal_tools[:3] == EXPECTED[:3]
+    assert [g.tools for g in got.goals][:3] == EXPECTED[:3]
     assert got.expected_tools == ["freeze_card", "book_advisor_appointment", "add_travel_notice"]
-    assert got.goal_reasons[0].startswith("closest in meaning to freeze_card")
+    assert got.goals[0].reason.startswith("closest in meaning to freeze_card")
     # Counting shared words cannot place them: that is what meaning adds.
     intent = label_scenarios("intent", dataset, dataset.scenarios).scenarios["banking-000"]
-    assert intent.goal_tools[:3] == [[], [], []]
+    assert [g.tools for g in intent.goals][:3] == [[], [], []]
 
 
 def test_goals_no_tool_serves_are_marked_with_a_reason(dataset):
     got = label_scenarios("sentence", dataset, dataset.scenarios).scenarios["banking-000"]
-    assert got.goal_tools[3:] == [[], [], []]
-    assert got.goal_no_tool == [False, False, False, True, True, True]
-    assert "explanation" in got.goal_reasons[3]
-    assert all("no tool is close in meaning" in r for r in got.goal_reasons[4:])
+    assert [g.tools for g in got.goals][3:] == [[], [], []]
+    assert [g.no_tool for g in got.goals] == [False, False, False, True, True, True]
+    assert "explanation" in got.goals[3].reason
+    assert all("no tool is close in meaning" in r for r in [g.reason for g in got.goals][4:])
 
 
 def test_output_is_deterministic(dataset):
@@ -138,7 +138,8 @@ def test_version_2_rules_transfers_and_requests_no_tool_serves(dataset):
     for goal in ("What's my checking balance?", "Freeze my card ending 1234"):
         assert rules.no_tool(goal) is None, goal
     v1 = sentence.label(dataset.scenarios[0], dataset, use_rules=False)
-    assert v1.goal_tools[:3] == EXPECTED[:3]  # the rules change nothing the encoder had right
+    # the rules change nothing the encoder had right
+    assert [g.tools for g in v1.goals][:3] == EXPECTED[:3]
 
 
 class _CountingEncoder:

@@ -24,7 +24,12 @@ def test_help_explains_the_options():
     for option in ("--source", "--out", "--mode", "--labels", "--on-bad-row", "--limit",
                    "--scenarios", "--prune-stale"):
         assert option in out
-    assert "file:PATH" in out and "hf@<revision>" in out
+    assert "hf@<revision>" in out
+    from tasks.banking.labels import REGISTRY
+
+    flat = "".join(out.split())  # argparse wraps at spaces and hyphens
+    for method in REGISTRY.values():  # every method, named and explained, from the registry
+        assert "".join(f"'{method.spec}' ({method.summary}".split()) in flat, method.name
 
 
 def test_build_from_the_sample(tmp_path):

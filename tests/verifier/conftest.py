@@ -44,5 +44,6 @@ def trial(tmp_path: Path, python: str) -> Trial:
     shutil.copy(EXPECTED_FIXTURE, trial.tests_dir / "expected.json")
     # As the task builder ships them: the shared schema validator and the tool schemas.
     shutil.copy(SCHEMA_MODULE, trial.tests_dir / "toolschema.py")
+    shutil.copy(SCHEMA_MODULE.with_name("convread.py"), trial.tests_dir / "convread.py")
     shutil.copy(TOOLS_FIXTURE, trial.tests_dir / "tools.json")
     return trial

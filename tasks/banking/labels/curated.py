@@ -20,7 +20,7 @@ from pydantic import ValidationError
 
 from contracts.expected import LabelsFile
 from tasks.banking.dataset import Dataset, Scenario
-from tasks.banking.labels.model import GoalChoice, LabelsError, ScenarioLabels
+from tasks.banking.labels.model import LabelsError, ScenarioLabels, decided
 
 ID = re.compile(r"^(?P<domain>[a-z]+)-(?P<index>\d{3,})$")
 PerScenario = dict[str, list[str]]
@@ -126,9 +126,12 @@ def label_all(path: Path, dataset: Dataset, wanted: list[Scenario]) -> dict[str,
     if isinstance(labels, LabelsFile):
         return {
             s.scenario_id: ScenarioLabels.from_goals([
-                GoalChoice(tools=g.tools, no_tool=g.no_tool, reason=g.reason)
-                for g in labels.scenarios[s.scenario_id].goals
+                decided(i, text, g.tools, g.no_tool, g.reason)  # the dataset's text, not a quote
+                for i, (text, g) in enumerate(zip(s.row.user_goals,
+                                                  labels.scenarios[s.scenario_id].goals,
+                                                  strict=True))
             ])
             for s in wanted
         }
-    return {s.scenario_id: ScenarioLabels(expected_tools=labels[s.scenario_id]) for s in wanted}
+    return {s.scenario_id: ScenarioLabels.per_scenario(labels[s.scenario_id], s.row.user_goals)
+            for s in wanted}

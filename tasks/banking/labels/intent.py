@@ -23,10 +23,10 @@ from __future__ import annotations
 import math
 import re
 
-from contracts.expected import LabelsQuality
+from contracts.expected import GoalLabel, LabelsQuality
 from tasks.banking.dataset import Dataset, Scenario
 from tasks.banking.labels.match import Matcher, ToolWords
-from tasks.banking.labels.model import GoalChoice, ScenarioLabels
+from tasks.banking.labels.model import ScenarioLabels, decided
 from tasks.banking.labels.text import GENERAL_FORMS, tokens
 from tasks.banking.rows import ToolRow
 
@@ -93,29 +93,30 @@ def make_matcher(dataset: Dataset) -> Matcher:
     return IntentMatcher(dataset.tools, synonyms=GENERAL_FORMS)
 
 
-def explanation(goal: str) -> GoalChoice | None:
-    """A "no tool" choice when the goal asks for an explanation (EXPLANATION), else None."""
+def explanation(goal: str) -> str | None:
+    """Why no tool serves the goal when it asks for an explanation (EXPLANATION), else None."""
     if EXPLANATION.search(goal):
-        return GoalChoice(no_tool=True, reason="asks for an explanation, which no tool performs")
+        return "asks for an explanation, which no tool performs"
     return None
 
 
 def choose(matcher: Matcher, goal: str, min_score: float = MIN_SCORE,
-           alt_ratio: float = ALT_RATIO, basis: str = "schema words shared with") -> GoalChoice:
+           alt_ratio: float = ALT_RATIO, basis: str = "schema words shared with", *,
+           index: int) -> GoalLabel:
     if declined := explanation(goal):
-        return declined
+        return decided(index, goal, no_tool=True, reason=declined)
     ranked = matcher.rank(goal)
     best_score, best = ranked[0]
     if best_score < min_score:
-        return GoalChoice(no_tool=True, reason=f"no tool's schema explains the goal (best: {best} "
-                          f"{best_score:.1f} < {min_score:g})")
+        return decided(index, goal, no_tool=True, reason=f"no tool's schema explains the goal "
+                       f"(best: {best} {best_score:.1f} < {min_score:g})")
     alternatives = [name for score, name in ranked[1:] if score >= alt_ratio * best_score]
-    return GoalChoice(tools=[best, *alternatives],
-                      reason=f"{basis} {best} (score {best_score:.1f})")
+    return decided(index, goal, [best, *alternatives],
+                   reason=f"{basis} {best} (score {best_score:.1f})")
 
 
 def label(scenario: Scenario, dataset: Dataset, matcher: Matcher | None = None,
           **params: float) -> ScenarioLabels:
     matcher = matcher or make_matcher(dataset)
-    return ScenarioLabels.from_goals([choose(matcher, g, **params)
-                                      for g in scenario.row.user_goals])
+    return ScenarioLabels.from_goals([choose(matcher, g, **params, index=i)
+                                      for i, g in enumerate(scenario.row.user_goals)])

@@ -9,7 +9,7 @@ once, in order of first tagging. It is noisy on purpose: "account" is in most de
 from __future__ import annotations
 
 from tasks.banking.dataset import Dataset, Scenario
-from tasks.banking.labels.model import ScenarioLabels
+from tasks.banking.labels.model import ScenarioLabels, decided
 
 VERSION = "1"
 
@@ -44,7 +44,13 @@ def goal_tools(goal: str, dataset: Dataset) -> list[str]:
     return tagged
 
 
-def label(scenario: Scenario, dataset: Dataset) -> ScenarioLabels:
-    per_goal = [goal_tools(goal, dataset) for goal in scenario.row.user_goals]
-    expected = list(dict.fromkeys(name for tools in per_goal for name in tools))
-    return ScenarioLabels(expected_tools=expected, goal_tools=per_goal)
+def make_matcher(dataset: Dataset) -> None:
+    return None  # nothing to prepare: the patterns are fixed
+
+
+def label(scenario: Scenario, dataset: Dataset, matcher: None = None) -> ScenarioLabels:
+    goals = [decided(i, goal, goal_tools(goal, dataset))
+             for i, goal in enumerate(scenario.row.user_goals)]
+    # The reference's expected set: every tool any goal tagged, once, not one per goal.
+    expected = list(dict.fromkeys(name for g in goals for name in g.tools or []))
+    return ScenarioLabels(expected_tools=expected, goals=goals)

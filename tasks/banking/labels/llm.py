@@ -21,9 +21,9 @@ from typing import Any
 
 from pydantic import BaseModel, Field, ValidationError
 
-from contracts.expected import GoalEntry, LabelsFile, ScenarioEntry
+from contracts.expected import GoalEntry, GoalLabel, LabelsFile, ScenarioEntry
 from tasks.banking.dataset import Dataset, Scenario
-from tasks.banking.labels.model import GoalChoice, LabelsError, LabelSet, ScenarioLabels
+from tasks.banking.labels.model import LabelsError, LabelSet, ScenarioLabels, decided
 from tasks.banking.rows import ToolRow
 
 PROMPT_VERSION = "1"
@@ -80,8 +80,8 @@ def messages(tools: list[ToolRow], goals: list[str]) -> list[dict[str, str]]:
     return [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": user}]
 
 
-def parse_answer(text: str, goals: list[str], known: set[str], where: str) -> list[GoalChoice]:
-    """The model's JSON as per-goal choices; LabelsError naming `where` if it is unusable."""
+def parse_answer(text: str, goals: list[str], known: set[str], where: str) -> list[GoalLabel]:
+    """The model's JSON as per-goal labels; LabelsError naming `where` if it is unusable."""
     start, end = text.find("{"), text.rfind("}")
     try:
         answer = _Answer.model_validate(json.loads(text[start:end + 1]))
@@ -92,8 +92,8 @@ def parse_answer(text: str, goals: list[str], known: set[str], where: str) -> li
     if [g.index for g in answer.goals] != list(range(1, len(goals) + 1)):
         raise LabelsError(f"--labels model: {where}: labelled goals "
                           f"{[g.index for g in answer.goals]}, expected 1..{len(goals)}")
-    choices = []
-    for g in answer.goals:
+    labels = []
+    for g, goal in zip(answer.goals, goals, strict=True):
         unknown = [t for t in g.tools if t not in known]
         if unknown:
             raise LabelsError(f"--labels model: {where}: goal {g.index} names unknown tools "
@@ -103,8 +103,8 @@ def parse_answer(text: str, goals: list[str], known: set[str], where: str) -> li
         if g.no_tool and tools:
             raise LabelsError(f"--labels model: {where}: goal {g.index} is no_tool but lists "
                               "tools")
-        choices.append(GoalChoice(tools=tools, no_tool=not tools, reason=reason))
-    return choices
+        labels.append(decided(g.index - 1, goal, tools, no_tool=not tools, reason=reason))
+    return labels
 
 
 def _client(options: ModelOptions) -> Any:
@@ -116,7 +116,7 @@ def _client(options: ModelOptions) -> Any:
 
 
 def ask(client: Any, options: ModelOptions, dataset: Dataset, scenario: Scenario,
-        index: int) -> list[GoalChoice]:
+        index: int) -> list[GoalLabel]:
     goals = scenario.row.user_goals
     extra: dict[str, Any] = {}
     if options.nvext_annotations:
@@ -137,13 +137,13 @@ def ask(client: Any, options: ModelOptions, dataset: Dataset, scenario: Scenario
 
 
 def labels_file(options: ModelOptions, scenarios: list[Scenario],
-                labelled: dict[str, list[GoalChoice]]) -> LabelsFile:
+                labelled: dict[str, list[GoalLabel]]) -> LabelsFile:
     return LabelsFile(
         produced_by=f"model@{options.version} via {options.endpoint}",
         scenarios={
             s.scenario_id: ScenarioEntry(goals=[
-                GoalEntry(goal=goal, tools=c.tools, no_tool=c.no_tool, reason=c.reason)
-                for goal, c in zip(s.row.user_goals, labelled[s.scenario_id], strict=True)
+                GoalEntry(goal=g.text, tools=g.tools or [], no_tool=g.no_tool, reason=g.reason)
+                for g in labelled[s.scenario_id]
             ])
             for s in scenarios
         },
@@ -152,7 +152,7 @@ def labels_file(options: ModelOptions, scenarios: list[Scenario],
 
 def label_set(dataset: Dataset, scenarios: list[Scenario], options: ModelOptions) -> LabelSet:
     client = _client(options)
-    labelled: dict[str, list[GoalChoice]] = {}
+    labelled: dict[str, list[GoalLabel]] = {}
     for index, scenario in enumerate(scenarios):
         labelled[scenario.scenario_id] = ask(client, options, dataset, scenario, index)
         print(f"[{index + 1}/{len(scenarios)}] labelled {scenario.scenario_id} with "

@@ -18,7 +18,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from tasks.banking.dataset import Dataset, Scenario
-from tasks.banking.labels.model import ScenarioLabels
+from tasks.banking.labels.model import ScenarioLabels, decided
 from tasks.banking.labels.text import tokens
 from tasks.banking.rows import ToolRow
 
@@ -108,8 +108,14 @@ class Matcher:
         return picked
 
 
+def make_matcher(dataset: Dataset) -> Matcher:
+    return Matcher(dataset.tools)
+
+
 def label(scenario: Scenario, dataset: Dataset, matcher: Matcher | None = None) -> ScenarioLabels:
-    matcher = matcher or Matcher(dataset.tools)
-    per_goal = [matcher.pick(goal) for goal in scenario.row.user_goals]
-    expected = [name for tools in per_goal for name in tools]
-    return ScenarioLabels(expected_tools=expected, goal_tools=per_goal)
+    matcher = matcher or make_matcher(dataset)
+    goals = [decided(i, goal, matcher.pick(goal))
+             for i, goal in enumerate(scenario.row.user_goals)]
+    # Both picks of a goal count on the set side (this method predates preferred tools).
+    expected = [name for g in goals for name in g.tools or []]
+    return ScenarioLabels(expected_tools=expected, goals=goals)

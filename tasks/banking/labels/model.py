@@ -1,52 +1,49 @@
-"""What a labelling method produces for each scenario."""
+"""What a labelling method produces for each scenario.
+
+A goal's label has one shape from the labeller to the task files: `contracts.expected.GoalLabel`
+(position, text, alternative tools or no tool, reason), the entry `tests/expected.json` holds.
+"""
 
 from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
-from contracts.expected import LabelsQuality
+from contracts.expected import GoalLabel, LabelsQuality
 
 
 class LabelsError(Exception):
     """A labels option or file that cannot be used; the message names the culprit."""
 
 
-class GoalChoice(BaseModel):
-    """One goal's label: alternative tools (any one serves), or no tool."""
-
-    tools: list[str] = Field(default_factory=list, description="Alternatives, first preferred.")
-    no_tool: bool = Field(False, description="The method says no tool can serve the goal.")
-    reason: str | None = None
+def decided(index: int, text: str, tools: list[str] | None = None, no_tool: bool = False,
+            reason: str | None = None) -> GoalLabel:
+    """One goal's label: `tools` (alternatives, first preferred), or `no_tool`, or neither
+    (the method found nothing and does not say no tool serves)."""
+    return GoalLabel(index=index, text=text, tools=list(tools or []), no_tool=no_tool,
+                     reason=reason)
 
 
 class ScenarioLabels(BaseModel):
-    expected_tools: list[str] = Field(description="Multiset in goal order.")
-    goal_tools: list[list[str]] | None = Field(
-        None, description="Tools per goal, in goal order; None when the method has no mapping."
-    )
-    goal_no_tool: list[bool] | None = Field(
-        None, description="Per goal: the method says no tool serves it (None: it never says)."
-    )
-    goal_reasons: list[str | None] | None = None
+    expected_tools: list[str] = Field(description="Multiset in goal order (the set-F1 side).")
+    goals: list[GoalLabel] = Field(
+        description="One label per goal, in goal order; tools null throughout for a "
+        "per-scenario labelling (no mapping of tools to goals).")
 
     @classmethod
-    def from_goals(cls, choices: list[GoalChoice]) -> ScenarioLabels:
-        """Per-goal choices; expected_tools takes each served goal's preferred tool."""
-        return cls(
-            expected_tools=[c.tools[0] for c in choices if c.tools],
-            goal_tools=[list(c.tools) for c in choices],
-            goal_no_tool=[c.no_tool for c in choices],
-            goal_reasons=[c.reason for c in choices],
-        )
+    def from_goals(cls, goals: list[GoalLabel]) -> ScenarioLabels:
+        """Per-goal labels; expected_tools takes each served goal's preferred tool."""
+        return cls(expected_tools=[g.tools[0] for g in goals if g.tools], goals=goals)
 
-    def choices(self) -> list[GoalChoice] | None:
-        """The per-goal labels as choices, or None for a per-scenario labelling."""
-        if self.goal_tools is None:
-            return None
-        no_tool = self.goal_no_tool or [False] * len(self.goal_tools)
-        reasons = self.goal_reasons or [None] * len(self.goal_tools)
-        return [GoalChoice(tools=t, no_tool=n, reason=r)
-                for t, n, r in zip(self.goal_tools, no_tool, reasons, strict=True)]
+    @classmethod
+    def per_scenario(cls, expected_tools: list[str], goals: list[str]) -> ScenarioLabels:
+        """Tools for the scenario as a whole, none mapped to a goal."""
+        return cls(expected_tools=expected_tools,
+                   goals=[GoalLabel(index=i, text=g, tools=None) for i, g in enumerate(goals)])
+
+    @property
+    def mapped(self) -> bool:
+        """The method maps tools to goals (a per-scenario labelling does not)."""
+        return all(g.tools is not None for g in self.goals)
 
 
 class LabelSet(BaseModel):

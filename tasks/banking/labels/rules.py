@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import re
 
-from tasks.banking.labels.model import GoalChoice
-
 # Money going somewhere: a verb of moving or paying, an amount, and an account as destination
 # or source ("to my daughter's account", "into checking", "from the shop account").
 MOVE = re.compile(r"\b(move|moving|shift|shoot|transfer|send|put|pay|give|roll|sweep|top up"
@@ -54,10 +52,10 @@ def is_transfer(goal: str) -> bool:
                 and not NOT_A_TRANSFER.search(text))
 
 
-def no_tool(goal: str) -> GoalChoice | None:
-    """A "no tool" choice when the goal asks for a kind of thing no tool does, else None."""
+def no_tool(goal: str) -> str | None:
+    """Why no tool serves the goal when it asks for a kind of thing no tool does, else None."""
     text = _text(goal)
     for pattern, kind in NO_TOOL_KINDS:
         if pattern.search(text):
-            return GoalChoice(no_tool=True, reason=f"asks for {kind}, which no tool performs")
+            return f"asks for {kind}, which no tool performs"
     return None

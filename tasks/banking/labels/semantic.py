@@ -92,5 +92,6 @@ def make_matcher(dataset: Dataset, neighbours: int = NEIGHBOURS,
 def label(scenario: Scenario, dataset: Dataset, matcher: SemanticMatcher | None = None,
           min_score: float = MIN_SCORE, alt_ratio: float = ALT_RATIO) -> ScenarioLabels:
     matcher = matcher or make_matcher(dataset)
-    return ScenarioLabels.from_goals([intent.choose(matcher, g, min_score, alt_ratio, BASIS)
-                                      for g in scenario.row.user_goals])
+    return ScenarioLabels.from_goals([intent.choose(matcher, g, min_score, alt_ratio, BASIS,
+                                                    index=i)
+                                      for i, g in enumerate(scenario.row.user_goals)])

@@ -29,10 +29,10 @@ import re
 
 import numpy as np
 
-from contracts.expected import LabelsQuality
+from contracts.expected import GoalLabel, LabelsQuality
 from tasks.banking.dataset import Dataset, Scenario
 from tasks.banking.labels import encoder, intent, rules
-from tasks.banking.labels.model import GoalChoice, ScenarioLabels
+from tasks.banking.labels.model import ScenarioLabels, decided
 from tasks.banking.rows import ToolRow
 
 VERSION = "2"
@@ -99,20 +99,20 @@ class SentenceMatcher:
 
 def choose(matcher: SentenceMatcher, goal: str, similarity: np.ndarray,
            lexical: float = LEXICAL, min_similarity: float = MIN_SIMILARITY,
-           use_rules: bool = True) -> GoalChoice:
+           use_rules: bool = True, *, index: int) -> GoalLabel:
     if declined := intent.explanation(goal) or (rules.no_tool(goal) if use_rules else None):
-        return declined
+        return decided(index, goal, no_tool=True, reason=declined)
     if use_rules and rules.is_transfer(goal) and "transfer_funds" in matcher.names:
-        return GoalChoice(tools=["transfer_funds"], reason="moves money between accounts at "
-                          "this bank")
+        return decided(index, goal, ["transfer_funds"], reason="moves money between accounts "
+                       "at this bank")
     words = matcher.lexical_scores(goal)
     best = int(np.argmax(similarity + lexical * words))
     name, closeness = matcher.names[best], float(similarity[best])
     if closeness < min_similarity:
-        return GoalChoice(no_tool=True, reason=f"no tool is close in meaning (best: {name} "
-                          f"{closeness:.2f} < {min_similarity:g})")
-    return GoalChoice(tools=[name], reason=f"closest in meaning to {name} (similarity "
-                      f"{closeness:.2f}; shared schema words {words[best]:.1f})")
+        return decided(index, goal, no_tool=True, reason=f"no tool is close in meaning (best: "
+                       f"{name} {closeness:.2f} < {min_similarity:g})")
+    return decided(index, goal, [name], reason=f"closest in meaning to {name} (similarity "
+                   f"{closeness:.2f}; shared schema words {words[best]:.1f})")
 
 
 def make_matcher(dataset: Dataset, clause: float = CLAUSE) -> SentenceMatcher:
@@ -126,4 +126,4 @@ def label(scenario: Scenario, dataset: Dataset, matcher: SentenceMatcher | None 
     goals = list(scenario.row.user_goals)
     similarity = matcher.similarity(goals)
     return ScenarioLabels.from_goals([choose(matcher, g, similarity[i], lexical, min_similarity,
-                                             use_rules) for i, g in enumerate(goals)])
+                                             use_rules, index=i) for i, g in enumerate(goals)])

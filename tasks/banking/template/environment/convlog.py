@@ -14,6 +14,7 @@ import json
 import os
 import time
 
+from convread import parse_log
 from intentlog import intents_path, to_utf8
 
 TYPE_CHECKING = False  # typing is imported by type checkers only (start-up cost)
@@ -33,16 +34,8 @@ def conversation_path() -> str:
 
 
 def parse_lines(content: bytes) -> list[dict[str, Any]]:
-    """The log's readable lines (a torn or foreign line is skipped)."""
-    entries = []
-    for raw in content.splitlines():
-        try:
-            entry = json.loads(raw.decode("utf-8"))
-        except ValueError:
-            continue
-        if isinstance(entry, dict) and isinstance(entry.get("attempt"), int):
-            entries.append(entry)
-    return entries
+    """The log's readable lines (convread's rule: a torn or foreign line is skipped)."""
+    return parse_log(content)[0]
 
 
 def read_entries(path: str | None = None) -> list[dict[str, Any]]:

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import json
 
+from convread import parse_log
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
@@ -50,20 +52,8 @@ def read_bytes(path: str, log: dict[str, Any]) -> bytes | None:
 
 def read_log(path: str) -> dict[str, Any]:
     """The log's readable lines and what went wrong reading it."""
-    log: dict[str, Any] = {"path": path, "exists": False, "entries": [], "corrupt_lines": 0}
-    content = read_bytes(path, log)
-    for raw in (content or b"").splitlines():
-        if not raw.strip():
-            continue
-        try:
-            entry = json.loads(raw.decode("utf-8"))
-        except (UnicodeDecodeError, ValueError, RecursionError):
-            entry = None
-        if (isinstance(entry, dict) and isinstance(entry.get("attempt"), int)
-                and entry.get("speaker") in ("agent", "customer")):
-            log["entries"].append(entry)
-        else:
-            log["corrupt_lines"] += 1
+    log: dict[str, Any] = {"path": path, "exists": False}
+    log["entries"], log["corrupt_lines"] = parse_log(read_bytes(path, log) or b"")
     return log
 
 

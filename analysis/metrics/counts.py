@@ -1,0 +1,39 @@
+"""Counts of one group: trials by status class (docs/analysis.md, `analysis.status`), the
+requests the serving figures are over, and who counted their tokens. Computed by
+`analysis.summary`; defined here so the report names and defines them as every other figure."""
+
+from __future__ import annotations
+
+from analysis.metrics.base import Metric
+
+
+def _count(key: str, column: str, text: str, unit: str = "trials") -> Metric:
+    return Metric(key, column[:1].upper() + column[1:], unit, None, text, column=column)
+
+
+TRIALS = _count("n_trials", "trials", "Trial folders of the level, running ones included.")
+SCORED = _count("n_scored", "scored", "Trials the verifier scored with nothing failing.")
+AGENT_FAILED = _count("n_agent_failed", "agent failed",
+                      "Trials the system under test failed on its own (counted in quality: "
+                      "with its reward, else 0).")
+INFRA_FAILED = _count("n_infra_failed", "infra failed",
+                      "Trials lost to the LLM server or the network (excluded from quality).")
+HARNESS_FAILED = _count("n_harness_failed", "harness failed",
+                        "Trials lost to the benchmark machinery (excluded from quality).")
+INTERRUPTED = _count("n_interrupted", "interrupted",
+                     "Trials Harbor cancelled because it was stopped (excluded; a resumed "
+                     "sweep runs them again).")
+RUNNING = _count("n_running", "running", "Trials without a result yet.")
+COUNTED = _count("n_counted", "counted in quality", "Scored plus agent-failed trials.")
+EXCLUDED = _count("n_excluded", "excluded", "Infra-failed, harness-failed and interrupted "
+                  "trials.")
+REQUESTS = _count("n_requests", "requests", "LLM calls of the system under test (agent and "
+                  "evaluator), failed ones included.", unit="requests")
+TOKEN_COUNTS = Metric("token_counts", "Tokens counted by", "–", None,
+                      "Who counted the level's tokens: `server` (its usage), `client` (the "
+                      "agent's tokenizer), `mixed`, or `unknown`.", column="tokens counted by")
+
+TRIAL_COUNTS = (TRIALS, SCORED, AGENT_FAILED, INFRA_FAILED, HARNESS_FAILED, INTERRUPTED,
+                RUNNING, COUNTED, EXCLUDED)
+METRICS = (TRIALS, SCORED, AGENT_FAILED, INFRA_FAILED, HARNESS_FAILED, INTERRUPTED, RUNNING,
+           COUNTED, EXCLUDED, REQUESTS, TOKEN_COUNTS)

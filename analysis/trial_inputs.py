@@ -1,0 +1,254 @@
+"""What one finished trial says about its tool calls, read once into `TrialInputs`: the one
+reader of a trial's inputs that the judge, the exports and consistency take.
+
+- Tool calls are the **bank's** record, never what the agent wrote about itself, and only
+  the attempt the verifier scored: the verifier's `tsq.json` (`contracts.tsq.TsqDetails`)
+  names that attempt and repeats its calls with the verifier's own re-check of their
+  arguments. A trial the verifier never scored falls back to the bank's intents log
+  (`contracts.intents.Intent`) and the verifier's rule for the attempt
+  (`contracts.intents.scored_attempt`).
+- Expected tools and goals come from the task's `tests/expected.json`
+  (`contracts.expected.Expected`; the task folder as the reading layer found it), else from
+  `tsq.json`, which repeats them.
+- The customer's request is the task's `instruction.md`; the agent's words come from its
+  ATIF trajectory (`analysis.trajectory`).
+- In conversation mode, every customer and agent line of the scored attempt comes from the
+  bank's conversation log (`dialogue`); each call carries the customer turn it was made on.
+
+Missing or broken files add an `Issue` and leave the field empty; nothing here raises.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, Field, ValidationError
+
+from analysis.files import Issue, read_tsq_details
+from analysis.task_folder import find_task_dir
+from analysis.trajectory import Turn, conversation, read_trajectory, reply_counts_of
+from contracts.conversation import CONVERSATION_FILE, ConversationEntry, read_conversation_log
+from contracts.expected import EXPECTED_FILE, Expected
+from contracts.intents import INTENTS_FILE, Acceptance, Intent, scored_attempt
+from contracts.tsq import RecordedCall, TsqDetails
+
+__all__ = ["BankCall", "TrialInputs", "Turn", "intents_log", "read_scored_calls",
+           "read_trial_inputs"]
+
+# Where a trial may keep the bank's log, most trusted first: a copy the agent cannot write
+# (verifier/ or bank/, as Harbor downloads them) before the agent's own log folder.
+INTENTS_LOCATIONS = (
+    Path("verifier") / INTENTS_FILE,
+    Path("bank") / INTENTS_FILE,
+    Path("artifacts") / INTENTS_FILE,
+    Path("agent") / INTENTS_FILE,
+)
+
+
+class BankCall(BaseModel):
+    """One call the bank recorded for the scored attempt."""
+
+    seq: int | None = None
+    turn: int = Field(0, description="Customer turn the call was made on (0 before the "
+                      "first `bank say`, and always in single-turn tasks).")
+    tool: str
+    arguments: Any = None
+    valid: bool = Field(False, description="The bank's verdict, which the agent saw.")
+    schema_valid: bool | None = Field(
+        None, description="The verifier's own re-check of the arguments against the tool's "
+        "schema (tsq.json); None when the verifier did not score the trial.")
+
+
+class TrialInputs(BaseModel):
+    scenario_id: str
+    instruction: str | None = None
+    calls: list[BankCall] = Field(default_factory=list)
+    scored_attempt: int | None = None
+    expected_tools: list[str] = Field(default_factory=list)
+    goals: list[str] = Field(default_factory=list)
+    goal_tools: list[list[str]] | None = Field(
+        None, description="Per goal a tool serves, in goal order: its alternative tools (any "
+        "one serves, first preferred). None when the labels do not map tools to goals.")
+    known_tools: list[str] = Field(default_factory=list, description="The task's tool names.")
+    turns: list[Turn] = Field(default_factory=list)
+    dialogue: list[ConversationEntry] = Field(
+        default_factory=list, description="Conversation mode: the scored attempt's customer "
+        "and agent lines in order (empty in single-turn modes).")
+    final_answer: str | None = None
+    agent_replies: int = Field(0, description="Agent (not evaluator) model replies in the "
+                               "trajectory, every attempt.")
+    unparsed_call_replies: int = Field(
+        0, description="Of those, replies whose text still holds a `<tool_call>` tag: the "
+        "server's tool parser did not turn it into a call (malformed).")
+
+
+def intents_log(trial_dir: Path) -> Path | None:
+    """The bank's intents log of a trial: the one place that knows where it lies."""
+    for relative in INTENTS_LOCATIONS:
+        if (trial_dir / relative).is_file():
+            return trial_dir / relative
+    return None
+
+
+def read_bank_log(path: Path, issues: list[Issue]) -> tuple[list[Intent], list[int]]:
+    """Call lines and accepted attempt numbers; unreadable lines are counted as one issue."""
+    calls: list[Intent] = []
+    accepts: list[int] = []
+    bad = 0
+    try:
+        lines = path.read_bytes().splitlines()
+    except OSError as exc:
+        issues.append(Issue(str(path), f"unreadable ({exc})"))
+        return calls, accepts
+    for raw in lines:
+        if not raw.strip():
+            continue
+        try:
+            if b'"accept"' in raw:
+                accepted = Acceptance.model_validate_json(raw).accept
+                if accepted < 1:
+                    raise ValueError("an accept line names attempt 1 or later")
+                accepts.append(accepted)
+            else:
+                calls.append(Intent.model_validate_json(raw))
+        except (ValueError, RecursionError):  # ValidationError is a ValueError
+            bad += 1
+    if bad:
+        issues.append(Issue(str(path), f"{bad} unreadable line(s) skipped"))
+    return calls, accepts
+
+
+def _from_intent(intent: Intent) -> BankCall:
+    return BankCall(seq=intent.seq, turn=intent.turn, tool=intent.tool,
+                    arguments=intent.arguments, valid=intent.valid)
+
+
+def _from_recorded(call: RecordedCall) -> BankCall:
+    return BankCall(seq=call.seq if isinstance(call.seq, int) else None, turn=call.turn,
+                    tool=call.tool, arguments=call.arguments,
+                    valid=call.valid if call.bank_valid is None else call.bank_valid,
+                    schema_valid=call.valid)
+
+
+def _by_seq(calls: list[BankCall]) -> list[BankCall]:
+    return sorted(calls, key=lambda c: c.seq if c.seq is not None else 0)
+
+
+def read_scored_calls(trial_dir: Path, issues: list[Issue]
+                      ) -> tuple[TsqDetails | None, int | None, list[BankCall]]:
+    """(the verifier's tsq.json, the scored attempt, its calls as the bank recorded them):
+    the verifier's copy of the scored attempt's calls, else (a trial it never scored, or a
+    tsq.json trimmed of its `attempts`) the bank's log."""
+    tsq = read_tsq_details(trial_dir, issues)
+    attempt = tsq.scored_attempt if tsq is not None else None
+    chosen = next((a for a in tsq.attempts if a.attempt == attempt), None) if tsq else None
+    if chosen is not None:
+        return tsq, attempt, _by_seq([_from_recorded(c) for c in chosen.calls])
+    log = intents_log(trial_dir)
+    if log is None:
+        return tsq, attempt, []
+    intents, accepts = read_bank_log(log, issues)
+    if attempt is None:
+        attempt = scored_attempt(accepts, (i.attempt for i in intents))
+    return tsq, attempt, _by_seq([_from_intent(i) for i in intents if i.attempt == attempt])
+
+
+def read_dialogue(trial_dir: Path, attempt: int | None, issues: list[Issue]
+                  ) -> list[ConversationEntry]:
+    """The scored attempt's lines of the bank's conversation log, in `seq` order; none when
+    the task was no conversation (no log). Unreadable lines are counted as one issue."""
+    path = trial_dir / "agent" / CONVERSATION_FILE
+    if not path.is_file():
+        return []
+    try:
+        lines, bad = read_conversation_log(path.read_bytes())
+    except OSError as exc:
+        issues.append(Issue(str(path), f"unreadable ({exc})"))
+        return []
+    if bad:
+        issues.append(Issue(str(path), f"{bad} unreadable line(s) skipped"))
+    return sorted((e for e in lines if attempt is None or e.attempt == attempt),
+                  key=lambda e: e.seq)
+
+
+def read_expected(task: Path | None, issues: list[Issue]) -> Expected | None:
+    """The task's `tests/expected.json`, or None (no task folder, or unreadable)."""
+    path = task / "tests" / EXPECTED_FILE if task is not None else None
+    if path is None or not path.is_file():
+        return None
+    try:
+        return Expected.model_validate_json(path.read_bytes())
+    except (OSError, ValidationError) as exc:
+        issues.append(Issue(str(path), f"not a valid Expected ({str(exc).splitlines()[0]})"))
+        return None
+
+
+def _expected(expected: Expected | None, tsq: TsqDetails | None, trial_dir: Path,
+              issues: list[Issue]) -> tuple[list[str], list[str], list[list[str]] | None]:
+    """(expected tools, goal texts, per served goal its alternatives or None): the task's
+    labels, else the verifier's copy of them."""
+    goals: list[tuple[str | None, list[str] | None]] = []
+    tools: list[str] = []
+    if expected is not None:
+        tools, goals = expected.expected_tools, [(g.text, g.tools) for g in expected.goals]
+    elif tsq is not None:
+        tools, goals = tsq.expected_tools, [(g.text, g.tools) for g in tsq.goals]
+    alternatives: list[list[str]] | None = []
+    for _, listed in goals:
+        if listed is None:
+            alternatives = None  # the labels do not map tools to goals
+            break
+        if listed:  # a goal no tool serves expects no call
+            alternatives.append(list(listed))
+    if alternatives is not None and [a[0] for a in alternatives] != tools:
+        alternatives = None  # not the per-goal side of expected_tools: trust expected_tools
+    texts = [text for text, _ in goals if text is not None]
+    if not tools and not texts:
+        issues.append(Issue(str(trial_dir), "no expected tools found (no task expected.json, "
+                                            "no verifier tsq.json)"))
+    return list(tools), texts, alternatives
+
+
+def _known_tools(task: Path | None, issues: list[Issue]) -> list[str]:
+    if task is None or not (task / "environment" / "tools.json").is_file():
+        return []
+    try:
+        data = json.loads((task / "environment" / "tools.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        issues.append(Issue(str(task / "environment" / "tools.json"), f"unreadable ({exc})"))
+        return []
+    names = []
+    for item in data if isinstance(data, list) else []:
+        function = item.get("function", item) if isinstance(item, dict) else {}
+        if isinstance(function, dict) and isinstance(function.get("name"), str):
+            names.append(function["name"])
+    return names
+
+
+def _read_text(path: Path) -> str | None:
+    try:
+        return path.read_text(encoding="utf-8").strip() or None
+    except (OSError, UnicodeDecodeError):
+        return None
+
+
+def read_trial_inputs(trial_dir: Path, scenario_id: str, issues: list[Issue],
+                      task_dir: Path | None = None) -> TrialInputs:
+    """Everything above for one trial. `task_dir` is the task folder the reading layer found
+    for it (`Tables.task_dir`); without one (a trial read on its own) it is looked up here."""
+    tsq, attempt, calls = read_scored_calls(trial_dir, issues)
+    task = task_dir if task_dir is not None else find_task_dir(trial_dir, scenario_id)
+    expected_tools, goals, goal_tools = _expected(read_expected(task, issues), tsq, trial_dir,
+                                                  issues)
+    trajectory = read_trajectory(trial_dir, issues)
+    user, turns, final = conversation(trajectory, attempt)
+    instruction = (_read_text(task / "instruction.md") if task else None) or user
+    return TrialInputs(
+        scenario_id=scenario_id, instruction=instruction, calls=calls, scored_attempt=attempt,
+        expected_tools=expected_tools, goals=goals, goal_tools=goal_tools,
+        known_tools=_known_tools(task, issues),
+        turns=turns, dialogue=read_dialogue(trial_dir, attempt, issues), final_answer=final,
+        **reply_counts_of(trajectory),
+    )
