@@ -404,28 +404,3 @@ def test_structural_tags_become_grammars(stack, tmp_path):
     refused = [v for k, v in out.items() if k.startswith("{")]
     assert all(v.startswith("refused: ") for v in refused), refused
     assert any("qwen_xml" in v for v in refused) and any("regex" in v for v in refused)
-
-
-def test_a_long_shared_prefix_is_copied_to_the_other_slots(stack):
-    """Agents that open with the same long tool prompt: after one request has read it, requests
-    started together with that prefix all find it cached, whichever slot each lands in (without
-    the copy, the slots that never saw it read it cold, side by side)."""
-    policy = " ".join(f"Clause {i}: the fan-out desk checks ledger {i} twice." for i in range(120))
-    system = {"role": "system", "content": policy}
-    first = chat(stack, messages=[system, {"role": "user", "content": "Hello."}], max_tokens=2)
-    prefix = first["usage"]["prompt_tokens"] - 8  # the system turn, short of the user turn
-    assert prefix > 1024  # above the worker's default --fanout-min-tokens
-    time.sleep(1.0)  # the copy runs right after the request ends (tens of ms)
-    usages: dict[int, dict] = {}
-
-    def one(i: int) -> None:
-        msgs = [system, {"role": "user", "content": f"Question {i}: my balance?"}]
-        usages[i] = chat(stack, messages=msgs, max_tokens=2)["usage"]
-
-    threads = [threading.Thread(target=one, args=(i,)) for i in range(SLOTS)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    cached = sorted(u["prompt_tokens_details"]["cached_tokens"] for u in usages.values())
-    assert cached[0] >= prefix, cached
