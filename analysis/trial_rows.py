@@ -85,7 +85,7 @@ class Rows:
     # instead of a Python object each.
     send_ns: list[int | None] = field(default_factory=list)
     end_ns: list[int | None] = field(default_factory=list)
-    read_request: array = field(default_factory=lambda: array("q"))
+    n_reads: array = field(default_factory=lambda: array("q"))
     read_ns: array = field(default_factory=lambda: array("q"))
     read_tool_chars: array = field(default_factory=lambda: array("q"))
     itl_values: Any = None  # the gaps in ms (numpy), once packed
@@ -107,8 +107,10 @@ class Rows:
 
     def _derive_timing(self) -> None:
         n = len(self.send_ns)
-        reads = latency.Reads(*(np.frombuffer(a, dtype=np.int64) for a in (
-            self.read_request, self.read_ns, self.read_tool_chars)))
+        per_request = np.frombuffer(self.n_reads, dtype=np.int64)
+        reads = latency.Reads(np.repeat(np.arange(n), per_request),
+                              *(np.frombuffer(a, dtype=np.int64)
+                                for a in (self.read_ns, self.read_tool_chars)))
         raw = pd.concat([pd.DataFrame({
             "send_ns": pd.array(self.send_ns, dtype="Int64"),
             "end_ns": pd.array(self.end_ns, dtype="Int64"),
@@ -124,7 +126,7 @@ class Rows:
         self.req["end_unix_ns"] = end.to_numpy(dtype=float, na_value=np.nan)
         self.itl_values = latency.gaps_ns(reads) * latency.ITL.scale
         self.send_ns, self.end_ns = [], []
-        self.read_request, self.read_ns, self.read_tool_chars = array("q"), array("q"), array("q")
+        self.n_reads, self.read_ns, self.read_tool_chars = array("q"), array("q"), array("q")
 
 
 def _merge(parts: list[Rows]) -> Rows:
@@ -322,7 +324,7 @@ def _add_requests(trial_index: int, records: list[LLMCallRecord], rows: Rows) ->
         # Raw times only; `latency.derive` turns them into every timing column per chunk.
         rows.send_ns.append(rec.send_ns)
         rows.end_ns.append(rec.end_ns)
-        rows.read_request.extend([len(rows.send_ns) - 1] * len(rec.read_ns))
+        rows.n_reads.append(len(rec.read_ns))
         rows.read_ns.extend(rec.read_ns)
         rows.read_tool_chars.extend(latency.aligned_tool_chars(rec))
 

@@ -110,8 +110,10 @@ def score(labels: dict[str, ScenarioLabels], gold: dict[str, GoalGold | set[str]
 
 def all_tools(dataset: Dataset, goals: bool) -> dict[str, ScenarioLabels]:
     names = dataset.tool_names
-    return {s.scenario_id: ScenarioLabels.from_goals(
-        [decided(i, g, list(names)) for i, g in enumerate(s.row.user_goals)]) if goals
+    # Every tool on the set side too (not one per goal): the recall-1 baseline.
+    return {s.scenario_id: ScenarioLabels(
+        expected_tools=list(names),
+        goals=[decided(i, g, list(names)) for i, g in enumerate(s.row.user_goals)]) if goals
         else ScenarioLabels.per_scenario(list(names), s.row.user_goals)
         for s in dataset.scenarios}
 

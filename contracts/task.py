@@ -60,11 +60,22 @@ def metadata_toml(meta: TaskMetadata) -> list[str]:
                             for key, value in meta.model_dump(exclude_none=True).items())]
 
 
+def metadata_table(task_dir: Path) -> dict[str, Any] | None:
+    """task.toml's `[metadata]` table as it stands, or None when task.toml is missing,
+    unreadable or has none (the task writer needs only its `scenario_id`, whatever else an
+    older builder wrote)."""
+    try:
+        raw = tomllib.loads((task_dir / TASK_TOML).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+        return None
+    table = raw.get("metadata")
+    return table if isinstance(table, dict) else None
+
+
 def read_metadata(task_dir: Path) -> TaskMetadata | None:
     """A task folder's metadata, or None when task.toml is missing, unreadable or has no
     valid `[metadata]` (a hand-written task, or one from before the contract)."""
     try:
-        raw = tomllib.loads((task_dir / TASK_TOML).read_text(encoding="utf-8"))
-        return TaskMetadata.model_validate(raw.get("metadata") or {})
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError, ValidationError):
+        return TaskMetadata.model_validate(metadata_table(task_dir) or {})
+    except ValidationError:
         return None

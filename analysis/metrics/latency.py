@@ -126,18 +126,27 @@ class Reads:
 
 def read_inputs(reads: Reads, n_requests: int) -> pd.DataFrame:
     """`first_read_ns`, `last_read_ns`, `first_tool_read_ns`, `n_reads` per request."""
-    at = pd.Series(reads.read_ns, dtype="Int64")
-    by = at.groupby(reads.request, sort=True)
-    index = pd.RangeIndex(n_requests)
-    tool = reads.tool_call_chars > 0
-    first_tool = pd.Series(reads.read_ns[tool], dtype="Int64").groupby(
-        reads.request[tool], sort=True).first()
+    n_reads = np.bincount(reads.request, minlength=n_requests)[:n_requests]
+    start = np.cumsum(n_reads) - n_reads  # reads are in request order
+    some = n_reads > 0
+    tool = np.flatnonzero(reads.tool_call_chars > 0)
+    # The first read with a tool call, per request that has one: reads ascend by request,
+    # so np.unique's first index of each request among them is that read.
+    has_tool, first = np.unique(reads.request[tool], return_index=True)
+    first_tool = np.zeros(n_requests, dtype=np.int64)
+    first_tool[has_tool] = reads.read_ns[tool[first]]
+    tool_mask = np.ones(n_requests, dtype=bool)
+    tool_mask[has_tool] = False
+
+    def at(positions: np.ndarray) -> pd.arrays.IntegerArray:
+        values = np.zeros(n_requests, dtype=np.int64)
+        values[some] = reads.read_ns[positions[some]]
+        return pd.arrays.IntegerArray(values, ~some)
+
     return pd.DataFrame({
-        "first_read_ns": by.first().reindex(index),
-        "last_read_ns": by.last().reindex(index),
-        "first_tool_read_ns": first_tool.reindex(index),
-        "n_reads": np.bincount(reads.request, minlength=n_requests)[:n_requests]
-        if n_requests else np.zeros(0, dtype=np.int64),
+        "first_read_ns": at(start), "last_read_ns": at(start + n_reads - 1),
+        "first_tool_read_ns": pd.arrays.IntegerArray(first_tool, tool_mask),
+        "n_reads": n_reads.astype(np.int64),
     })
 
 

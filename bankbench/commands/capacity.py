@@ -110,7 +110,7 @@ def _run(args: argparse.Namespace) -> int:
     from pydantic import ValidationError
 
     from bankbench.capacity.run import load_record, run_capacity
-    from bankbench.commands.sweep import _explicit_options, _stop_cleanly_on_sigterm
+    from bankbench.commands.sweep import _explicit_options, _stop_cleanly_on_signals
     from bankbench.sweep.runner import SweepError, load_manifest
     from contracts.capacity import CapacitySearch
     from contracts.sweep import SweepConfig
@@ -142,7 +142,7 @@ def _run(args: argparse.Namespace) -> int:
     if search.reference and not Path(search.reference).is_dir():
         return _fail(f"--reference {search.reference}: no such directory", 2)
 
-    stopped_by = _stop_cleanly_on_sigterm()
+    stopped_by = _stop_cleanly_on_signals()
     try:
         record = run_capacity(config, search, sweep_dir, resume=bool(args.resume))
     except KeyboardInterrupt:

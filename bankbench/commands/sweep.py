@@ -217,7 +217,7 @@ def _run(args: argparse.Namespace) -> int:
         print("bankbench sweep: --port applies to a --profile sweep; a --base-url sweep "
               "resumes at a new address with --base-url NEW_URL", file=sys.stderr)
         return 2
-    stopped_by = _stop_cleanly_on_sigterm()
+    stopped_by = _stop_cleanly_on_signals()
     try:
         if routers:
             reports = run_router_sweep(config, routers, sweep_dir, resume=bool(args.resume),
@@ -261,9 +261,15 @@ def _option_name(loc: tuple) -> str:
     return _OPTION_OF_FIELD.get(field, "--" + field.replace("_", "-"))
 
 
-def _stop_cleanly_on_sigterm() -> dict[str, int]:
-    """`kill PID` (SIGTERM, what service managers and CI runners send) stops the sweep the way
-    Ctrl-C does: Harbor stopped, the sweep's server brought down, the resume command printed."""
+def _stop_cleanly_on_signals() -> dict[str, int]:
+    """Ctrl-C (SIGINT) and `kill PID` (SIGTERM, what service managers and CI runners send) stop
+    the sweep cleanly: Harbor stopped, the sweep's server brought down, the resume command
+    printed.
+
+    SIGINT gets a handler of its own too: a shell starts a background job (`cmd &` in a script)
+    with SIGINT ignored, Python then keeps it ignored, and `kill -INT` would do nothing, nor
+    reach Harbor, which inherits the ignored disposition. A handler is reset to the default
+    on exec, so the processes the sweep starts get a working SIGINT back."""
     seen: dict[str, int] = {}
 
     def handler(signum: int, frame: object) -> None:
@@ -271,6 +277,7 @@ def _stop_cleanly_on_sigterm() -> dict[str, int]:
         raise KeyboardInterrupt
 
     signal.signal(signal.SIGTERM, handler)
+    signal.signal(signal.SIGINT, handler)
     return seen
 
 

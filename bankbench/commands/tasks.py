@@ -17,6 +17,7 @@ SOURCE_HELP = (
 def register(sub: argparse._SubParsersAction) -> None:
     from contracts.conversation import DEFAULT_MAX_TURNS
     from contracts.expected import DEFAULT_LABEL_METHOD
+    from contracts.task import DEFAULT_MODE, INSTRUCTION_MODES
     from tasks.banking.labels import methods
 
     p = sub.add_parser(
@@ -41,8 +42,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     b.add_argument("--out", required=True, type=Path, help="directory to write task dirs into")
     b.add_argument(
         "--mode",
-        choices=("goals", "first-message", "conversation"),
-        default="goals",
+        choices=INSTRUCTION_MODES,
+        default=DEFAULT_MODE,
         help="instruction content: first message plus the goals as requests (default), "
         "the first message alone, or the first message with a simulated customer who brings "
         "up the goals over later turns (`/app/bank say`; see docs/conversation.md)",

@@ -11,8 +11,9 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import tomllib
 from pathlib import Path
+
+from contracts.task import metadata_table
 
 TaskFiles = dict[str, tuple[bytes, int]]
 TASK_DIR = re.compile(r"^[a-z]+-\d{3,}$")
@@ -34,11 +35,8 @@ def read_tree(root: Path) -> TaskFiles:
 
 def task_scenario_id(directory: Path) -> str | None:
     """The scenario id a bankbench task dir records in task.toml; None if it is not one."""
-    try:
-        meta = tomllib.loads((directory / "task.toml").read_text(encoding="utf-8"))["metadata"]
-        return str(meta["scenario_id"])
-    except (OSError, ValueError, KeyError, TypeError):
-        return None
+    scenario = (metadata_table(directory) or {}).get("scenario_id")
+    return str(scenario) if scenario is not None else None
 
 
 def write_task(directory: Path, files: TaskFiles) -> bool:

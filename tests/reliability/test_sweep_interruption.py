@@ -27,13 +27,17 @@ pytestmark = [pytest.mark.dynamo, pytest.mark.harbor, pytest.mark.slow]
 N_TASKS, ATTEMPTS = 5, 2
 
 
-def _start_sweep(out: Path, levels: str) -> tuple[subprocess.Popen, Path]:
+def _start_sweep(out: Path, levels: str, sigint_ignored: bool = False
+                 ) -> tuple[subprocess.Popen, Path]:
     cmd = [sys.executable, "-m", "bankbench", "sweep", "--profile", "cpu-mocker",
            "--set", "speedup_ratio=10", "--levels", levels, "--attempts", str(ATTEMPTS),
            "--source", "sample", "--limit", str(N_TASKS), "--out", str(out), "--name", "s"]
     log = (out / "sweep.out").open("w")
+    # sigint_ignored: started the way a shell script starts a background job (`cmd &`), which
+    # runs it with SIGINT ignored.
+    ignore = (lambda: signal.signal(signal.SIGINT, signal.SIG_IGN)) if sigint_ignored else None
     proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, text=True,
-                            env={**os.environ, **HARBOR_ENV})
+                            env={**os.environ, **HARBOR_ENV}, preexec_fn=ignore)
     return proc, out / "s"
 
 
@@ -119,6 +123,21 @@ def test_sigint_stops_cleanly_and_says_how_to_resume(tmp_path):
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     _assert_like_a_clean_run(sweep, before)
     assert _no_leftovers(str(tmp_path)) == []
+
+
+def test_sigint_stops_a_sweep_started_in_the_background_of_a_script(tmp_path):
+    """`bankbench sweep … &` in a script inherits an ignored SIGINT; `kill -INT` still stops it,
+    and Harbor (which would inherit the ignored SIGINT too) goes down with it promptly."""
+    proc, sweep = _start_sweep(tmp_path, "1", sigint_ignored=True)
+    log = tmp_path / "sweep.out"
+    wait_for(lambda: len(_finished(sweep / "c1")) >= 1, proc, log)
+    proc.send_signal(signal.SIGINT)
+    assert proc.wait(timeout=120) == 130
+    out = log.read_text()
+    assert f"bankbench sweep --resume {sweep}" in out
+    assert "stopping the server this sweep started" in out
+    assert not (sweep / "server" / "state.json").exists()
+    assert _no_leftovers(str(tmp_path), wait_s=10) == []
 
 
 def test_sigterm_stops_like_ctrl_c(tmp_path):

@@ -30,8 +30,14 @@ CASES = [
     ("harness_error", True, None, "harness_failed", "bank unavailable"),
     (None, False, "RuntimeError", "harness_failed", "RuntimeError"),
     (None, False, "CancelledError", "interrupted", "interrupted (Harbor was stopped)"),
+    # The agent made its attempt, then neither reward nor error: the harness lost the score.
     ("ok", False, None, "harness_failed", "without a reward"),
+    # Nothing recorded and no attempt made: what Harbor leaves for a trial it cancels on its
+    # way down when its sweep is killed (analysis.status.is_interrupted).
+    ("infra_error", False, None, "interrupted", "interrupted (Harbor was stopped)"),
 ]
+# Attempts each agent reports: one, but none in the killed sweep's trial (the last case).
+ATTEMPTS = [1] * (len(CASES) - 1) + [0]
 REASONS = {"ok": None, "agent_error": "step limit reached without a final answer",
            "infra_error": "LLM request failed after 4 tries: 503",
            "harness_error": "bank unavailable: `/app/bank tools` exited 78: cannot read"}
@@ -61,7 +67,8 @@ def job(tmp_path_factory: pytest.TempPathFactory):
                             records=[record(trial_name=f"t{i}")],
                             rewards=REWARD if has_reward else None, exception_type=exception,
                             # what the agent reports to Harbor in process (result.json)
-                            agent_status={"status": status, "reason": REASONS[status]}
+                            agent_status={"status": status, "reason": REASONS[status],
+                                          "attempts": ATTEMPTS[i]}
                             if status is not None else None)
         if status is not None:  # the agent's own writer, not a hand-made JSON
             write_status(trial / "agent", WrittenStatus(status=status, reason=REASONS[status]))
@@ -90,12 +97,12 @@ def test_report_counts_each_class(job, tmp_path):
                      [c.strip() for c in row.strip("|").split("|")], strict=True))
     assert (cells["trials"], cells["scored"], cells["agent failed"], cells["infra failed"],
             cells["harness failed"], cells["interrupted"], cells["running"]
-            ) == ("8", "1", "2", "1", "3", "1", "0")
-    assert (cells["counted in quality"], cells["excluded"]) == ("3", "5")
+            ) == ("9", "1", "2", "1", "3", "2", "0")
+    assert (cells["counted in quality"], cells["excluded"]) == ("3", "6")
     # the progress line names the classes too
-    counts = re.search(r"8 trials \(([^)]*)\)", done.stderr)
+    counts = re.search(r"9 trials \(([^)]*)\)", done.stderr)
     assert counts, done.stderr
     named = {part.split()[1]: int(part.split()[0]) for part in counts.group(1).split(", ")}
     assert named == {"scored": 1, "agent_failed": 2, "infra_failed": 1, "harness_failed": 3,
-                     "interrupted": 1}
+                     "interrupted": 2}
     assert "`interrupted` trials (Harbor was stopped" in report

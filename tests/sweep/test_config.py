@@ -271,7 +271,7 @@ def test_resuming_a_sweep_checks_only_a_typed_max_turns(tmp_path, monkeypatch):
     from bankbench.commands import sweep as command
     from bankbench.sweep import runner
 
-    monkeypatch.setattr(command, "_stop_cleanly_on_sigterm", dict)  # keep pytest's SIGTERM
+    monkeypatch.setattr(command, "_stop_cleanly_on_signals", dict)  # keep pytest's signal handlers
     goals = SweepConfig(levels=[1], profile="cpu-mocker")
     save_manifest(tmp_path, _manifest(goals))
     resumed = []
