@@ -17,10 +17,23 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import shutil
 from collections.abc import Sequence
 from typing import Any
 
 logger = logging.getLogger("llamacpp_worker.fanout")
+
+
+def slot_file_dir(shm: str = "/dev/shm", min_free: int = 1 << 30) -> str | None:
+    """Where slot copies go: RAM-backed /dev/shm when it is writable with room for a few long
+    prompts (~23 KB per token for SmolLM2; a container's default 64 MiB is not), else None
+    (the system's temporary folder)."""
+    try:
+        if os.access(shm, os.W_OK) and shutil.disk_usage(shm).free >= min_free:
+            return shm
+    except OSError:
+        pass
+    return None
 
 
 def common_prefix(a: Sequence[int], b: Sequence[int]) -> int:

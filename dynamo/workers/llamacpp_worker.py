@@ -57,7 +57,7 @@ from dynamo.common.configuration.groups.runtime_args import (
 )
 from dynamo.llm import ModelInput
 from dynamo.llm.exceptions import InvalidArgument
-from llamacpp_fanout import PrefixFanOut  # sibling files: this runs as a script
+from llamacpp_fanout import PrefixFanOut, slot_file_dir  # sibling files: run as a script
 from llamacpp_grammar import guided_grammar
 
 logger = logging.getLogger("llamacpp_worker")
@@ -184,9 +184,8 @@ class LlamaCppEngine(LLMEngine):
         self.base_url = ""
         self.session: aiohttp.ClientSession | None = None
         self.streams: dict[str, aiohttp.ClientResponse] = {}
-        # Slot KV copies go through files: a RAM-backed folder where there is one.
-        shm = "/dev/shm" if os.access("/dev/shm", os.W_OK) else None
-        self.slot_dir = tempfile.TemporaryDirectory(prefix="llamacpp-slots-", dir=shm)
+        # Slot KV copies go through files: a RAM-backed folder where there is one with room.
+        self.slot_dir = tempfile.TemporaryDirectory(prefix="llamacpp-slots-", dir=slot_file_dir())
         self.fanout = PrefixFanOut(args.parallel, args.fanout_min_tokens, self.slot_dir.name)
 
     @classmethod

@@ -9,7 +9,8 @@ import sys
 from bankbench.paths import dynamo_assets
 
 sys.path.insert(0, str(dynamo_assets() / "workers"))
-from llamacpp_fanout import common_prefix, fanout_targets  # noqa: E402
+import llamacpp_fanout  # noqa: E402
+from llamacpp_fanout import common_prefix, fanout_targets, slot_file_dir  # noqa: E402
 
 P = list(range(100, 1300))  # a 1,200-token shared prefix
 
@@ -30,3 +31,15 @@ def test_short_prompts_and_a_disabled_fanout_copy_nothing():
     assert fanout_targets(0, P[:1000], {}, set(), 4, 1024) == []
     assert fanout_targets(0, P, {}, set(), 4, 0) == []
     assert common_prefix([1, 2, 3], [1, 2, 4]) == 2 and common_prefix([], [1]) == 0
+
+
+def test_slot_files_go_to_a_roomy_ram_folder_else_the_temporary_one(tmp_path, monkeypatch):
+    class Usage:
+        def __init__(self, free: int):
+            self.free = free
+
+    monkeypatch.setattr(llamacpp_fanout.shutil, "disk_usage", lambda _: Usage(8 << 30))
+    assert slot_file_dir(str(tmp_path)) == str(tmp_path)
+    monkeypatch.setattr(llamacpp_fanout.shutil, "disk_usage", lambda _: Usage(64 << 20))
+    assert slot_file_dir(str(tmp_path)) is None  # a container's 64 MiB /dev/shm
+    assert slot_file_dir(str(tmp_path / "missing")) is None
