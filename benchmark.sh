@@ -23,12 +23,14 @@ for arg in "$@"; do
   esac
 done
 if [ "$server_given" = no ]; then
-  # SmolLM2-135M seldom calls a tool unless made to: force one on each attempt's first turn.
+  # SmolLM2-135M seldom calls a tool unless made to: force one on each attempt's first turn,
+  # exactly one (parallel_tool_calls=false: the reply ends after the call instead of running
+  # to max_tokens and cutting a second one short).
   # Sized for 2 CPU cores: 4 scenarios, so level 4 runs them all at once in the worker's 4
   # llama.cpp slots (decoded in one batch) and each level is a few model turns per scenario;
-  # short replies; a client timeout that fits a CPU's long-prompt prefill at level 4.
+  # short replies; a client timeout that fits the one cold read of the ~4.9k-token tool prompt.
   set -- --profile cpu-tiny --levels 1,2,4 --limit 4 --source auto \
-         --ak tool_choice=first --ak max_tokens=96 --ak max_steps=4 \
-         --ak request_timeout_s=600 "$@"
+         --ak tool_choice=first --ak parallel_tool_calls=false --ak max_tokens=96 \
+         --ak max_steps=4 --ak request_timeout_s=600 "$@"
 fi
 exec bankbench sweep "$@"

@@ -92,6 +92,11 @@ class LoopOptions(_Options):
         "turn of each attempt and leaves the rest to the model (for small models that rarely "
         "call tools by themselves).",
     )
+    parallel_tool_calls: bool | None = Field(
+        None, description="native mode: the requests' parallel_tool_calls when set. false: at "
+        "most one call per turn, so a forced turn ends after its call (a small model otherwise "
+        "keeps adding calls until max_tokens cuts the last one short).",
+    )
     max_steps: int = Field(12, ge=1, le=200, description="Model turns per attempt.")
     max_calls_per_step: int = Field(8, ge=1, le=100, description="Tool calls run per turn.")
     max_argument_chars: int = Field(8000, ge=2, description="Longest tool-call argument text.")

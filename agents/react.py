@@ -59,8 +59,11 @@ def request_params(tools: list[dict], options: LoopOptions, step: int) -> dict[s
     """The API parameters of the request at `step` (1-based) besides the messages."""
     if options.tool_mode == "text":
         return {"stop": text_protocol.STOP_SEQUENCES, **options.sampling()}
-    return {"tools": tools, "tool_choice": tool_choice_for(options.tool_choice, step),
-            **options.sampling()}
+    params = {"tools": tools, "tool_choice": tool_choice_for(options.tool_choice, step),
+              **options.sampling()}
+    if options.parallel_tool_calls is not None:
+        params["parallel_tool_calls"] = options.parallel_tool_calls
+    return params
 
 
 @dataclass

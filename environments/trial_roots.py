@@ -33,6 +33,9 @@ BASE_NAME = "bankbench-local-env"
 OWNER_FILE = "owner.json"
 # Memory filesystems tried first for the default base, in order.
 MEMORY_DIRS = (Path("/dev/shm"),)
+# A container's /dev/shm is often tiny (Docker gives 64 MiB): trial folders filling it mid-sweep
+# would fail trials, so a memory folder with less free than this is passed over.
+MIN_MEMORY_FREE = 1 << 30
 _swept: set[Path] = set()  # bases this process has already cleared
 
 
@@ -47,16 +50,19 @@ class TrialOwner(BaseModel):
     keep: bool = Field(False, description="Kept on purpose: never removed as a leftover.")
 
 
-def default_base(memory_dirs: tuple[Path, ...] = MEMORY_DIRS) -> Path:
+def default_base(memory_dirs: tuple[Path, ...] = MEMORY_DIRS,
+                 min_free: int = MIN_MEMORY_FREE) -> Path:
     """The folder trial folders go in by default: on the first memory filesystem the harness
-    can write and run programs from (the task's /app scripts run from the root), else in the
-    system temp folder."""
+    can write and run programs from (the task's /app scripts run from the root) with at least
+    `min_free` bytes free, else in the system temp folder."""
     for directory in memory_dirs:
         try:
             info = os.statvfs(directory)
         except OSError:
             continue
-        if not info.f_flag & (os.ST_NOEXEC | os.ST_RDONLY) and os.access(directory, os.W_OK):
+        roomy = info.f_bavail * info.f_frsize >= min_free
+        if roomy and not info.f_flag & (os.ST_NOEXEC | os.ST_RDONLY) \
+                and os.access(directory, os.W_OK):
             return directory / BASE_NAME
     return Path(tempfile.gettempdir()) / BASE_NAME
 

@@ -34,6 +34,7 @@ import json
 import logging
 import os
 import random
+import tempfile
 from collections.abc import AsyncGenerator, AsyncIterator
 from contextlib import aclosing
 from dataclasses import dataclass
@@ -56,7 +57,8 @@ from dynamo.common.configuration.groups.runtime_args import (
 )
 from dynamo.llm import ModelInput
 from dynamo.llm.exceptions import InvalidArgument
-from llamacpp_grammar import guided_grammar  # a sibling file: this runs as a script
+from llamacpp_fanout import PrefixFanOut, slot_file_dir  # sibling files: run as a script
+from llamacpp_grammar import guided_grammar
 
 logger = logging.getLogger("llamacpp_worker")
 
@@ -110,6 +112,15 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         help="host memory for llama.cpp's prompt cache (MiB, default 1024): the KV of a prompt "
         "whose slot is taken by another request is kept and restored when it comes back; 0 "
         "disables",
+    )
+    parser.add_argument(
+        "--fanout-min-tokens",
+        type=int,
+        default=1024,
+        help="when a request whose prompt and reply reach this many tokens ends, copy its slot's "
+        "KV to the idle slots that hold no long prompt (llama.cpp slot save/restore, tens of ms), "
+        "so concurrent requests sharing that prefix do not each read it cold (default 1024; 0 "
+        "disables)",
     )
     parser.add_argument("--component", default="backend", help="Dynamo component name")
     parser.add_argument(
@@ -173,6 +184,9 @@ class LlamaCppEngine(LLMEngine):
         self.base_url = ""
         self.session: aiohttp.ClientSession | None = None
         self.streams: dict[str, aiohttp.ClientResponse] = {}
+        # Slot KV copies go through files: a RAM-backed folder where there is one with room.
+        self.slot_dir = tempfile.TemporaryDirectory(prefix="llamacpp-slots-", dir=slot_file_dir())
+        self.fanout = PrefixFanOut(args.parallel, args.fanout_min_tokens, self.slot_dir.name)
 
     @classmethod
     async def from_args(cls, argv: list[str] | None = None) -> tuple[LlamaCppEngine, WorkerConfig]:
@@ -249,6 +263,8 @@ class LlamaCppEngine(LLMEngine):
         params.hostnames = ["127.0.0.1"]
         params.port = 0  # an ephemeral port, loopback only
         params.endpoint_metrics = False  # /metrics are the Dynamo frontend's
+        params.endpoint_slots = True  # slot save/restore for the prefix copies (loopback only)
+        params.slot_save_path = self.slot_dir.name + "/"
         params.ui = False
         return xllamacpp.Server(params)
 
@@ -328,22 +344,30 @@ class LlamaCppEngine(LLMEngine):
                     body = {**body, "prompt": job.prompt + produced}
                 start = len(produced)
                 stop_type = None
-                async with aclosing(self._stream(body, request_id)) as events:
-                    async for event in events:
-                        if cached is None and "timings" in event:
-                            cached = int(event["timings"].get("cache_n", 0))
-                        for token in await self._tokens(event, len(produced) - start):
-                            if token in job.stop_ids:
-                                stop_type = "eos"
+                slot: int | None = None
+                try:
+                    async with aclosing(self._stream(body, request_id)) as events:
+                        async for event in events:
+                            if int(event.get("id_slot", -1)) >= 0:  # known by the end
+                                slot = int(event["id_slot"])
+                            if cached is None and "timings" in event:
+                                cached = int(event["timings"].get("cache_n", 0))
+                            for token in await self._tokens(event, len(produced) - start):
+                                if token in job.stop_ids:
+                                    stop_type = "eos"
+                                    break
+                                produced.append(token)
+                                yield {"token_ids": [token], "index": 0}
+                            if stop_type == "eos" or context.is_stopped():
                                 break
-                            produced.append(token)
-                            yield {"token_ids": [token], "index": 0}
-                        if stop_type == "eos" or context.is_stopped():
-                            break
-                        if event.get("stop"):
-                            stop_type = event.get("stop_type")
-                            n = int(event.get("tokens_predicted") or 0)
-                            hidden += max(0, n - (len(produced) - start))
+                            if event.get("stop"):
+                                stop_type = event.get("stop_type")
+                                n = int(event.get("tokens_predicted") or 0)
+                                hidden += max(0, n - (len(produced) - start))
+                finally:
+                    if slot is not None:
+                        self.fanout.ended(slot, body["prompt"] + produced[start:],
+                                          self.session, self.base_url)
                 if context.is_stopped():
                     finish = "cancelled"
                     break
@@ -419,11 +443,14 @@ class LlamaCppEngine(LLMEngine):
         for resp in list(self.streams.values()):
             resp.close()
         self.streams.clear()
+        for task in list(self.fanout.tasks):
+            task.cancel()
         if self.session is not None:
             await self.session.close()
             self.session = None
         # Dropping the last reference stops llama.cpp's loop and joins its thread.
         self.server = None
+        self.slot_dir.cleanup()
 
 
 if __name__ == "__main__":

@@ -159,3 +159,14 @@ def test_tool_choice_modes_per_turn():
     assert parse_options({"tool_choice": "first"}).tool_choice == "first"
     with pytest.raises(ValueError, match="tool_choice"):
         parse_options({"tool_choice": "sometimes"})
+
+
+def test_parallel_tool_calls_is_sent_only_when_set():
+    from agents.react import request_params
+
+    tools = [{"type": "function", "function": {"name": "t", "parameters": {}}}]
+    unset = request_params(tools, parse_options({"tool_choice": "first"}), 1)
+    assert "parallel_tool_calls" not in unset
+    one = request_params(tools, parse_options({"tool_choice": "first",
+                                               "parallel_tool_calls": "false"}), 1)
+    assert one["parallel_tool_calls"] is False and one["tool_choice"] == "required"

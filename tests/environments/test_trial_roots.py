@@ -78,3 +78,9 @@ def test_the_default_base_is_a_memory_folder_when_one_is_usable(tmp_path):
     assert trial_roots.default_base((tmp_path,)) == tmp_path / trial_roots.BASE_NAME
     fallback = Path(tempfile.gettempdir()) / trial_roots.BASE_NAME
     assert trial_roots.default_base((tmp_path / "missing",)) == fallback
+
+
+def test_a_memory_folder_too_small_for_a_sweep_is_passed_over(tmp_path):
+    fallback = Path(tempfile.gettempdir()) / trial_roots.BASE_NAME
+    assert trial_roots.default_base((tmp_path,), min_free=1 << 62) == fallback
+    assert trial_roots.default_base((tmp_path,), min_free=1) == tmp_path / trial_roots.BASE_NAME

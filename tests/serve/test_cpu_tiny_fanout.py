@@ -1,0 +1,39 @@
+"""The cpu-tiny worker shares a long prompt prefix across its llama.cpp slots
+(dynamo/workers/llamacpp_fanout.py), on a stack of its own: fresh slots, so what each holds is
+known. Real parts: the Dynamo frontend, the worker, the xllamacpp engine, SmolLM2-135M."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+
+from tests.serve.test_cpu_tiny import SLOTS, chat, stack  # noqa: F401  (the fixture)
+
+pytestmark = [pytest.mark.dynamo, pytest.mark.slow]
+
+
+def test_a_long_shared_prefix_is_copied_to_the_other_slots(stack):  # noqa: F811
+    """Agents that open with the same long tool prompt: after one request has read it, requests
+    started together with that prefix all find it cached, whichever slot each lands in (without
+    the copy, the slots that never saw it read it cold, side by side)."""
+    policy = " ".join(f"Clause {i}: the fan-out desk checks ledger {i} twice." for i in range(120))
+    system = {"role": "system", "content": policy}
+    first = chat(stack, messages=[system, {"role": "user", "content": "Hello."}], max_tokens=2)
+    prefix = first["usage"]["prompt_tokens"] - 8  # the system turn, short of the user turn
+    assert prefix > 1024  # above the worker's default --fanout-min-tokens
+    time.sleep(1.0)  # the copy runs right after the request ends (tens of ms)
+    usages: dict[int, dict] = {}
+
+    def one(i: int) -> None:
+        msgs = [system, {"role": "user", "content": f"Question {i}: my balance?"}]
+        usages[i] = chat(stack, messages=msgs, max_tokens=2)["usage"]
+
+    threads = [threading.Thread(target=one, args=(i,)) for i in range(SLOTS)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    cached = sorted(u["prompt_tokens_details"]["cached_tokens"] for u in usages.values())
+    assert cached[0] >= prefix, cached
