@@ -31,9 +31,9 @@ STACK_FIXTURES = {
 LONG_FIRST = (
     "tests/engines/test_llamacpp.py",
     "tests/reliability/test_sweep_interruption.py",
-    "tests/capacity/test_capacity_e2e.py",
-    "tests/sweep/test_sweep_lifecycle.py",
-    "tests/sweep/test_shards_e2e.py",
+    "tests/bankbench/capacity/test_capacity_e2e.py",
+    "tests/bankbench/sweep/test_sweep_lifecycle.py",
+    "tests/bankbench/sweep/test_shards_e2e.py",
     "tests/reliability/test_secret_absence.py",
 )
 # A fast-tier test over this (setup + call + teardown) is named at the end of the run.

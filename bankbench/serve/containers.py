@@ -1,7 +1,7 @@
 """GPU profile → container specs: pure functions, testable without a Docker engine.
 
-What each spec does, and the Dynamo 1.6.x behaviour it follows (tests/serve/test_gpu_specs.py
-pins each one):
+What each spec does, and the Dynamo 1.6.x behaviour it follows
+(tests/bankbench/serve/test_gpu_specs.py pins each one):
 - Host networking: frontend, workers and (optionally) etcd/NATS talk over 127.0.0.1 as the CPU
   stacks do. Every port a component listens on is chosen per stack (`plan_ports`), preferring
   the numbers Dynamo's own scripts use when free, so a second stack does not collide.

@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from tests.serve.test_cpu_tiny import SLOTS, chat, stack  # noqa: F401  (the fixture)
+from tests.bankbench.serve.test_cpu_tiny import SLOTS, chat, stack  # noqa: F401  (the fixture)
 
 pytestmark = [pytest.mark.dynamo, pytest.mark.slow]
 

@@ -17,7 +17,7 @@ from analysis.decision_noise import pair_mean, per_level_confidence
 from bankbench.capacity import plan
 from contracts.capacity import CapacitySearch
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 
 
 def test_noise_model_hits_its_floor_and_drop():
@@ -67,7 +67,7 @@ def test_simulated_search_uses_the_product_judge():
 
 
 def test_plan_reads_its_floor_from_a_pilot(tmp_path):
-    from tests.capacity.test_consistency import BAL, FREEZE, XFER, _sweep
+    from tests.analysis.test_consistency import BAL, FREEZE, XFER, _sweep
 
     one, other = [BAL, XFER], [BAL, FREEZE]
     pilot = _sweep(tmp_path / "pilot", {1: {

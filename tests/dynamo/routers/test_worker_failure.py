@@ -12,7 +12,7 @@ import pytest
 
 from bankbench import procs
 from bankbench.serve import api
-from tests.router.helpers import chat, component_of, wait_for_decisions, worker_ports
+from tests.dynamo.routers.helpers import chat, component_of, wait_for_decisions, worker_ports
 
 pytestmark = pytest.mark.dynamo
 

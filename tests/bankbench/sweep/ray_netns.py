@@ -3,7 +3,7 @@ mocker, a real two-node Ray cluster (`ray.cluster_utils.Cluster`, one CPU per no
 `bankbench sweep --ray <cluster> --shards 2` as a user runs it. Ray advertises a non-loopback
 address wherever the machine has one, so it must not run in the host's namespace.
 
-    python -m tests.sweep.ray_netns OUT_DIR       # writes OUT_DIR/sweep.out and exit.json
+    python -m tests.bankbench.sweep.ray_netns OUT_DIR       # writes OUT_DIR/sweep.out and exit.json
 """
 
 from __future__ import annotations

@@ -6,7 +6,13 @@ import pytest
 
 from analysis.router_decisions import join_llm_calls
 from bankbench.serve import api
-from tests.router.helpers import chat, component_of, wait_for_decisions, wait_joined, worker_ports
+from tests.dynamo.routers.helpers import (
+    chat,
+    component_of,
+    wait_for_decisions,
+    wait_joined,
+    worker_ports,
+)
 
 pytestmark = pytest.mark.dynamo
 

@@ -22,7 +22,7 @@ from tests.support.built_tasks import CHEAP_LABELS
 
 pytestmark = [pytest.mark.dynamo, pytest.mark.harbor, pytest.mark.slow,
               pytest.mark.timeout(900)]
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 SECRET = "sk-judge-test-never-on-disk-91c"
 ANNOTATION = "output_replay_id:{scenario_id}:{sample}"
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.agent_server.conftest import LONG_TURNS, MAX_CONCURRENCY, SECRET, Served
+from tests.bankbench.agent_server.conftest import LONG_TURNS, MAX_CONCURRENCY, SECRET, Served
 
 pytestmark = [pytest.mark.dynamo, pytest.mark.slow, pytest.mark.timeout(600)]
 

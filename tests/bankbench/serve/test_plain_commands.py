@@ -9,7 +9,7 @@ import time
 
 from bankbench.procs import group_alive, start, start_time
 from bankbench.serve.state import known_state_dirs
-from tests.serve.test_registry_and_state import _cli, _record, serve_env  # noqa: F401
+from tests.bankbench.serve.test_registry_and_state import _cli, _record, serve_env  # noqa: F401
 
 
 def _live(tmp_path, name: str):

@@ -1,7 +1,7 @@
 """The export read back by ragas itself: ToolCallAccuracy on hand-made trials equals what
 bankbench's mapping predicts, and a job written by the real `harbor run` scores as it should.
 
-ragas runs in its own venv (tests/export/ragas_venv.py says why); the first run creates it.
+ragas runs in its own venv (tests/analysis/export/ragas_venv.py says why); the first run creates it.
 """
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from analysis.export.writer import FAMILIES, INDEX_FILE, export_nemo
-from tests.export.conftest import CASES, case_job
-from tests.export.ragas_venv import ragas_read_back
+from tests.analysis.export.conftest import CASES, case_job
+from tests.analysis.export.ragas_venv import ragas_read_back
 from tests.support.built_tasks import CHEAP_LABELS
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
@@ -61,7 +61,7 @@ def test_real_harbor_jobs_scored_by_ragas(tmp_path):
             [str(bin_dir / "harbor"), "run", "--path", str(tasks), "--agent", agent,
              "--env", "environments.local:LocalEnvironment", "--jobs-dir", str(tmp_path / "jobs"),
              "--job-name", agent, "-n", "2", "-q"],
-            cwd=Path(__file__).resolve().parents[2], env=env, capture_output=True, text=True,
+            cwd=Path(__file__).resolve().parents[3], env=env, capture_output=True, text=True,
             timeout=500)
         assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
         cli = subprocess.run([str(bin_dir / "bankbench"), "export", str(tmp_path / "jobs" / agent),

@@ -3,7 +3,7 @@ the real Dynamo mocker, with the real harbor CLI per shard: each shard ran as a 
 own node, every trial once, and the report reads the level.
 
 Ray binds the machine's outside address when it has one, so everything runs in a private
-network namespace with loopback only (tests/sweep/ray_netns.py); that needs root (or
+network namespace with loopback only (tests/bankbench/sweep/ray_netns.py); that needs root (or
 unprivileged user namespaces) and the optional extra `bankbench[ray]`.
 """
 
@@ -21,14 +21,14 @@ import pytest
 
 pytestmark = [pytest.mark.dynamo, pytest.mark.harbor, pytest.mark.slow]
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def test_two_shards_run_as_ray_tasks_on_two_nodes(tmp_path):
     pytest.importorskip("ray")
     if os.geteuid() != 0 or not shutil.which("unshare") or not shutil.which("ip"):
         pytest.skip("needs root, unshare and ip for a loopback-only network namespace")
-    script = (f"ip link set lo up && exec {sys.executable} -m tests.sweep.ray_netns "
+    script = (f"ip link set lo up && exec {sys.executable} -m tests.bankbench.sweep.ray_netns "
               f"{tmp_path}")
     done = subprocess.run(["unshare", "-n", "sh", "-c", script], cwd=ROOT,
                           capture_output=True, text=True, timeout=840)

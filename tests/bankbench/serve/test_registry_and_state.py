@@ -15,7 +15,7 @@ import pytest
 from bankbench.procs import group_alive, start, start_time
 from bankbench.serve.state import Component, ServerState, known_state_dirs, save_state
 
-SERVE = Path(__file__).resolve().parents[2] / "bankbench" / "serve"
+SERVE = Path(__file__).resolve().parents[3] / "bankbench" / "serve"
 
 
 def _serve_imports(path: Path) -> set[str]:

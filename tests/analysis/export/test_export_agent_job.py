@@ -20,7 +20,7 @@ import pytest
 
 from analysis.export.writer import INDEX_FILE, export_nemo
 from bankbench.serve.replay import tool_call_text as tc
-from tests.export.ragas_venv import ragas_read_back
+from tests.analysis.export.ragas_venv import ragas_read_back
 from tests.support.built_tasks import build_sample
 from tests.support.task_calls import task_calls
 
