@@ -3,6 +3,11 @@
 # and runs the fast tier of the test suite: every test without the slow/dynamo/harbor markers
 # (tests/conftest.py). `--all` runs both tiers, `--slow` only the slow one. Other arguments go
 # to pytest: ./test.sh -k tsq -x ; ./test.sh --all tests/serve
+#
+# The slow tier (and --all) runs in parallel worker processes (pytest-xdist), a test file per
+# worker at a time so a module's server is started once: its tests mostly wait on servers and
+# subprocesses (Dynamo, harbor, the bank), so more workers than cores still pays.
+# BANKBENCH_TEST_WORKERS sets how many (0: none, in this process); `-n N` passed here wins.
 set -euo pipefail
 tier=fast
 args=()
@@ -13,10 +18,18 @@ for arg in "$@"; do
     *) args+=("$arg") ;;
   esac
 done
+parallel=()
+if [ "$tier" != fast ]; then
+  workers="${BANKBENCH_TEST_WORKERS:-3}"
+  for arg in "${args[@]+"${args[@]}"}"; do
+    case "$arg" in -n|-n*|--numprocesses*) workers=0 ;; esac
+  done
+  if [ "$workers" != 0 ]; then parallel=(-n "$workers" --dist loadfile); fi
+fi
 # Byte-compile the venv's packages when it is synced: a run starts hundreds of Python processes
 # (the CLI, Harbor, the bank), each importing pandas, pydantic and Harbor; where bytecode is not
 # written at run time (PYTHONDONTWRITEBYTECODE) each would compile them again from source.
 export UV_COMPILE_BYTECODE="${UV_COMPILE_BYTECODE:-1}"
 source "$(dirname "$0")/scripts/bootstrap.sh"
 cd "$BANKBENCH_ROOT"
-exec python -m pytest --tier "$tier" "${args[@]}"
+exec python -m pytest --tier "$tier" "${parallel[@]+"${parallel[@]}"}" "${args[@]+"${args[@]}"}"

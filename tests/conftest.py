@@ -25,6 +25,17 @@ STACK_FIXTURES = {
     "stack": "dynamo",
     "degrading_proxy": "dynamo",
 }
+# The slow tier's longest files (several minutes each on 2 cores), run first: with parallel
+# workers taking a file at a time, one of them started last would leave a single worker busy
+# long after the others finished. Others keep their collection order.
+LONG_FIRST = (
+    "tests/engines/test_llamacpp.py",
+    "tests/reliability/test_sweep_interruption.py",
+    "tests/capacity/test_capacity_e2e.py",
+    "tests/sweep/test_sweep_lifecycle.py",
+    "tests/sweep/test_shards_e2e.py",
+    "tests/reliability/test_secret_absence.py",
+)
 # A fast-tier test over this (setup + call + teardown) is named at the end of the run.
 FAST_BUDGET_S = 10.0
 TIERS = ("all", "fast", "slow")
@@ -35,6 +46,20 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "--tier", choices=TIERS, default="all",
         help="fast: tests without the slow/dynamo/harbor markers; slow: those with one; "
         "all (default): both")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """With parallel workers (`-n N`) and the slow tier selected, the controller builds the
+    Dynamo venv before any worker starts: otherwise the first worker to need it builds it under
+    its lock while the others' Dynamo tests wait on that lock inside their own timeouts."""
+    workers = getattr(config.option, "numprocesses", None)
+    if not workers or hasattr(config, "workerinput") or config.option.collectonly:
+        return
+    if config.getoption("--tier") == "fast":
+        return
+    from bankbench.serve.dynamo_venv import ensure_dynamo_venv
+
+    ensure_dynamo_venv()
 
 
 def in_slow_tier(item: pytest.Item) -> bool:
@@ -55,6 +80,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     if drop:
         config.hook.pytest_deselected(items=drop)
         items[:] = keep
+    if tier == "slow":
+        rank = {path: i for i, path in enumerate(LONG_FIRST)}
+        items.sort(key=lambda item: rank.get(item.nodeid.split("::")[0], len(rank)))
 
 
 def pytest_report_header(config: pytest.Config) -> str:

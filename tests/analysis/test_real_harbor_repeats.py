@@ -18,6 +18,7 @@ from analysis.metrics.quality import SOLVED_DERIVED, SOLVED_FROM_REWARD
 from analysis.report import write_report
 from analysis.summary import summarize
 from analysis.tables import load
+from tests.support.built_tasks import CHEAP_LABELS
 
 pytestmark = [pytest.mark.harbor, pytest.mark.timeout(900)]
 
@@ -37,7 +38,7 @@ def jobs(tmp_path_factory) -> tuple[Path, Path, Path]:
     root = tmp_path_factory.mktemp("repeats")
     tasks = root / "tasks"
     run(str(BIN / "bankbench"), "tasks", "build", "--source", "sample", "--limit", str(N_TASKS),
-        "--out", str(tasks), cwd=root)
+        "--labels", CHEAP_LABELS, "--out", str(tasks), cwd=root)
     for agent in ("oracle", "nop"):
         run(str(BIN / "harbor"), "run", "--path", str(tasks), "--agent", agent,
             "--env", "environments.local:LocalEnvironment", "--jobs-dir", str(root / "jobs"),

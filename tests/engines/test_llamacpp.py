@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.built_tasks import CHEAP_LABELS
 from tests.support.llamacpp_server import llamacpp_server
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(1800)]
@@ -51,7 +52,8 @@ def test_check_does_not_suggest_a_mode_whose_first_request_overflows(tmp_path):
 
 def _sweep(tmp_path: Path, server, mode: str, *ak: str) -> Path:
     args = ["sweep", "--base-url", server.base_url, "--model", server.model, "--levels", "1",
-            "--limit", "2", "--source", "sample", "--out", str(tmp_path), "--name", mode,
+            "--limit", "2", "--source", "sample", "--labels", CHEAP_LABELS, "--out", str(tmp_path),
+            "--name", mode,
             "--ak", f"tool_mode={mode}", "--ak", "max_tokens=48", "--ak", "max_steps=2"]
     for item in ak:
         args += ["--ak", item]

@@ -21,6 +21,7 @@ import pytest
 from analysis.export.writer import INDEX_FILE, export_nemo
 from bankbench.serve.replay import tool_call_text as tc
 from tests.export.ragas_venv import ragas_read_back
+from tests.support.built_tasks import build_sample
 from tests.support.task_calls import task_calls
 
 pytestmark = [pytest.mark.dynamo, pytest.mark.harbor, pytest.mark.slow,
@@ -39,11 +40,10 @@ def verdict(ok: bool) -> str:
 @pytest.fixture(scope="module")
 def agent_job(tmp_path_factory) -> tuple[Path, dict[str, list[tuple[str, dict]]]]:
     from bankbench.serve import api, replay
-    from tasks.banking.build import build_tasks
 
     root = tmp_path_factory.mktemp("agent-export")
     tasks = root / "tasks"
-    build_tasks(source="sample", out=tasks, limit=2, log=lambda line: None)
+    build_sample(tasks, limit=2)
     calls = {sid: task_calls(tasks / sid) for sid in (A, B)}
     a, b = calls[A], calls[B]
     assert len(b) >= 2 and all(required for _, required in b[-1:]), "B needs a required arg"

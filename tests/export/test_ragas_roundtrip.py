@@ -17,6 +17,7 @@ import pytest
 from analysis.export.writer import FAMILIES, INDEX_FILE, export_nemo
 from tests.export.conftest import CASES, case_job
 from tests.export.ragas_venv import ragas_read_back
+from tests.support.built_tasks import CHEAP_LABELS
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 
@@ -52,7 +53,7 @@ def test_real_harbor_jobs_scored_by_ragas(tmp_path):
     bin_dir = Path(sys.executable).parent
     tasks = tmp_path / "tasks"
     built = subprocess.run([str(bin_dir / "bankbench"), "tasks", "build", "--source", "sample",
-                            "--out", str(tasks), "--limit", "3"],
+                            "--out", str(tasks), "--limit", "3", "--labels", CHEAP_LABELS],
                            env=env, capture_output=True, text=True, timeout=300)
     assert built.returncode == 0, built.stderr[-2000:]
     for agent in ("oracle", "nop"):

@@ -18,6 +18,7 @@ import pytest
 
 from analysis.judge.prompt import DEFAULT_VERSION
 from contracts.judge import JUDGE_DIR, JudgeRecord, record_name
+from tests.support.built_tasks import CHEAP_LABELS
 
 pytestmark = [pytest.mark.dynamo, pytest.mark.harbor, pytest.mark.slow,
               pytest.mark.timeout(900)]
@@ -75,7 +76,7 @@ def stack(tmp_path_factory):
 def oracle_job(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("judge-job")
     built = _cli("tasks", "build", "--source", "sample", "--out", str(root / "tasks"),
-                 "--limit", "3")
+                 "--limit", "3", "--labels", CHEAP_LABELS)
     assert built.returncode == 0, built.stderr[-2000:]
     done = subprocess.run(
         [str(Path(sys.executable).parent / "harbor"), "run", "--path", str(root / "tasks"),

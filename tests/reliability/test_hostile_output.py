@@ -25,6 +25,7 @@ from harbor.models.trial.result import TrialResult
 from bankbench.serve.replay import tool_call_text as tc
 from contracts.llm_calls import LLMCallRecord
 from tests.agents.test_agent_harbor_e2e import read_jsonl, run_job, trials
+from tests.support.built_tasks import build_sample
 
 pytestmark = [pytest.mark.dynamo, pytest.mark.harbor]
 
@@ -98,11 +99,8 @@ def stack(tmp_path_factory: pytest.TempPathFactory):
 
 @pytest.fixture(scope="module")
 def tasks(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from tasks.banking.build import build_tasks
-
     out = tmp_path_factory.mktemp("hostile-tasks")
-    build_tasks(source="sample", out=out, scenarios=sorted(NATIVE | TEXT), log=lambda _: None)
-    return out
+    return build_sample(out, scenarios=sorted(NATIVE | TEXT))
 
 
 @pytest.fixture(scope="module")

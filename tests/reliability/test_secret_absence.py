@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from tests.reliability.helpers import bankbench
+from tests.support.built_tasks import CHEAP_LABELS
 from tests.support.fault_proxy import FaultProxy, FaultSchedule
 
 pytestmark = [pytest.mark.dynamo, pytest.mark.harbor, pytest.mark.slow]
@@ -78,7 +79,8 @@ def test_key_is_absent_from_sweep_job_logs_and_report(stack, tmp_path):
     with ProxyThread(stack.base_url, schedule) as proxy:
         sweep = bankbench(
             "sweep", "--base-url", proxy.base_url, "--model", stack.model, "--levels", "1,2",
-            "--source", "sample", "--limit", "2", "--ak", f"api_key_env={KEY_ENV}",
+            "--source", "sample", "--labels", CHEAP_LABELS, "--limit", "2",
+            "--ak", f"api_key_env={KEY_ENV}",
             "--out", str(tmp_path), "--name", "s", env={KEY_ENV: key}, timeout=600,
         )
     assert sweep.returncode == 0, sweep.stdout[-2000:] + sweep.stderr[-2000:]

@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from tests.reliability.helpers import HARBOR_ENV, bankbench, processes_mentioning, wait_for
+from tests.support.built_tasks import CHEAP_LABELS
 
 pytestmark = [pytest.mark.dynamo, pytest.mark.harbor, pytest.mark.slow]
 
@@ -31,7 +32,8 @@ def _start_sweep(out: Path, levels: str, sigint_ignored: bool = False
                  ) -> tuple[subprocess.Popen, Path]:
     cmd = [sys.executable, "-m", "bankbench", "sweep", "--profile", "cpu-mocker",
            "--set", "speedup_ratio=10", "--levels", levels, "--attempts", str(ATTEMPTS),
-           "--source", "sample", "--limit", str(N_TASKS), "--out", str(out), "--name", "s"]
+           "--source", "sample", "--labels", CHEAP_LABELS, "--limit", str(N_TASKS),
+           "--out", str(out), "--name", "s"]
     log = (out / "sweep.out").open("w")
     # sigint_ignored: started the way a shell script starts a background job (`cmd &`), which
     # runs it with SIGINT ignored.

@@ -21,6 +21,7 @@ import pytest
 from analysis.files import read_llm_calls
 from analysis.router_decisions import join_llm_calls
 from tests.reliability.helpers import HARBOR_ENV, bankbench
+from tests.support.built_tasks import CHEAP_LABELS
 
 pytestmark = [pytest.mark.dynamo, pytest.mark.harbor, pytest.mark.slow]
 
@@ -39,7 +40,8 @@ def test_multi_router_sweep_resumes_after_sigkill(tmp_path):
     cmd = [sys.executable, "-m", "bankbench", "sweep", "--profile", "cpu-mocker",
            "--routers", "round-robin,thompson", "--workers", "2",
            "--set", "speedup_ratio=10", "--levels", str(LEVEL), "--attempts", str(ATTEMPTS),
-           "--source", "sample", "--limit", str(N_TASKS), "--out", str(tmp_path), "--name", "s"]
+           "--source", "sample", "--labels", CHEAP_LABELS, "--limit", str(N_TASKS),
+           "--out", str(tmp_path), "--name", "s"]
     log = tmp_path / "sweep.out"
     proc = subprocess.Popen(cmd, stdout=log.open("w"), stderr=subprocess.STDOUT, text=True,
                             env={**os.environ, **HARBOR_ENV})

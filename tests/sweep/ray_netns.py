@@ -14,6 +14,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from tests.support.built_tasks import CHEAP_LABELS
+
 
 def main(out: Path) -> int:
     import ray
@@ -31,7 +33,8 @@ def main(out: Path) -> int:
                          options={"speedup_ratio": 5.0}) as srv:
             done = subprocess.run(
                 [sys.executable, "-m", "bankbench", "sweep", "--base-url", srv.base_url,
-                 "--model", srv.model, "--source", "sample", "--limit", "4", "--levels", "2",
+                 "--model", srv.model, "--source", "sample", "--labels", CHEAP_LABELS,
+                 "--limit", "4", "--levels", "2",
                  "--shards", "2", "--ray", cluster.address, "--out", str(out), "--name", "r"],
                 capture_output=True, text=True, timeout=600,
                 env={**os.environ, "HARBOR_TELEMETRY": "0",

@@ -29,6 +29,7 @@ from pathlib import Path
 import pytest
 
 from tests.reliability.helpers import HARBOR_ENV, bankbench
+from tests.support.built_tasks import CHEAP_LABELS
 
 pytestmark = [pytest.mark.dynamo, pytest.mark.harbor, pytest.mark.slow]
 
@@ -45,7 +46,7 @@ def server(tmp_path_factory) -> Iterator[tuple[str, str]]:
 
 def _sweep_args(server: tuple[str, str], out: Path, name: str, *more: str) -> list[str]:
     return ["sweep", "--base-url", server[0], "--model", server[1], "--source", "sample",
-            "--out", str(out), "--name", name, *more]
+            "--labels", CHEAP_LABELS, "--out", str(out), "--name", name, *more]
 
 
 def _scenarios(level: Path) -> Counter:
@@ -98,7 +99,10 @@ def test_two_shards_of_four_run_a_level_of_eight_like_one_process(tmp_path, serv
     report = (sharded / "report.md").read_text()
     print(f"\nachieved concurrency at level 8: one process {one_c:.2f}, 2 shards x 4 "
           f"{two_c:.2f}\n" + report[report.index("## Achieved"):][:900])
-    assert two_c >= 0.9 * one_c
+    # A sanity bound, not the figure (benchmarks/shards.py measures it): the two sweeps run one
+    # after the other on shared cores, so their achieved concurrency varies by ~10 % with
+    # whatever else runs; shards that ran one after the other would give about half.
+    assert two_c >= 0.75 * one_c
     assert "| s0 |" in report and "| s1 |" in report and "| all |" in report
 
 

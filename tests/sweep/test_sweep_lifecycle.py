@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -21,6 +22,7 @@ from pathlib import Path
 import pytest
 
 from tests.reliability.helpers import HARBOR_ENV, assert_one_line_error, bankbench, wait_for
+from tests.support.built_tasks import CHEAP_LABELS
 
 pytestmark = [pytest.mark.dynamo, pytest.mark.harbor, pytest.mark.slow]
 
@@ -44,7 +46,7 @@ def stack(tmp_path: Path) -> Iterator:
 
 def _sweep_args(state, out: Path, *more: str) -> list[str]:
     return ["sweep", "--base-url", state.base_url, "--model", state.model, "--source", "sample",
-            "--limit", str(N_TASKS), "--out", str(out), *more]
+            "--labels", CHEAP_LABELS, "--limit", str(N_TASKS), "--out", str(out), *more]
 
 
 def _start(args: list[str], log: Path) -> subprocess.Popen:
@@ -64,9 +66,15 @@ def test_a_live_sweep_refuses_a_resume_and_a_second_sweep(tmp_path, stack):
     sweep = out / "s"
     wait_for(lambda: (sweep / "sweep.json").exists(), first, log, timeout=240)
 
-    resumed = bankbench("sweep", "--resume", str(sweep), timeout=120)
-    again = bankbench(*_sweep_args(stack, out, "--levels", "1", "--name", "s"), timeout=120)
-    assert first.poll() is None, "the first sweep ended before the refusals were tested"
+    # Held still (SIGSTOP: alive, its claim on the sweep kept) while the two refusals run, so
+    # a quick sweep on an idle machine cannot end before they are tested.
+    first.send_signal(signal.SIGSTOP)
+    try:
+        resumed = bankbench("sweep", "--resume", str(sweep), timeout=120)
+        again = bankbench(*_sweep_args(stack, out, "--levels", "1", "--name", "s"), timeout=120)
+        assert first.poll() is None, "the first sweep ended before the refusals were tested"
+    finally:
+        first.send_signal(signal.SIGCONT)
     for done in (resumed, again):
         line = assert_one_line_error(done, str(sweep), "in use by a running sweep",
                                      f"pid {first.pid}")
@@ -93,7 +101,7 @@ def test_default_names_of_the_same_second_never_collide(tmp_path, stack, monkeyp
         monkeypatch.setenv(k, v)
     out = tmp_path / "jobs"
     args = ["sweep", "--base-url", stack.base_url, "--model", stack.model, "--source",
-            "sample", "--limit", "1", "--levels", "1", "--out", str(out)]
+            "sample", "--labels", CHEAP_LABELS, "--limit", "1", "--levels", "1", "--out", str(out)]
     assert main(args) == 0
     assert main(args) == 0
     assert sorted(p.name for p in out.iterdir()) == ["sweep-20260102-030405",
@@ -172,7 +180,8 @@ def test_a_profile_sweep_resumes_on_another_port(tmp_path):
 
     out = tmp_path / "jobs"
     first = bankbench("sweep", "--profile", "cpu-mocker", "--set", "speedup_ratio=10",
-                      "--levels", "1", "--source", "sample", "--limit", "2", "--out", str(out),
+                      "--levels", "1", "--source", "sample", "--labels", CHEAP_LABELS,
+                      "--limit", "2", "--out", str(out),
                       "--name", "s", timeout=600)
     assert first.returncode == 0, first.stdout[-2000:] + first.stderr[-2000:]
     sweep = out / "s"
