@@ -9,13 +9,18 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from bankbench.paths import dynamo_assets
+from bankbench.paths import cache_dir, dynamo_assets
 from bankbench.serve.errors import ServeError
 from bankbench.serve.local_stack import LocalProfile, dynamo_env, frontend_command, launch
 from bankbench.serve.options import TinyOptions
 from bankbench.serve.state import ServerState
 
 DEFAULT_MODEL = "SmolLM2-135M-Instruct"
+
+
+def prompt_cache_dir() -> Path:
+    """Where the worker keeps long prompts' KV across starts (`prompt_cache=true`)."""
+    return cache_dir() / "llamacpp-prompts"
 
 
 def worker_script() -> Path:
@@ -35,6 +40,8 @@ def worker_command(
         cmd += ["--dyn-tool-call-parser", opts.tool_call_parser]
     if opts.parallel is not None:
         cmd += ["--parallel", str(opts.parallel)]
+    if opts.prompt_cache:
+        cmd += ["--prompt-cache-dir", str(prompt_cache_dir())]
     return cmd + list(opts.worker_args)
 
 

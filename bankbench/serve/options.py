@@ -108,6 +108,13 @@ class TinyOptions(_Options):
         description="requests each worker decodes together (llama.cpp slots); default the "
         "worker's 4",
     )
+    prompt_cache: bool = Field(
+        default=False,
+        description="keep a long prompt's KV across server starts (<cache>/llamacpp-prompts, "
+        "keyed by model file, engine version and context) and load it into every slot at "
+        "start: a new server's first request sharing that prefix skips its cold read; off by "
+        "default so slots start empty",
+    )
     worker_args: list[str] = Field(
         default_factory=list, description="extra llama.cpp worker arguments"
     )

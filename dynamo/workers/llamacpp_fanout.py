@@ -10,6 +10,10 @@ every idle slot that holds no long prompt of its own (~15 ms each). The next con
 with the same prefix then find it in whichever slot llama.cpp gives them, and read only their own
 suffix. A copy never replaces a slot's long prompt, and failures are logged, never passed to a
 request (the cost is then only the cold read this avoids).
+
+With a `keeper` (the worker's --prompt-cache-dir, llamacpp_prompt_cache.py) the first saved copy
+of each long prefix is also handed to it to keep across worker starts, and `restore_kept` loads
+a kept one into every slot when the worker starts.
 """
 
 from __future__ import annotations
@@ -18,7 +22,7 @@ import asyncio
 import logging
 import os
 import shutil
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 logger = logging.getLogger("llamacpp_worker.fanout")
@@ -66,10 +70,15 @@ def fanout_targets(
 class PrefixFanOut:
     """Bookkeeping of what each slot holds (from the requests the worker sent) and the copies."""
 
-    def __init__(self, n_slots: int, min_tokens: int, save_dir: str):
+    def __init__(
+        self, n_slots: int, min_tokens: int, save_dir: str,
+        keeper: Callable[[str, list[int]], object] | None = None,
+    ):
         self.n_slots = n_slots
         self.min_tokens = min_tokens
         self.save_dir = save_dir
+        self.keeper = keeper  # blocking: runs in a thread
+        self.kept: list[list[int]] = []  # long prefixes already kept (or restored at start)
         self.held: dict[int, list[int]] = {}
         self.lock = asyncio.Lock()  # one copy at a time: they read the slot table
         self.tasks: set[asyncio.Task] = set()
@@ -78,10 +87,43 @@ class PrefixFanOut:
     def ended(self, slot: int, tokens: list[int], session: Any, base_url: str) -> None:
         """A request on `slot` ended holding `tokens`: maybe copy them to other idle slots."""
         self.held[slot] = tokens
-        if fanout_targets(slot, tokens, self.held, set(), self.n_slots, self.min_tokens):
+        if self.wants_keep(tokens) or fanout_targets(
+            slot, tokens, self.held, set(), self.n_slots, self.min_tokens
+        ):
             task = asyncio.get_running_loop().create_task(self._copy(slot, session, base_url))
             self.tasks.add(task)
             task.add_done_callback(self.tasks.discard)
+
+    def wants_keep(self, tokens: Sequence[int]) -> bool:
+        """A keeper is set and `tokens` is a long prefix not kept yet (one copy per prefix)."""
+        if self.keeper is None or self.min_tokens <= 0 or len(tokens) < self.min_tokens:
+            return False
+        return all(common_prefix(k, tokens) < self.min_tokens for k in self.kept)
+
+    async def restore_kept(self, session: Any, base_url: str, path: str, tokens: list[int]) -> int:
+        """Load a kept slot state into every slot; returns how many took it."""
+        name = "kept-prefix.bin"
+        link = os.path.join(self.save_dir, name)  # llama.cpp reads slot files from its folder
+        restored = 0
+        async with self.lock:
+            try:
+                os.symlink(os.path.abspath(path), link)
+                for slot in range(self.n_slots):
+                    done = await _slot_action(session, base_url, slot, "restore", name)
+                    if int(done.get("n_restored", -1)) == len(tokens):
+                        self.held[slot] = list(tokens)
+                        restored += 1
+                self.kept.append(list(tokens))
+            except Exception as exc:  # the cost is only the cold read it meant to save
+                logger.warning("kept prompt %s not restored: %s", path, exc)
+            finally:
+                try:
+                    os.unlink(link)
+                except OSError:
+                    pass
+        if restored:
+            logger.info("restored a kept %d-token prompt into %d slots", len(tokens), restored)
+        return restored
 
     async def _copy(self, source: int, session: Any, base_url: str) -> None:
         async with self.lock:
@@ -93,7 +135,8 @@ class PrefixFanOut:
                 tokens = self.held.get(source, [])
                 targets = fanout_targets(source, tokens, self.held, busy, self.n_slots,
                                          self.min_tokens)
-                if not targets or source in busy:
+                keep = self.wants_keep(tokens)
+                if (not targets and not keep) or source in busy:
                     return  # taken again meanwhile: what it holds is no longer known
                 saved = await _slot_action(session, base_url, source, "save", name)
                 n = int(saved.get("n_saved", -1))
@@ -107,7 +150,16 @@ class PrefixFanOut:
                     if int(done.get("n_restored", -1)) == n:
                         self.held[slot] = copied
                         self.copies += 1
-                logger.info("copied a %d-token prompt from slot %d to slots %s", n, source, targets)
+                if targets:
+                    logger.info("copied a %d-token prompt from slot %d to slots %s", n, source,
+                                targets)
+                if keep and self.keeper is not None and self.wants_keep(copied):
+                    self.kept.append(copied)
+                    path = os.path.join(self.save_dir, name)
+                    await asyncio.get_running_loop().run_in_executor(
+                        None, self.keeper, path, copied
+                    )
+                    logger.info("kept a %d-token prompt for later worker starts", n)
             except Exception as exc:  # a failed copy costs only the cold read it meant to save
                 logger.warning("prompt copy from slot %d failed: %s", source, exc)
             finally:

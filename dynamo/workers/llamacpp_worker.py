@@ -20,7 +20,9 @@ native `/completion` endpoint, which takes a token-id prompt and returns token i
   "required" the frontend sends a structural tag (the parser's `<tool_call>` wrapper around each
   tool's argument schema), so even a tiny model emits well-formed, parseable tool calls;
 - usage on the final chunk (prompt, completion, cached prompt tokens);
-- cancellation: a client disconnect stops generation.
+- cancellation: a client disconnect stops generation;
+- with --prompt-cache-dir, a long prompt's slot KV kept across worker starts
+  (llamacpp_prompt_cache.py) and restored into every slot at start.
 
 Usage (environment variables such as DYN_DISCOVERY_BACKEND are read as usual):
   python llamacpp_worker.py --model-path model.gguf --model-name NAME --tokenizer-path DIR
@@ -59,6 +61,7 @@ from dynamo.llm import ModelInput
 from dynamo.llm.exceptions import InvalidArgument
 from llamacpp_fanout import PrefixFanOut, slot_file_dir  # sibling files: run as a script
 from llamacpp_grammar import guided_grammar
+from llamacpp_prompt_cache import PromptCache, engine_key
 
 logger = logging.getLogger("llamacpp_worker")
 
@@ -122,6 +125,21 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "so concurrent requests sharing that prefix do not each read it cold (default 1024; 0 "
         "disables)",
     )
+    parser.add_argument(
+        "--prompt-cache-dir",
+        default=None,
+        help="keep the first copied long prompt's slot KV (see --fanout-min-tokens) in this "
+        "folder, keyed by model file, xllamacpp version, --n-ctx and KV cache types, and restore "
+        "it into every slot at start, so a new worker's first request sharing that prefix reads "
+        "it from cache (default: off; slots start empty)",
+    )
+    parser.add_argument(
+        "--prompt-cache-keep",
+        type=int,
+        default=2,
+        help="kept prompts in --prompt-cache-dir, newest first (default 2; ~23 KB per token "
+        "for SmolLM2-135M)",
+    )
     parser.add_argument("--component", default="backend", help="Dynamo component name")
     parser.add_argument(
         "--shutdown-grace-s",
@@ -181,6 +199,7 @@ class LlamaCppEngine(LLMEngine):
     def __init__(self, args: argparse.Namespace):
         self.args = args
         self.server: Any = None
+        self.params: Any = None
         self.base_url = ""
         self.session: aiohttp.ClientSession | None = None
         self.streams: dict[str, aiohttp.ClientResponse] = {}
@@ -226,6 +245,9 @@ class LlamaCppEngine(LLMEngine):
         )
         import xllamacpp
 
+        if self.args.prompt_cache_dir:
+            await self._restore_kept(xllamacpp.__version__)
+
         logger.info(
             "llama.cpp (xllamacpp %s) loaded %s: %d slots × %d tokens, engine at %s",
             xllamacpp.__version__, self.args.model_path, self.args.parallel, self.args.n_ctx,
@@ -242,6 +264,22 @@ class LlamaCppEngine(LLMEngine):
                 max_num_batched_tokens=self.args.n_ctx,
             ),
         )
+
+    async def _restore_kept(self, version: str) -> None:
+        """Keep long prompts across starts; load the newest kept one of this setup now."""
+        assert self.session is not None
+        key = engine_key(self.args.model_path, version, self.args.n_ctx, self.params)
+        cache = PromptCache(self.args.prompt_cache_dir, key, self.args.prompt_cache_keep)
+        self.fanout.keeper = cache.store
+        loop = asyncio.get_running_loop()
+        try:
+            found = await loop.run_in_executor(None, cache.load)
+        except OSError as exc:
+            logger.warning("prompt cache %s unreadable: %s", self.args.prompt_cache_dir, exc)
+            return
+        if found is not None:
+            path, tokens = found
+            await self.fanout.restore_kept(self.session, self.base_url, str(path), tokens)
 
     def _load(self) -> Any:
         import xllamacpp
@@ -266,6 +304,7 @@ class LlamaCppEngine(LLMEngine):
         params.endpoint_slots = True  # slot save/restore for the prefix copies (loopback only)
         params.slot_save_path = self.slot_dir.name + "/"
         params.ui = False
+        self.params = params
         return xllamacpp.Server(params)
 
     def _job(self, request: GenerateRequest) -> Job:

@@ -109,3 +109,18 @@ def test_cpu_tiny_worker_command_matches_the_worker_cli(tmp_path):
     source = worker_script().read_text()
     for flag in ("--model-path", "--model-name", "--tokenizer-path", "--n-ctx", "--threads"):
         assert f'"{flag}"' in source, flag
+
+
+def test_cpu_tiny_prompt_cache_is_opt_in_and_points_into_the_cache(tmp_path, monkeypatch):
+    from pathlib import Path
+
+    from bankbench.serve.cpu_tiny import worker_command, worker_script
+
+    monkeypatch.setenv("BANKBENCH_CACHE", str(tmp_path))
+    args = (Path("/venv/python"), Path("/m.gguf"), Path("/tok"), "tiny")
+    plain = worker_command(*args, validate_options(TinyOptions, {}, "cpu-tiny"))
+    assert "--prompt-cache-dir" not in plain
+    opts = validate_options(TinyOptions, {"prompt_cache": "true"}, "cpu-tiny")
+    cmd = worker_command(*args, opts)
+    assert cmd[cmd.index("--prompt-cache-dir") + 1] == str(tmp_path / "llamacpp-prompts")
+    assert '"--prompt-cache-dir"' in worker_script().read_text()
