@@ -1,6 +1,6 @@
 """Kept slot states across worker starts (dynamo/workers/llamacpp_prompt_cache.py): keyed by the
 engine setup, checked before use, bounded, written whole. The restore into a live engine is
-checked end to end in tests/serve/test_cpu_tiny_prompt_cache.py."""
+checked end to end in tests/bankbench/serve/test_cpu_tiny_prompt_cache.py."""
 
 from __future__ import annotations
 
