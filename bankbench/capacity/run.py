@@ -34,14 +34,9 @@ from bankbench.capacity.search import (
     slo_value,
 )
 from bankbench.sweep import harbor_job
-from bankbench.sweep.runner import (
-    SweepError,
-    load_model,
-    open_sweep,
-    run_level,
-    save_manifest,
-    save_model,
-)
+from bankbench.sweep.errors import SweepError
+from bankbench.sweep.manifest import load_model, save_manifest, save_model
+from bankbench.sweep.runner import open_sweep, run_level
 from contracts.capacity import (
     CAPACITY_FILE,
     CapacityRecord,

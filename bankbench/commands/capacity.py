@@ -111,7 +111,8 @@ def _run(args: argparse.Namespace) -> int:
 
     from bankbench.capacity.run import load_record, run_capacity
     from bankbench.commands.sweep import _explicit_options, _stop_cleanly_on_signals
-    from bankbench.sweep.runner import SweepError, load_manifest
+    from bankbench.sweep.errors import SweepError
+    from bankbench.sweep.manifest import load_manifest
     from contracts.capacity import CapacitySearch
     from contracts.sweep import SweepConfig
 

@@ -158,8 +158,10 @@ def _rayjob_args(argv: list[str]) -> list[str]:
 def _run(args: argparse.Namespace) -> int:
     from pydantic import ValidationError
 
+    from bankbench.sweep.errors import BadOptions, SweepError
+    from bankbench.sweep.manifest import load_manifest
     from bankbench.sweep.routers import is_router_sweep, load_router_manifest, run_router_sweep
-    from bankbench.sweep.runner import BadOptions, SweepError, load_manifest, run_sweep
+    from bankbench.sweep.runner import run_sweep
     from contracts.sweep import SweepConfig
 
     routers = args.routers

@@ -1,4 +1,5 @@
-"""Before any Harbor job starts: is the server there, and does it serve the model?
+"""Before any Harbor job starts: are the options sound, is the server there, and does it serve
+the model?
 
 A sweep against a wrong or dead URL would otherwise start every trial, let each one exhaust its
 retries, and end as a directory full of infra failures minutes later. One GET of `/models` with
@@ -8,8 +9,12 @@ a short timeout answers the question in a second and names the URL in the error.
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import httpx
+
+from bankbench.sweep.errors import BadOptions
+from contracts.sweep import SweepConfig
 
 DEFAULT_TIMEOUT_S = 5.0
 DEFAULT_KEY_ENV = "OPENAI_API_KEY"
@@ -70,3 +75,31 @@ def check_server(
 def _is_served(model: str, served: list[str]) -> bool:
     # Harbor's `-m provider/name` form reaches the server as `name`.
     return model in served or model.split("/", 1)[-1] in served
+
+
+def check_options(config: SweepConfig) -> None:
+    """What can be checked before anything slow starts (building tasks, a server, Harbor): the
+    agent's --ak options (the agent's own validation, as `bankbench check` applies it), the
+    label method and its file, the dataset source. SweepError with one line."""
+    from agents.options import parse_options
+
+    try:
+        parse_options(dict(config.agent_kwargs))
+    except ValueError as exc:
+        raise BadOptions(str(exc).removeprefix("BankingAgent: ")) from None
+    if config.tasks:
+        return  # nothing is built
+    from tasks.banking.labels import METHODS, LabelsError
+    from tasks.banking.labels.curated import read_labels_file
+
+    spec = config.labels
+    if spec.startswith("file:"):
+        try:
+            read_labels_file(Path(spec.removeprefix("file:")).expanduser())
+        except LabelsError as exc:
+            raise BadOptions(str(exc)) from None
+    elif spec not in METHODS:
+        raise BadOptions(f"--labels {spec!r}: expected one of {', '.join(METHODS)}")
+    if config.source not in ("auto", "hf", "sample") and not Path(config.source).is_dir():
+        raise BadOptions(f"--source {config.source}: no such directory (expected auto, hf, "
+                         "sample or a folder in the hub's layout)")

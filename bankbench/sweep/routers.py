@@ -13,13 +13,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from bankbench.sweep import lock
-from bankbench.sweep.runner import (
-    SweepError,
-    load_manifest,
-    load_model,
-    run_sweep,
-    save_model,
-)
+from bankbench.sweep.errors import SweepError
+from bankbench.sweep.manifest import load_manifest, load_model, save_model
+from bankbench.sweep.runner import run_sweep
 from contracts.sweep import (
     ROUTERS_FILE,
     SWEEP_FILE,

@@ -18,11 +18,23 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from pydantic import BaseModel
-
 from bankbench.sweep import harbor_job, lock, preflight, progress
+from bankbench.sweep.errors import SweepError
+from bankbench.sweep.manifest import (
+    check_resumable,
+    move_to_new_url,
+    point_jobs_at,
+    save_manifest,
+)
 from bankbench.sweep.provenance import git_sha, versions
-from bankbench.sweep.tasks import fallback_warning, prepare_tasks
+from bankbench.sweep.server_checks import (
+    Scraper,
+    ServerWatch,
+    check_server_or_fail,
+    reusable_port,
+    stop_leftover_server,
+)
+from bankbench.sweep.tasks import build_or_reuse_tasks, fallback_warning
 from contracts.request_trace import REQUEST_TRACE_FILE
 from contracts.sweep import (
     METRICS_AFTER,
@@ -36,233 +48,8 @@ from contracts.sweep import (
 )
 
 
-class SweepError(RuntimeError):
-    """A sweep cannot start or go on; the message says why and what to do."""
-
-
-class BadOptions(SweepError):
-    """An option given on the command line is wrong (exit 2, like argparse's own errors)."""
-
-
 def _now() -> datetime:
     return datetime.now(UTC)
-
-
-def load_model[M: BaseModel](path: Path, model: type[M], what: str) -> M:
-    """A pydantic JSON file the sweep wrote; SweepError naming the file when missing/corrupt."""
-    try:
-        return model.model_validate_json(path.read_text())
-    except FileNotFoundError:
-        raise SweepError(f"{path} not found: is {path.parent} a {what}?") from None
-    except ValueError as exc:
-        raise SweepError(f"{path} is corrupt ({exc.__class__.__name__}); cannot resume") from exc
-
-
-def save_model(path: Path, data: BaseModel) -> None:
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(data.model_dump_json(indent=2))
-    os.replace(tmp, path)  # never leave a half-written file behind
-
-
-def load_manifest(sweep_dir: Path) -> SweepManifest:
-    return load_model(sweep_dir / SWEEP_FILE, SweepManifest, "sweep directory")
-
-
-def save_manifest(sweep_dir: Path, manifest: SweepManifest) -> None:
-    save_model(sweep_dir / SWEEP_FILE, manifest)
-
-
-def check_resumable(config: SweepConfig, sweep_dir: Path) -> SweepManifest:
-    """The manifest of the sweep to continue; SweepError when the configuration changed. The
-    one option that may change is --base-url: the same server back at another address."""
-    manifest = load_manifest(sweep_dir)
-    earlier = manifest.config
-    same_url = config.model_copy(update={"base_url": earlier.base_url})
-    if earlier.fingerprint() != same_url.fingerprint():
-        diff = "; ".join(config.differences(earlier))
-        raise SweepError(
-            f"refusing to resume {sweep_dir}: the configuration changed ({diff}). "
-            "Start a new sweep, or resume with the original options."
-        )
-    return manifest
-
-
-def _move_to_new_url(config: SweepConfig, sweep_dir: Path,
-                     manifest: SweepManifest) -> SweepManifest:
-    """`--resume DIR --base-url NEW`: the server came back elsewhere (`serve up` picks a new
-    port). Harbor's resume replays each level's job config and refuses one whose trials differ,
-    so the agent's base_url is rewritten in every level's job and trial config; the URLs used
-    before are kept in sweep.json (`earlier_base_urls`)."""
-    old, new = manifest.config.base_url, config.base_url
-    if not old or not new or old == new:
-        return manifest
-    _preflight(config, new, str(config.model))
-    manifest.config = config
-    manifest.fingerprint = config.fingerprint()
-    _point_jobs_at(sweep_dir, manifest, old, new)
-    return manifest
-
-
-def _point_jobs_at(sweep_dir: Path, manifest: SweepManifest, old: str, new: str) -> None:
-    """Every level job of the sweep talks to `new` from now on; `old` is kept in sweep.json."""
-    for record in manifest.level_records:
-        harbor_job.rewrite_base_url(sweep_dir / record.job_dir, old, new)
-    manifest.earlier_base_urls.append(old)
-    manifest.base_url = new
-    save_manifest(sweep_dir, manifest)
-    print(f"resuming against {new} (was {old}); recorded in {SWEEP_FILE}", flush=True)
-
-
-class _Scraper:
-    """Prometheus /metrics of the frontend, scraped around each level of one sweep.
-
-    A server without /metrics (llama.cpp's, many hosted APIs) is normal: it is named once per
-    sweep, not at every scrape of every level.
-    """
-
-    def __init__(self, base_url: str) -> None:
-        self.base_url = base_url
-        self.said_missing = False
-
-    def __call__(self, out: Path) -> bool:
-        """Write the scrape to `out`; False (and no file) when the server has none."""
-        from bankbench.serve import metrics
-
-        try:
-            metrics.scrape(self.base_url, out)
-            return True
-        except Exception as exc:
-            if not self.said_missing:
-                self.said_missing = True
-                why = getattr(getattr(exc, "response", None), "status_code", None)
-                why = f"HTTP {why}" if why else exc.__class__.__name__
-                print(f"  (no /metrics from {self.base_url} ({why}): server-side counters "
-                      "are not recorded for this sweep)", flush=True)
-            return False
-
-
-def _preflight(config: SweepConfig, base_url: str, model: str) -> None:
-    key_env = config.agent_kwargs.get("api_key_env", preflight.DEFAULT_KEY_ENV)
-    model = config.agent_kwargs.get("model", model)
-    try:
-        preflight.check_server(base_url, model, api_key_env=key_env)
-    except preflight.PreflightFailed as exc:
-        raise SweepError(f"server check failed, no trial was run: {exc}") from None
-
-
-def check_options(config: SweepConfig) -> None:
-    """What can be checked before anything slow starts (building tasks, a server, Harbor): the
-    agent's --ak options (the agent's own validation, as `bankbench check` applies it), the
-    label method and its file, the dataset source. SweepError with one line."""
-    from agents.options import parse_options
-
-    try:
-        parse_options(dict(config.agent_kwargs))
-    except ValueError as exc:
-        raise BadOptions(str(exc).removeprefix("BankingAgent: ")) from None
-    if config.tasks:
-        return  # nothing is built
-    from tasks.banking.labels import METHODS, LabelsError
-    from tasks.banking.labels.curated import read_labels_file
-
-    spec = config.labels
-    if spec.startswith("file:"):
-        try:
-            read_labels_file(Path(spec.removeprefix("file:")).expanduser())
-        except LabelsError as exc:
-            raise BadOptions(str(exc)) from None
-    elif spec not in METHODS:
-        raise BadOptions(f"--labels {spec!r}: expected one of {', '.join(METHODS)}")
-    if config.source not in ("auto", "hf", "sample") and not Path(config.source).is_dir():
-        raise BadOptions(f"--source {config.source}: no such directory (expected auto, hf, "
-                         "sample or a folder in the hub's layout)")
-
-
-def _build_tasks(config: SweepConfig, sweep_dir: Path, reuse: bool):
-    """prepare_tasks with the builder's own errors as one-line SweepErrors."""
-    from tasks.banking.dataset import DatasetError
-    from tasks.banking.labels import LabelsError
-    from tasks.banking.writer import WriteError
-
-    if not config.tasks and not (reuse and (sweep_dir / "tasks").is_dir()):
-        print(f"building tasks (source {config.source}, labels {config.labels}"
-              + (f", first {config.limit}" if config.limit else "") + ") ...", flush=True)
-    try:
-        return prepare_tasks(config, sweep_dir, reuse=reuse)
-    except (DatasetError, LabelsError, WriteError) as exc:
-        raise SweepError(f"building tasks: {exc}") from None
-
-
-class _ServerWatch:
-    """Is the sweep's server still there? Asked before each level and every `every_s` while one
-    runs. A failed check is repeated `rechecks` times `gap_s` apart before the server counts as
-    gone: a loaded server may miss one answer, a dead one misses them all. Bounded: at most
-    (rechecks + 1) x (timeout + gap) ≈ 30 s from the first miss to the verdict."""
-
-    def __init__(self, config: SweepConfig, base_url: str, model: str, *, every_s: float = 10.0,
-                 rechecks: int = 3, gap_s: float = 3.0, timeout_s: float = 5.0) -> None:
-        self.base_url = base_url
-        self.model = config.agent_kwargs.get("model", model)
-        self.key_env = config.agent_kwargs.get("api_key_env", preflight.DEFAULT_KEY_ENV)
-        self.every_s, self.rechecks, self.gap_s, self.timeout_s = (
-            every_s, rechecks, gap_s, timeout_s)
-
-    def _miss(self) -> str | None:
-        try:
-            preflight.check_server(self.base_url, self.model, api_key_env=self.key_env,
-                                   timeout_s=self.timeout_s)
-            return None
-        except preflight.PreflightFailed as exc:
-            return str(exc).split(";")[0]  # what failed, without the set-up advice
-
-    def __call__(self) -> str | None:
-        """None while the server answers; else why it is considered gone."""
-        miss = self._miss()
-        if miss is None:
-            return None
-        t0 = time.monotonic()
-        for _ in range(self.rechecks):
-            time.sleep(self.gap_s)
-            if (again := self._miss()) is None:
-                return None
-            miss = again
-        return (f"the server stopped answering ({self.rechecks + 1} checks over "
-                f"{time.monotonic() - t0 + self.timeout_s:.0f} s, last: {miss})")
-
-
-def _reusable_port(base_url: str, wait_s: float = 90.0) -> int | None:
-    """The port of the first run's server, once the old one has let go of it."""
-    from urllib.parse import urlsplit
-
-    from bankbench import procs
-
-    parts = urlsplit(base_url)
-    if parts.hostname not in ("127.0.0.1", "localhost") or parts.port is None:
-        return None
-    deadline = time.monotonic() + wait_s
-    while not procs.port_is_free(parts.port):  # closed connections linger for a while
-        if time.monotonic() > deadline:
-            raise SweepError(
-                f"cannot resume: the level jobs talk to {base_url}, and port {parts.port} is "
-                f"still in use after {wait_s:g} s; free it and run the resume again, or resume on "
-                f"another port with --port PORT"
-            )
-        time.sleep(1.0)
-    return parts.port
-
-
-def _stop_leftover_server(state_dir: Path) -> None:
-    """A sweep killed outright (SIGKILL, lost terminal) leaves the server it started running;
-    the resumed sweep owns that state dir, so it stops the old stack before starting anew."""
-    from bankbench.serve import api
-
-    try:
-        old = api.load_state(state_dir)
-    except (FileNotFoundError, ValueError):
-        return
-    print(f"stopping the {old.profile} server left running by the interrupted sweep ...",
-          flush=True)
-    api.down(old)
 
 
 @dataclass
@@ -275,9 +62,9 @@ class SweepSession:
     tasks_dir: Path
     base_url: str
     model: str
-    scrape: _Scraper  # one per sweep, so a server without /metrics is named once
+    scrape: Scraper  # one per sweep, so a server without /metrics is named once
     resume_command: str = "bankbench sweep --resume"
-    watch: _ServerWatch | None = None
+    watch: ServerWatch | None = None
 
 
 @contextmanager
@@ -294,10 +81,10 @@ def open_sweep(config: SweepConfig, sweep_dir: Path, *, resume: bool = False,
     sweep_dir = sweep_dir.resolve()
     if resume and not sweep_dir.is_dir():
         raise SweepError(f"{sweep_dir}: no such sweep directory")
-    check_options(config)
+    preflight.check_options(config)
     if not resume and not config.profile:
         # Fail before anything is created, built or run: a dead URL would fail every trial.
-        _preflight(config, str(config.base_url), str(config.model))
+        check_server_or_fail(config, str(config.base_url), str(config.model))
     created = False
     if not resume:
         if claim:
@@ -321,7 +108,7 @@ def _open_locked(config: SweepConfig, sweep_dir: Path, *, resume: bool, resume_c
                  created: bool, port: int | None = None) -> Iterator[SweepSession]:
     if resume:
         manifest: SweepManifest | None = check_resumable(config, sweep_dir)
-        manifest = _move_to_new_url(config, sweep_dir, manifest)
+        manifest = move_to_new_url(config, sweep_dir, manifest)
     else:
         if (sweep_dir / SWEEP_FILE).exists():
             raise SweepError(
@@ -333,7 +120,7 @@ def _open_locked(config: SweepConfig, sweep_dir: Path, *, resume: bool, resume_c
             print(f"server ok: {config.base_url} serves {config.model}", flush=True)
     saved = False
     try:
-        prepared = _build_tasks(config, sweep_dir, reuse=resume)
+        prepared = build_or_reuse_tasks(config, sweep_dir, reuse=resume)
         tasks_dir, n_tasks = prepared.tasks_dir, prepared.n_tasks
         if manifest is not None and manifest.dataset_fallback:  # a resumed sweep says it again
             print(fallback_warning(manifest.dataset_fallback), flush=True)
@@ -353,8 +140,8 @@ def _open_locked(config: SweepConfig, sweep_dir: Path, *, resume: bool, resume_c
                 if manifest is not None:
                     # The level jobs hold the first run's URL in their Harbor config: the
                     # resumed trials must find the server where the killed run had it.
-                    _stop_leftover_server(sweep_dir / "server")
-                    port = port or _reusable_port(manifest.base_url)
+                    stop_leftover_server(sweep_dir / "server")
+                    port = port or reusable_port(manifest.base_url)
                 print(f"starting server profile {config.profile} ...", flush=True)
                 server = api.up(
                     config.profile, router=config.router, workers=config.workers,
@@ -362,7 +149,7 @@ def _open_locked(config: SweepConfig, sweep_dir: Path, *, resume: bool, resume_c
                     state_dir=sweep_dir / "server", port=port,
                 )
                 base_url, model = server.base_url, server.model
-                _preflight(config, base_url, model)
+                check_server_or_fail(config, base_url, model)
                 print(f"server ready: {base_url} model {model}", flush=True)
             else:
                 base_url, model = str(config.base_url), str(config.model)
@@ -387,13 +174,13 @@ def _open_locked(config: SweepConfig, sweep_dir: Path, *, resume: bool, resume_c
                 )
             else:
                 if manifest.base_url != base_url:  # started on another port (--port)
-                    _point_jobs_at(sweep_dir, manifest, manifest.base_url, base_url)
+                    point_jobs_at(sweep_dir, manifest, manifest.base_url, base_url)
                 manifest.base_url, manifest.model = base_url, model
             save_manifest(sweep_dir, manifest)
             saved = True
             yield SweepSession(config, sweep_dir, manifest, tasks_dir, base_url, model,
-                               _Scraper(base_url), resume_command,
-                               _ServerWatch(config, base_url, model))
+                               Scraper(base_url), resume_command,
+                               ServerWatch(config, base_url, model))
         except KeyboardInterrupt:
             print(
                 f"\nsweep interrupted; finished trials are kept. Continue with:\n"

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from bankbench.sweep.errors import SweepError
 from contracts.sweep import SweepConfig
 
 FALLBACK_BANNER = "!" * 78
@@ -87,3 +88,18 @@ def _short(exc: BaseException) -> str:
     # Our own DatasetError already says what to do in one line; cut only a foreign message.
     text = str(exc).splitlines()[0] if str(exc) else ""
     return f"{exc.__class__.__name__}: {text}"[:300]
+
+
+def build_or_reuse_tasks(config: SweepConfig, sweep_dir: Path, reuse: bool) -> PreparedTasks:
+    """prepare_tasks with the builder's own errors as one-line SweepErrors."""
+    from tasks.banking.dataset import DatasetError
+    from tasks.banking.labels import LabelsError
+    from tasks.banking.writer import WriteError
+
+    if not config.tasks and not (reuse and (sweep_dir / "tasks").is_dir()):
+        print(f"building tasks (source {config.source}, labels {config.labels}"
+              + (f", first {config.limit}" if config.limit else "") + ") ...", flush=True)
+    try:
+        return prepare_tasks(config, sweep_dir, reuse=reuse)
+    except (DatasetError, LabelsError, WriteError) as exc:
+        raise SweepError(f"building tasks: {exc}") from None

@@ -4,7 +4,8 @@ import pytest
 from pydantic import ValidationError
 
 from bankbench.sweep import harbor_job
-from bankbench.sweep.runner import SweepError, check_resumable, save_manifest
+from bankbench.sweep.errors import SweepError
+from bankbench.sweep.manifest import check_resumable, save_manifest
 from contracts.sweep import SweepConfig, SweepManifest
 
 

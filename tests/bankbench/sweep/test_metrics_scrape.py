@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-from bankbench.sweep.runner import _Scraper
+from bankbench.sweep.server_checks import Scraper
 
 
 class _NoMetrics(BaseHTTPRequestHandler):
@@ -24,9 +24,9 @@ def test_missing_metrics_is_named_once_per_sweep(tmp_path, capsys):
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
         url = f"http://127.0.0.1:{server.server_address[1]}/v1"
-        scrape = _Scraper(url)
+        scrape = Scraper(url)
         got = [scrape(tmp_path / f"m{i}.prom") for i in range(4)]  # two levels, before/after
-        again = _Scraper(url)(tmp_path / "next-sweep.prom")
+        again = Scraper(url)(tmp_path / "next-sweep.prom")
     finally:
         server.shutdown()
     assert got == [False] * 4 and again is False
