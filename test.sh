@@ -4,10 +4,11 @@
 # (tests/conftest.py). `--all` runs both tiers, `--slow` only the slow one. Other arguments go
 # to pytest: ./test.sh -k tsq -x ; ./test.sh --all tests/serve
 #
-# The slow tier (and --all) runs in parallel worker processes (pytest-xdist), a test file per
-# worker at a time so a module's server is started once: its tests mostly wait on servers and
-# subprocesses (Dynamo, harbor, the bank), so more workers than cores still pays.
-# BANKBENCH_TEST_WORKERS sets how many (0: none, in this process); `-n N` passed here wins.
+# Both tiers run in parallel worker processes (pytest-xdist), a test file per worker at a time
+# so a module's server or built tasks are made once: the fast tier on 2 (it is CPU-bound, one
+# per core), the slow tier (and --all) on 3 (its tests mostly wait on servers and subprocesses:
+# Dynamo, harbor, the bank). BANKBENCH_TEST_WORKERS sets how many (0: none, in this process);
+# `-n N` passed here wins.
 set -euo pipefail
 tier=fast
 args=()
@@ -19,13 +20,12 @@ for arg in "$@"; do
   esac
 done
 parallel=()
-if [ "$tier" != fast ]; then
-  workers="${BANKBENCH_TEST_WORKERS:-3}"
-  for arg in "${args[@]+"${args[@]}"}"; do
-    case "$arg" in -n|-n*|--numprocesses*) workers=0 ;; esac
-  done
-  if [ "$workers" != 0 ]; then parallel=(-n "$workers" --dist loadfile); fi
-fi
+if [ "$tier" = fast ]; then default_workers=2; else default_workers=3; fi
+workers="${BANKBENCH_TEST_WORKERS:-$default_workers}"
+for arg in "${args[@]+"${args[@]}"}"; do
+  case "$arg" in -n|-n*|--numprocesses*) workers=0 ;; esac
+done
+if [ "$workers" != 0 ]; then parallel=(-n "$workers" --dist loadfile); fi
 # Byte-compile the venv's packages when it is synced: a run starts hundreds of Python processes
 # (the CLI, Harbor, the bank), each importing pandas, pydantic and Harbor; where bytecode is not
 # written at run time (PYTHONDONTWRITEBYTECODE) each would compile them again from source.

@@ -3,7 +3,8 @@
 The server is not bankbench's and is reached as any external server is (`--base-url`,
 `--model`): `check`, `sweep` and `report` run end to end against it in both tool modes. It
 sends `usage` in its stream but has no /metrics unless asked, which these tests also pin down.
-Kept small: two tasks, level 1, few steps and few completion tokens. Nothing is compiled: the
+Kept small: one task, level 1, few steps and few completion tokens (on 2 cores each request reads
+the ~5k-token tool prompt). Nothing is compiled: the
 server comes from the prebuilt wheel the cpu-tiny profile caches.
 """
 
@@ -52,7 +53,7 @@ def test_check_does_not_suggest_a_mode_whose_first_request_overflows(tmp_path):
 
 def _sweep(tmp_path: Path, server, mode: str, *ak: str) -> Path:
     args = ["sweep", "--base-url", server.base_url, "--model", server.model, "--levels", "1",
-            "--limit", "2", "--source", "sample", "--labels", CHEAP_LABELS, "--out", str(tmp_path),
+            "--limit", "1", "--source", "sample", "--labels", CHEAP_LABELS, "--out", str(tmp_path),
             "--name", mode,
             "--ak", f"tool_mode={mode}", "--ak", "max_tokens=48", "--ak", "max_steps=2"]
     for item in ak:

@@ -105,8 +105,8 @@ def test_cpu_tiny_worker_command_matches_the_worker_cli(tmp_path):
     flags = dict(zip(cmd[2::2], cmd[3::2], strict=True))
     assert flags == {"--model-path": "/m.gguf", "--model-name": "tiny", "--tokenizer-path": "/tok",
                      "--dyn-tool-call-parser": "hermes", "--n-ctx": "8192", "--threads": "2"}
-    # every flag we pass is one the worker declares
-    source = worker_script().read_text()
+    # every flag we pass is one the worker's command line (a sibling file) declares
+    source = worker_script().with_name("llamacpp_args.py").read_text()
     for flag in ("--model-path", "--model-name", "--tokenizer-path", "--n-ctx", "--threads"):
         assert f'"{flag}"' in source, flag
 
@@ -123,4 +123,4 @@ def test_cpu_tiny_prompt_cache_is_opt_in_and_points_into_the_cache(tmp_path, mon
     opts = validate_options(TinyOptions, {"prompt_cache": "true"}, "cpu-tiny")
     cmd = worker_command(*args, opts)
     assert cmd[cmd.index("--prompt-cache-dir") + 1] == str(tmp_path / "llamacpp-prompts")
-    assert '"--prompt-cache-dir"' in worker_script().read_text()
+    assert '"--prompt-cache-dir"' in worker_script().with_name("llamacpp_args.py").read_text()
