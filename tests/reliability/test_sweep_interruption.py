@@ -106,18 +106,25 @@ def test_sigkill_mid_level_then_resume_loses_and_duplicates_nothing(tmp_path):
     assert _no_leftovers(str(tmp_path)) == []
 
 
+def _assert_stopped_cleanly(proc, sweep: Path, log: Path, tmp_path: Path,
+                            code: int = 128 + signal.SIGINT) -> None:
+    """Exit 128 + the signal, the resume command said, the sweep's server stopped, nothing
+    left behind."""
+    assert proc.wait(timeout=120) == code
+    out = log.read_text()
+    assert f"bankbench sweep --resume {sweep}" in out
+    assert "stopping the server this sweep started" in out
+    assert not (sweep / "server" / "state.json").exists()
+    assert _no_leftovers(str(tmp_path), wait_s=10) == []
+
+
 def test_sigint_stops_cleanly_and_says_how_to_resume(tmp_path):
     proc, sweep = _start_sweep(tmp_path, "1,4")
     log = tmp_path / "sweep.out"
     wait_for(lambda: len(_finished(sweep / "c1")) >= 2, proc, log)
     before = {"c1": _finished(sweep / "c1"), "c4": {}}
     proc.send_signal(signal.SIGINT)  # what Ctrl-C delivers to the foreground process
-    assert proc.wait(timeout=120) == 130
-    out = log.read_text()
-    assert f"bankbench sweep --resume {sweep}" in out
-    assert "stopping the server this sweep started" in out
-    assert not (sweep / "server" / "state.json").exists()
-    assert _no_leftovers(str(tmp_path), wait_s=10) == []
+    _assert_stopped_cleanly(proc, sweep, log, tmp_path)
     # Stopping never throws away what finished, and the sweep continues where it stopped.
     assert len(_finished(sweep / "c1")) >= 1
     assert json.loads((sweep / "sweep.json").read_text())["finished_at"] is None
@@ -134,12 +141,7 @@ def test_sigint_stops_a_sweep_started_in_the_background_of_a_script(tmp_path):
     log = tmp_path / "sweep.out"
     wait_for(lambda: len(_finished(sweep / "c1")) >= 1, proc, log)
     proc.send_signal(signal.SIGINT)
-    assert proc.wait(timeout=120) == 130
-    out = log.read_text()
-    assert f"bankbench sweep --resume {sweep}" in out
-    assert "stopping the server this sweep started" in out
-    assert not (sweep / "server" / "state.json").exists()
-    assert _no_leftovers(str(tmp_path), wait_s=10) == []
+    _assert_stopped_cleanly(proc, sweep, log, tmp_path)
 
 
 def test_sigterm_stops_like_ctrl_c(tmp_path):
@@ -147,9 +149,4 @@ def test_sigterm_stops_like_ctrl_c(tmp_path):
     log = tmp_path / "sweep.out"
     wait_for(lambda: len(_finished(sweep / "c1")) >= 1, proc, log)
     proc.terminate()  # `kill PID`, as a service manager or CI runner stops a job
-    assert proc.wait(timeout=120) == 128 + signal.SIGTERM
-    out = log.read_text()
-    assert f"bankbench sweep --resume {sweep}" in out
-    assert "stopping the server this sweep started" in out
-    assert not (sweep / "server" / "state.json").exists()
-    assert _no_leftovers(str(tmp_path), wait_s=10) == []
+    _assert_stopped_cleanly(proc, sweep, log, tmp_path, code=128 + signal.SIGTERM)
