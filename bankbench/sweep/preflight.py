@@ -89,17 +89,16 @@ def check_options(config: SweepConfig) -> None:
         raise BadOptions(str(exc).removeprefix("BankingAgent: ")) from None
     if config.tasks:
         return  # nothing is built
-    from tasks.banking.labels import METHODS, LabelsError
+    from tasks.banking.labels import LabelsError
     from tasks.banking.labels.curated import read_labels_file
+    from tasks.banking.labels.methods import method_of
 
-    spec = config.labels
-    if spec.startswith("file:"):
-        try:
-            read_labels_file(Path(spec.removeprefix("file:")).expanduser())
-        except LabelsError as exc:
-            raise BadOptions(str(exc)) from None
-    elif spec not in METHODS:
-        raise BadOptions(f"--labels {spec!r}: expected one of {', '.join(METHODS)}")
+    try:
+        method, argument = method_of(config.labels)  # the registry's own check of the spec
+        if method.name == "file":
+            read_labels_file(Path(argument).expanduser())
+    except LabelsError as exc:
+        raise BadOptions(str(exc)) from None
     if config.source not in ("auto", "hf", "sample") and not Path(config.source).is_dir():
         raise BadOptions(f"--source {config.source}: no such directory (expected auto, hf, "
                          "sample or a folder in the hub's layout)")

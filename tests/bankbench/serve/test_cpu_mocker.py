@@ -53,6 +53,12 @@ def stack(tmp_path_factory, dynamo_python):
     api.down(state)
 
 
+def streamed_text(chunks: list[dict]) -> str:
+    """The content deltas of a streamed chat completion, joined."""
+    return "".join((c["choices"][0]["delta"].get("content") or "")
+                   for c in chunks if c.get("choices"))
+
+
 def stream_chat(state, body):
     """POST a streamed chat completion; return (parsed chunks, first-content latency ns)."""
     body = {"model": state.model, "stream": True,
@@ -89,8 +95,7 @@ def test_streamed_chat_reports_usage(stack):
         "max_tokens": 50,
         "nvext": replay_annotation("s2", 0),
     })
-    text = "".join((c["choices"][0]["delta"].get("content") or "")
-                   for c in chunks if c.get("choices"))
+    text = streamed_text(chunks)
     assert text == "Hello from session two."
     assert first_ns is not None and first_ns > 0
     usage = chunks[-1]["usage"]
@@ -112,8 +117,7 @@ def test_tool_call_is_parsed_by_the_frontend(stack):
     args = "".join(tc["function"].get("arguments") or "" for tc in calls)
     assert name == "get_account_balance"
     assert json.loads(args) == BALANCE_ARGS
-    content = "".join((c["choices"][0]["delta"].get("content") or "")
-                      for c in chunks if c.get("choices"))
+    content = streamed_text(chunks)
     assert "<tool_call>" not in content
 
 
@@ -123,8 +127,7 @@ def test_second_turn_of_a_session_is_turn_one(stack):
         "max_tokens": 50,
         "nvext": replay_annotation("s1", 1),
     })
-    text = "".join((c["choices"][0]["delta"].get("content") or "")
-                   for c in chunks if c.get("choices"))
+    text = streamed_text(chunks)
     assert text == "Your balance is 42."
 
 
