@@ -38,6 +38,7 @@ from analysis.report_sections import (
 from analysis.request_trace import server_view_section
 from analysis.summary import summarize
 from analysis.tables import Tables, is_sweep_dir, load_many
+from analysis.validity import validity_section
 
 
 def default_out_dir(path: Path) -> Path:
@@ -187,7 +188,8 @@ def render_markdown(tables: Tables, summary: pd.DataFrame, comparison: pd.DataFr
              "see *Metric definitions* at the end.", "",
              *summary_block(summary),
              *measured_against(summary, mixed, modes),
-             "## Provenance", "", _provenance(tables), "", "## Trials", "",
+             "## Provenance", "", _provenance(tables), "",
+             *validity_section(tables, summary), "## Trials", "",
              section(summary, labels(*(m.key for m in counts.TRIAL_COUNTS))),
              "", "Quality averages count `scored` and `agent_failed` trials (an agent failure "
              "without a reward counts as 0); `infra_failed`, `harness_failed` and "
