@@ -18,7 +18,13 @@ from analysis.metrics.integrity import (
     tool_schemas,
 )
 from contracts.llm_calls import ARGUMENTS_KEPT, StreamedCall, ToolStream
-from tests.support.tool_call_faults import FAULTS, UNDECLARED_ARGUMENT, corrupt, frontend_reply
+from tests.support.tool_call_faults import (
+    FAULTS,
+    UNDECLARED_ARGUMENT,
+    classes_shown,
+    corrupt,
+    frontend_reply,
+)
 
 TOOL = {"type": "function", "function": {
     "name": "transfer_funds", "parameters": {
@@ -44,19 +50,12 @@ def _found(body: bytes, choice: str = "auto", tools=SCHEMAS) -> set[str]:
             if v == 1.0 and k != ANY_COLUMN}
 
 
-# What each injected fault shows as, on a reply the way the mocker ends it ("length"): a cut
-# or a lost brace there is also a call cut by the length limit.
-EXPECTED = {fault: {fault} for fault in FAULTS} | {
-    "arguments_not_json": {"arguments_not_json", "cut_by_length"},
-    "cut_by_length": {"cut_by_length", "arguments_not_json"},
-}
-
-
 @pytest.mark.parametrize("fault", FAULTS)
-def test_each_injected_fault_lands_in_its_class(fault):
-    body = frontend_reply([("transfer_funds", ARGS)])
+@pytest.mark.parametrize("finish", ["length", "tool_calls"])
+def test_each_injected_fault_lands_in_its_class(fault, finish):
+    body = frontend_reply([("transfer_funds", ARGS)], finish=finish)
     assert _found(body) == set()
-    assert _found(corrupt(body, fault, [TOOL])) == EXPECTED[fault]
+    assert _found(corrupt(body, fault, [TOOL])) == classes_shown(fault, finish)
 
 
 def test_clean_replies_with_a_call_or_text_fall_in_no_class():
