@@ -10,6 +10,8 @@ What is simulated is which replies break: a sweep of --scenarios x --repeats tri
 
     .venv/bin/python benchmarks/tool_call_integrity.py                 # the stated design
     .venv/bin/python benchmarks/tool_call_integrity.py --runs 100 --hard   # + the hard cases
+    .venv/bin/python benchmarks/tool_call_integrity.py --runs 0 --stack unterminated
+                                            # on real parts: a capacity search per class named
 
 Prints, per class, at the design (rate --rate per reply from c4, a clean baseline):
 
@@ -21,6 +23,13 @@ low rates, a baseline that already fails (every class, at every level), faults i
 the scenarios only, faults in bursts that hit every reply in flight, per-scenario rates that
 differ — and null sweeps (nothing injected; noise, heterogeneity or bursts at every level) for
 the false-alarm rate over all levels. The worst case of each column is printed last.
+
+With --stack the classes named (all when none is) also run once each on real parts: `bankbench
+capacity --slo tool_call_error_rate=0.01` against the real Dynamo frontend with the mocker
+engine, the fault-injecting test proxy breaking replies in flight with more than two requests
+(tests/support/integrity_stack.py; ~5 min a class on 2 idle cores). Per class it prints the
+lowest level the report marks worse, any class marked at c1–c2 (a false alarm), and where the
+search stopped.
 """
 
 from __future__ import annotations
@@ -177,6 +186,10 @@ def main() -> int:
     ap.add_argument("--rate", type=float, default=0.2, help="injected faults per reply")
     ap.add_argument("--hard", action="store_true", help="also the hard cases and null sweeps")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--stack", nargs="*", metavar="CLASS", choices=FAULTS,
+                    help="also a capacity search on the mocker stack per class named (all: none)")
+    ap.add_argument("--stack-out", type=Path, default=None,
+                    help="where the stack runs' sweeps stay (default: a temporary folder)")
     args = ap.parse_args()
     started = time.perf_counter_ns()
     vectors = class_vectors()
@@ -186,11 +199,11 @@ def main() -> int:
           f"classified replies per trial, levels {', '.join(f'c{v}' for v in LEVELS)} "
           f"(reference c1), each class injected from c{INJECTED_AT} at {args.rate:g} of "
           f"replies; Holm over every (class, level) at 5 %; {args.runs} runs per class")
-    for i, fault in enumerate(FAULTS):
+    for i, fault in enumerate(FAULTS if args.runs else ()):
         x, y = measure(vectors, fault, design, args.runs, args.seed + i, *shape)
         print(f"class {fault}: detected at c{INJECTED_AT} in {x} of {args.runs} runs, "
               f"false alarms {y} of {args.runs} below it", flush=True)
-    if args.hard:
+    if args.hard and args.runs:
         worst_detect, worst_false = (1.0, ""), (0.0, "")
         for j, (cond, per_class) in enumerate(hard_cases(design)):
             if not per_class:
@@ -212,8 +225,36 @@ def main() -> int:
             worst_false = max(worst_false, (high[0], f"{cond.name}, {high[1]}"))
         print(f"worst detection {worst_detect[0]:.2f} ({worst_detect[1]}); worst false-alarm "
               f"rate {worst_false[0]:.2f} ({worst_false[1]})")
+    if args.stack is not None:
+        run_stack(args.stack or list(FAULTS), args.stack_out)
     print(f"wall time {(time.perf_counter_ns() - started) / 1e9:.0f} s")
     return 0
+
+
+def run_stack(faults: list[str], out: Path | None) -> None:
+    """One capacity search per class on real parts; what its report and capacity.json say."""
+    import json
+    import tempfile
+
+    from tests.support.integrity_stack import run_capacity
+
+    root = Path(out or tempfile.mkdtemp(prefix="integrity-stack-"))
+    for fault in faults:
+        run = run_capacity(root / fault, fault, above=2, max_level=4)
+        if run.done.returncode != 0:
+            print(f"class {fault} (mocker stack): the search failed: "
+                  f"{(run.done.stderr or run.done.stdout)[-500:]}")
+            continue
+        table = pd.read_csv(run.sweep / "integrity.csv")
+        worse = table[table["worse"].astype(bool)]
+        mine = worse.loc[worse["class"] == PREFIX + fault, "level"]
+        below = worse[worse["level"] <= 2]
+        record = json.loads((run.sweep / "capacity.json").read_text())
+        found = f"c{int(mine.min())}" if len(mine) else "no level"
+        print(f"class {fault} (mocker stack, broken above 2 in flight; {run.corrupted} replies): "
+              f"worse than c1 from {found}, false alarms {len(below)} at c1-c2; capacity "
+              f"{record['capacity']}, limited by {', '.join(record['limiting']) or 'nothing'} at "
+              f"c{record['lowest_failing']} ({run.sweep})", flush=True)
 
 
 if __name__ == "__main__":

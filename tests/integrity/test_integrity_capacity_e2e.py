@@ -17,37 +17,18 @@ import re
 
 import pytest
 
-from tests.reliability.helpers import bankbench
-from tests.support.integrity_sweep import CALL
+from tests.support.integrity_stack import run_capacity
 
 pytestmark = [pytest.mark.dynamo, pytest.mark.harbor, pytest.mark.slow]
-SCENARIOS = [f"banking-{i:03d}" for i in range(10)]
-REPLAY_AK = "nvext_annotations=output_replay_id:int-{scenario_id}:{request_index}"
 
 
 def test_capacity_stops_where_tool_calls_break_and_the_report_shows_where(tmp_path):
-    from bankbench.serve import api, replay
-    from tests.support.fault_proxy import FaultSchedule, in_thread
-
-    transfer = ("transfer_funds", {"from_account": "12345678", "to_account": "87654321",
-                                   "amount": 25})
-    scripts = {f"int-{sid}": [replay.tool_call_text(*CALL), replay.tool_call_text(*transfer),
-                              *["Both requests are done."] * 8] for sid in SCENARIOS}
-    trace = replay.write_trace(tmp_path / "trace.jsonl", scripts)
-    schedule = FaultSchedule(integrity="markup_in_content", integrity_above=2)
-    with api.running("cpu-mocker", workers=2, state_dir=tmp_path / "state",
-                     options={"speedup_ratio": 1.0, "replay_trace": str(trace)}) as state, \
-            in_thread(state.base_url, schedule) as proxy:
-        done = bankbench(
-            "capacity", "--base-url", proxy.base_url, "--model", state.model,
-            "--source", "sample", "--limit", str(len(SCENARIOS)),
-            "--slo", "tool_call_error_rate=0.01", "--max-level", "4", "--max-drop", "0.5",
-            "--alpha", "0.5", "--ak", REPLAY_AK, "--out", str(tmp_path), "--name", "cap",
-            timeout=1500)
+    run = run_capacity(tmp_path, "markup_in_content", above=2, max_level=4)
+    done = run.done
     out = done.stdout
     assert done.returncode == 0, out[-3000:] + done.stderr[-3000:]
-    assert proxy.corrupted > 0
-    sweep = tmp_path / "cap"
+    assert run.corrupted > 0
+    sweep = run.sweep
     record = json.loads((sweep / "capacity.json").read_text())
     steps = {s["level"]: s for s in record["steps"]}
     for level in (1, 2):
