@@ -218,9 +218,10 @@ def main() -> int:
                 xs.append((x / args.runs, fault))
                 ys.append((y / args.runs, fault))
             low, high = min(xs), max(ys)
+            worst = f" ({high[1]})" if high[0] else ""
             print(f"{cond.name}: detection {low[0]:.2f} (worst class {low[1]}) to "
-                  f"{max(xs)[0]:.2f}; false alarms below c{INJECTED_AT} at most {high[0]:.2f} "
-                  f"({high[1]})", flush=True)
+                  f"{max(xs)[0]:.2f}; false alarms below c{INJECTED_AT} at most "
+                  f"{high[0]:.2f}{worst}", flush=True)
             worst_detect = min(worst_detect, (low[0], f"{cond.name}, {low[1]}"))
             worst_false = max(worst_false, (high[0], f"{cond.name}, {high[1]}"))
         print(f"worst detection {worst_detect[0]:.2f} ({worst_detect[1]}); worst false-alarm "
