@@ -62,8 +62,9 @@ UNKNOWN_TOOL = _cls(
     "A call names a tool the request did not offer (an empty name included).")
 CUT_BY_LENGTH = _cls(
     "cut_by_length", "call cut by length",
-    "finish_reason 'length' with a call whose arguments do not parse, or with tool markup "
-    "opened and not closed in the text.")
+    "finish_reason 'length' with a call whose arguments do not parse, with tool markup "
+    "opened and not closed in the text, or with nothing delivered at all (no text, reasoning "
+    "or call: the server's parser swallowed a call it could not finish).")
 UNTERMINATED = _cls(
     "unterminated", "stream unterminated",
     "The stream ended without its [DONE] terminator or without a finish_reason.")
@@ -129,10 +130,12 @@ def is_classified(stream: ToolStream | None, ok: bool) -> bool:
 
 
 def classify(stream: ToolStream, finish_reason: str | None, content: str | None,
-             tools: Mapping[str, dict[str, Any]] | None) -> dict[str, float]:
+             tools: Mapping[str, dict[str, Any]] | None, reasoning: bool = False
+             ) -> dict[str, float]:
     """Every class (COLUMNS) for one classified reply: 1.0, 0.0, or NaN where the input it
-    needs (`content`: the reply's text; `tools`: the schemas sent) is unknown. Runs once per
-    agent reply of every trial read, so it stays plain."""
+    needs (`content`: the reply's text; `tools`: the schemas sent) is unknown; `reasoning`:
+    the reply carried reasoning. Runs once per agent reply of every trial read, so it stays
+    plain."""
     out = dict.fromkeys(COLUMNS, 0.0)
     calls = stream.calls
     # (kind, value) per call; None: its arguments were kept only in part, not judged
@@ -165,7 +168,9 @@ def classify(stream: ToolStream, finish_reason: str | None, content: str | None,
             counts = [(content.count(a), content.count(b)) for a, b in TAG_PAIRS]
             out[UNBALANCED_TAGS.key] = float(any(a != b for a, b in counts))
             unclosed = any(a > b for a, b in counts[1:])
-        out[CUT_BY_LENGTH.key] = float(finish_reason == "length" and (broken_args or unclosed))
+        swallowed = not calls and not content.strip() and not reasoning
+        out[CUT_BY_LENGTH.key] = float(finish_reason == "length"
+                                       and (broken_args or unclosed or swallowed))
     if tools is None:
         for key in SCHEMA_CLASSES:
             out[key] = math.nan

@@ -98,8 +98,8 @@ def _call(index: int, ids: tuple[str, ...] = ("x",), arguments: str = '{"from_ac
 
 
 def _flags(stream: ToolStream, finish: str | None = "tool_calls", content: str | None = "",
-           tools=SCHEMAS) -> dict[str, float]:
-    return classify(stream, finish, content, tools)
+           tools=SCHEMAS, reasoning: bool = False) -> dict[str, float]:
+    return classify(stream, finish, content, tools, reasoning)
 
 
 def test_ids_and_indices():
@@ -149,6 +149,14 @@ def test_unknown_inputs_are_unmeasured_not_zero():
     assert not is_classified(_stream(_call(0)), ok=False)
     assert not is_classified(None, ok=True)  # a record from before tool_stream
     assert not is_classified(ToolStream(offered=0, done=True), ok=True)  # text mode
+
+
+def test_a_length_cut_that_left_nothing_is_a_cut_call():
+    """llama.cpp's own parser, a call cut by max_tokens: no text, no call, finish 'length'."""
+    assert _flags(_stream(), finish="length", content="")["tc_cut_by_length"] == 1
+    # the tokens went to reasoning, or to text: not a swallowed call
+    assert _flags(_stream(), finish="length", content="", reasoning=True)[ANY_COLUMN] == 0
+    assert _flags(_stream(), finish="length", content="A long answer")[ANY_COLUMN] == 0
 
 
 def test_tags_in_text():
