@@ -60,11 +60,15 @@ from llamacpp_args import parse_args  # sibling files: run as a script
 from llamacpp_fanout import PrefixFanOut, slot_file_dir
 from llamacpp_grammar import guided_grammar
 from llamacpp_prompt_cache import PromptCache, engine_key
+from llamacpp_timings import TimingsLog
 
 logger = logging.getLogger("llamacpp_worker")
 
 # KV block size advertised to the router; llama.cpp has no paged cache, this only sizes metrics.
 BLOCK_SIZE = 16
+
+# --flash-attn → llama.cpp's flash attention setting.
+FLASH_ATTN = {"auto": "AUTO", "on": "ENABLED", "off": "DISABLED"}
 
 # llama.cpp's stop types → OpenAI finish reasons.
 FINISH = {"eos": "stop", "word": "stop", "limit": "length"}
@@ -119,10 +123,16 @@ class LlamaCppEngine(LLMEngine):
         # Slot KV copies go through files: a RAM-backed folder where there is one with room.
         self.slot_dir = tempfile.TemporaryDirectory(prefix="llamacpp-slots-", dir=slot_file_dir())
         self.fanout = PrefixFanOut(args.parallel, args.fanout_min_tokens, self.slot_dir.name)
+        self.timings = TimingsLog(args.timings_log)
 
     @classmethod
     async def from_args(cls, argv: list[str] | None = None) -> tuple[LlamaCppEngine, WorkerConfig]:
         args = parse_args(argv)
+        # Read by OpenMP once, when llama.cpp's library loads (in start): set it before.
+        if args.thread_wait == "spin":
+            os.environ.pop("OMP_WAIT_POLICY", None)  # OpenMP's default: spin, later sleep
+        elif args.thread_wait == "sleep" or "OMP_WAIT_POLICY" not in os.environ:
+            os.environ["OMP_WAIT_POLICY"] = "PASSIVE"
         os.environ.setdefault(
             "DYN_GRACEFUL_SHUTDOWN_GRACE_PERIOD_SECS", f"{args.shutdown_grace_s:g}"
         )
@@ -207,7 +217,12 @@ class LlamaCppEngine(LLMEngine):
         params.kv_unified = False
         params.n_ctx = self.args.n_ctx * self.args.parallel
         params.cpuparams.n_threads = threads
-        params.cpuparams_batch.n_threads = threads
+        params.cpuparams_batch.n_threads = self.args.threads_batch or threads
+        params.cache_type_k = xllamacpp.ggml_type[f"GGML_TYPE_{self.args.cache_type_k.upper()}"]
+        params.cache_type_v = xllamacpp.ggml_type[f"GGML_TYPE_{self.args.cache_type_v.upper()}"]
+        params.flash_attn_type = xllamacpp.llama_flash_attn_type[
+            f"LLAMA_FLASH_ATTN_TYPE_{FLASH_ATTN[self.args.flash_attn]}"
+        ]
         params.cache_ram_mib = self.args.cache_ram_mib
         params.cache_prompt = True
         params.ctx_shift = False  # a reply that reaches the window ends there (finish "length")
@@ -287,9 +302,10 @@ class LlamaCppEngine(LLMEngine):
         job = self._job(request)
         request_id = context.id() or str(id(job))
         produced: list[int] = []
-        cached: int | None = None
+        timing = self.timings.begin(request_id, len(job.prompt), "grammar" in job.body)
         hidden = 0  # generated but not streamed: the EOS token, a cut UTF-8 tail
         finish = "length"
+        outcome = "error"  # what the timings line says if the request ends by an exception
         try:
             for body in self._phases(job):
                 if produced:
@@ -302,9 +318,10 @@ class LlamaCppEngine(LLMEngine):
                         async for event in events:
                             if int(event.get("id_slot", -1)) >= 0:  # known by the end
                                 slot = int(event["id_slot"])
-                            if cached is None and "timings" in event:
-                                cached = int(event["timings"].get("cache_n", 0))
+                            if "timings" in event:  # the phase's last event
+                                timing.phase_ended(event["timings"])
                             for token in await self._tokens(event, len(produced) - start):
+                                timing.token_seen()
                                 if token in job.stop_ids:
                                     stop_type = "eos"
                                     break
@@ -326,11 +343,17 @@ class LlamaCppEngine(LLMEngine):
                 finish = FINISH.get(stop_type or "", "length")
                 if finish == "stop":
                     break
+            outcome = finish
         except aiohttp.ClientConnectionError:
             if context.is_stopped() or request_id not in self.streams:
-                finish = "cancelled"  # aborted: abort() closed the stream
+                finish = outcome = "cancelled"  # aborted: abort() closed the stream
             else:
                 raise RuntimeError("llama.cpp engine connection lost") from None
+        except (GeneratorExit, asyncio.CancelledError):
+            outcome = "cancelled"
+            raise
+        finally:
+            self.timings.end(timing, outcome)
         completion = len(produced) + hidden
         prompt_n = len(job.prompt)
         yield {
@@ -341,7 +364,7 @@ class LlamaCppEngine(LLMEngine):
                 "prompt_tokens": prompt_n,
                 "completion_tokens": completion,
                 "total_tokens": prompt_n + completion,
-                "prompt_tokens_details": {"cached_tokens": cached or 0},
+                "prompt_tokens_details": {"cached_tokens": timing.cached_tokens or 0},
             },
         }
 
