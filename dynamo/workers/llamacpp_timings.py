@@ -1,10 +1,12 @@
 """What each request cost the engine, in llama.cpp's own timings: one JSON line per request.
 
-llama.cpp ends every /completion stream with `timings`: `prompt_n` tokens evaluated in
-`prompt_ms` (which also samples the first token), `cache_n` reused from the slot, and
-`predicted_n` tokens generated, the last `predicted_n − 1` of them in `predicted_ms` (measured
-from the first token to the last; llama.cpp's own `predicted_per_second` divides `predicted_n`
-by it, a little high, so it is not used). The worker adds what llama.cpp cannot see: its own
+llama.cpp sends `timings` with every event of a /completion stream (the worker asks for them
+per token), so a phase's last event seen has them, even when the worker ends the stream itself
+at a stop id: `prompt_n` tokens evaluated in `prompt_ms` (which also samples the first token),
+`cache_n` reused from the slot, and `predicted_n` tokens generated, the last
+`predicted_n − 1` of them in `predicted_ms` (measured from the first token to the last;
+llama.cpp's own `predicted_per_second` divides `predicted_n` by it, a little high, so it is not
+used). The worker adds what llama.cpp cannot see: its own
 wall time from sending the request to the first token and to the end (the gap to `prompt_ms`
 is queueing, grammar set-up and the loopback hop), whether a grammar constrained the reply,
 and how many requests the engine had in flight at most while this one ran (itself included:
@@ -14,8 +16,8 @@ The line, read by bankbench/serve/engine_speed.py (`EngineTiming`):
   request_id, end_unix_s, prompt_tokens, cached_tokens, prefill_tokens, prefill_ms,
   decode_tokens, decode_steps, decode_ms, first_token_ms, worker_ms, guided, in_flight_max,
   finish
-A request run in two phases (`min_tokens`) sums both. A request the worker cut short (a stop id
-in the stream, a cancel) gets no `timings` from llama.cpp: its engine figures are null.
+A request run in two phases (`min_tokens`) sums both. A request that ended before llama.cpp
+sent any event (cancelled while queued or reading its prompt) has null engine figures.
 """
 
 from __future__ import annotations
@@ -43,14 +45,15 @@ class RequestTiming:
     decode_ms: float = 0.0
     first_token_s: float | None = None
     in_flight_max: int = 1
-    timed: bool = False  # a phase ended with llama.cpp's timings (not when cut short)
+    timed: bool = False  # some phase reported llama.cpp's timings
 
     def token_seen(self) -> None:
         if self.first_token_s is None:
             self.first_token_s = time.perf_counter()
 
     def phase_ended(self, timings: dict[str, Any]) -> None:
-        """Add one /completion phase's `timings` (the first phase's cache_n is the request's)."""
+        """Add one /completion phase's last `timings` (the first phase's cache_n is the
+        request's)."""
         self.timed = True
         if self.cached_tokens is None:
             self.cached_tokens = int(timings.get("cache_n", 0))

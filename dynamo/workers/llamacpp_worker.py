@@ -260,6 +260,9 @@ class LlamaCppEngine(LLMEngine):
             "stream": True,
             "return_tokens": True,
             "cache_prompt": True,
+            # Every event carries the running timings: a reply the worker ends at a stop id
+            # (llama.cpp never sends its final event then) still has them.
+            "timings_per_token": True,
             "seed": int(seed),
             "ignore_eos": bool(stop.get("ignore_eos")),
             **sampling_fields(options),
@@ -313,13 +316,13 @@ class LlamaCppEngine(LLMEngine):
                 start = len(produced)
                 stop_type = None
                 slot: int | None = None
+                timings: dict[str, Any] | None = None
                 try:
                     async with aclosing(self._stream(body, request_id)) as events:
                         async for event in events:
                             if int(event.get("id_slot", -1)) >= 0:  # known by the end
                                 slot = int(event["id_slot"])
-                            if "timings" in event:  # the phase's last event
-                                timing.phase_ended(event["timings"])
+                            timings = event.get("timings") or timings
                             for token in await self._tokens(event, len(produced) - start):
                                 timing.token_seen()
                                 if token in job.stop_ids:
@@ -334,6 +337,8 @@ class LlamaCppEngine(LLMEngine):
                                 n = int(event.get("tokens_predicted") or 0)
                                 hidden += max(0, n - (len(produced) - start))
                 finally:
+                    if timings is not None:
+                        timing.phase_ended(timings)
                     if slot is not None:
                         self.fanout.ended(slot, body["prompt"] + produced[start:],
                                           self.session, self.base_url)
