@@ -22,7 +22,9 @@ native `/completion` endpoint, which takes a token-id prompt and returns token i
 - usage on the final chunk (prompt, completion, cached prompt tokens);
 - cancellation: a client disconnect stops generation;
 - with --prompt-cache-dir, a long prompt's slot KV kept across worker starts
-  (llamacpp_prompt_cache.py) and restored into every slot at start.
+  (llamacpp_prompt_cache.py) and restored into every slot at start;
+- with --timings-log, llama.cpp's own timings of each request (llamacpp_timings.py).
+The engine's parameters and its threads' wait policy come from llamacpp_setup.py.
 
 Usage (environment variables such as DYN_DISCOVERY_BACKEND are read as usual):
   python llamacpp_worker.py --model-path model.gguf --model-name NAME --tokenizer-path DIR
@@ -60,15 +62,13 @@ from llamacpp_args import parse_args  # sibling files: run as a script
 from llamacpp_fanout import PrefixFanOut, slot_file_dir
 from llamacpp_grammar import guided_grammar
 from llamacpp_prompt_cache import PromptCache, engine_key
+from llamacpp_setup import engine_params, set_thread_wait
 from llamacpp_timings import TimingsLog
 
 logger = logging.getLogger("llamacpp_worker")
 
 # KV block size advertised to the router; llama.cpp has no paged cache, this only sizes metrics.
 BLOCK_SIZE = 16
-
-# --flash-attn → llama.cpp's flash attention setting.
-FLASH_ATTN = {"auto": "AUTO", "on": "ENABLED", "off": "DISABLED"}
 
 # llama.cpp's stop types → OpenAI finish reasons.
 FINISH = {"eos": "stop", "word": "stop", "limit": "length"}
@@ -128,11 +128,7 @@ class LlamaCppEngine(LLMEngine):
     @classmethod
     async def from_args(cls, argv: list[str] | None = None) -> tuple[LlamaCppEngine, WorkerConfig]:
         args = parse_args(argv)
-        # Read by OpenMP once, when llama.cpp's library loads (in start): set it before.
-        if args.thread_wait == "spin":
-            os.environ.pop("OMP_WAIT_POLICY", None)  # OpenMP's default: spin, later sleep
-        elif args.thread_wait == "sleep" or "OMP_WAIT_POLICY" not in os.environ:
-            os.environ["OMP_WAIT_POLICY"] = "PASSIVE"
+        set_thread_wait(args.thread_wait)  # before llama.cpp's library loads (in start)
         os.environ.setdefault(
             "DYN_GRACEFUL_SHUTDOWN_GRACE_PERIOD_SECS", f"{args.shutdown_grace_s:g}"
         )
@@ -207,33 +203,8 @@ class LlamaCppEngine(LLMEngine):
     def _load(self) -> Any:
         import xllamacpp
 
-        # Usable cores (cgroup/affinity aware), at most 8: a small model gains nothing from more
-        # and loses to thread synchronisation.
-        threads = self.args.threads or min(8, len(os.sched_getaffinity(0)))
-        params = xllamacpp.CommonParams()
-        params.model.path = self.args.model_path
-        params.n_parallel = self.args.parallel
-        # Not unified: each slot owns n_ctx tokens, so one long prompt never starves the others.
-        params.kv_unified = False
-        params.n_ctx = self.args.n_ctx * self.args.parallel
-        params.cpuparams.n_threads = threads
-        params.cpuparams_batch.n_threads = self.args.threads_batch or threads
-        params.cache_type_k = xllamacpp.ggml_type[f"GGML_TYPE_{self.args.cache_type_k.upper()}"]
-        params.cache_type_v = xllamacpp.ggml_type[f"GGML_TYPE_{self.args.cache_type_v.upper()}"]
-        params.flash_attn_type = xllamacpp.llama_flash_attn_type[
-            f"LLAMA_FLASH_ATTN_TYPE_{FLASH_ATTN[self.args.flash_attn]}"
-        ]
-        params.cache_ram_mib = self.args.cache_ram_mib
-        params.cache_prompt = True
-        params.ctx_shift = False  # a reply that reaches the window ends there (finish "length")
-        params.hostnames = ["127.0.0.1"]
-        params.port = 0  # an ephemeral port, loopback only
-        params.endpoint_metrics = False  # /metrics are the Dynamo frontend's
-        params.endpoint_slots = True  # slot save/restore for the prefix copies (loopback only)
-        params.slot_save_path = self.slot_dir.name + "/"
-        params.ui = False
-        self.params = params
-        return xllamacpp.Server(params)
+        self.params = engine_params(self.args, self.slot_dir.name + "/")
+        return xllamacpp.Server(self.params)
 
     def _job(self, request: GenerateRequest) -> Job:
         prompt = [int(t) for t in request.get("token_ids", [])]
