@@ -27,7 +27,7 @@ import json
 import re
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field, field_validator, model_validator
 
@@ -255,7 +255,10 @@ class RouterSetup(BaseModel):
 
     mode: str | None = None
     session_affinity_ttl_secs: int | None = None
-    queue_policy: str | None = Field(None, description="--router-queue-policy as given.")
+    queue_policy: str | None = Field(
+        None, description="The queue policy in force: the policy config's classes' (which "
+        "replace the flag when the config has a profile), else --router-queue-policy.")
+    queue_policy_from: Literal["flag", "policy config"] | None = None
     queue_threshold: float | None = Field(None, description="--router-queue-threshold.")
     policy_config_path: str | None = None
     policy_config_sha256: str | None = None
@@ -270,6 +273,8 @@ class RouterSetup(BaseModel):
         if self.queue_policy or self.queue_threshold is not None:
             parts.append(f"queue {self.queue_policy or 'fcfs (default)'}"
                          + (f" at {self.queue_threshold:g}" if self.queue_threshold is not None
+                            else "")
+                         + (" (policy config)" if self.queue_policy_from == "policy config"
                             else ""))
         if self.policy_config_path:
             parts.append(f"policy sha256:{self.policy_config_sha256[:12]}"

@@ -38,8 +38,10 @@ def test_flags_and_the_policy_file_are_read_off_the_command(tmp_path):
             setup.queue_policy) == ("kv", 600, 0.5, "wspt")  # the last --router-mode wins
     assert setup.policy_config == POLICY
     assert setup.policy_config_sha256 == hashlib.sha256(POLICY.encode()).hexdigest()
-    assert setup.summary() == (f"kv; affinity 600 s; queue wspt at 0.5; "
+    assert setup.summary() == (f"kv; affinity 600 s; queue wspt at 0.5 (policy config); "
                                f"policy sha256:{setup.policy_config_sha256[:12]}")
+    flag_only = from_command(["--router-queue-policy", "wspt"])
+    assert (flag_only.queue_policy, flag_only.queue_policy_from) == ("wspt", "flag")
     gone = from_command(["--router-policy-config", str(tmp_path / "gone.yaml")])
     assert gone.policy_config is None and "not readable" in (gone.note or "")
     bare = from_command(["python", "-m", "dynamo.frontend"])
@@ -71,4 +73,6 @@ def test_a_profile_sweep_records_its_router_setup_and_the_report_names_it(tmp_pa
     assert setup["mode"] == "kv" and setup["policy_config"] == POLICY
     sha = hashlib.sha256(POLICY.encode()).hexdigest()
     assert setup["policy_config_sha256"] == sha
-    assert f"kv; policy sha256:{sha[:12]}" in (out / "s" / "report.md").read_text()
+    assert setup["queue_policy"] == "wspt" and setup["queue_policy_from"] == "policy config"
+    assert (f"kv; queue wspt (policy config); policy sha256:{sha[:12]}"
+            in (out / "s" / "report.md").read_text())
