@@ -27,9 +27,10 @@ the false-alarm rate over all levels. The worst case of each column is printed l
 With --stack the classes named (all when none is) also run once each on real parts: `bankbench
 capacity --slo tool_call_error_rate=0.01` against the real Dynamo frontend with the mocker
 engine, the fault-injecting test proxy breaking replies in flight with more than two requests
-(tests/support/integrity_stack.py; ~5 min a class on 2 idle cores). Per class it prints the
-lowest level the report marks worse, any class marked at c1–c2 (a false alarm), and where the
-search stopped.
+(tests/support/integrity_stack.py; one stack of two mocker workers for all classes, 10
+scenarios, levels up to 4). Per class it prints the lowest level the report marks worse, any
+class marked at c1–c2 (a false alarm), where the search stopped, and whether the report carries
+the integrity table, its figure and the validity block (the workers it names).
 """
 
 from __future__ import annotations
@@ -232,30 +233,60 @@ def main() -> int:
     return 0
 
 
-def run_stack(faults: list[str], out: Path | None) -> None:
-    """One capacity search per class on real parts; what its report and capacity.json say."""
+def run_stack(faults: list[str], out: Path | None, scenarios: int = 10) -> None:
+    """One capacity search per class on real parts, all on one mocker stack (two workers);
+    what each sweep's report and capacity.json say."""
     import json
     import tempfile
 
-    from tests.support.integrity_stack import run_capacity
+    from bankbench.serve import api, replay
+    from tests.support.integrity_stack import scripts, search
 
     root = Path(out or tempfile.mkdtemp(prefix="integrity-stack-"))
-    for fault in faults:
-        run = run_capacity(root / fault, fault, above=2, max_level=4)
-        if run.done.returncode != 0:
-            print(f"class {fault} (mocker stack): the search failed: "
-                  f"{(run.done.stderr or run.done.stdout)[-500:]}")
-            continue
-        table = pd.read_csv(run.sweep / "integrity.csv")
-        worse = table[table["worse"].astype(bool)]
-        mine = worse.loc[worse["class"] == PREFIX + fault, "level"]
-        below = worse[worse["level"] <= 2]
-        record = json.loads((run.sweep / "capacity.json").read_text())
-        found = f"c{int(mine.min())}" if len(mine) else "no level"
-        print(f"class {fault} (mocker stack, broken above 2 in flight; {run.corrupted} replies): "
-              f"worse than c1 from {found}, false alarms {len(below)} at c1-c2; capacity "
-              f"{record['capacity']}, limited by {', '.join(record['limiting']) or 'nothing'} at "
-              f"c{record['lowest_failing']} ({run.sweep})", flush=True)
+    trace = replay.write_trace(root / "trace.jsonl", scripts(scenarios))
+    with api.running("cpu-mocker", workers=2, state_dir=root / "state",
+                     options={"speedup_ratio": 1.0, "replay_trace": str(trace)}) as state:
+        for fault in faults:
+            run = search(state.base_url, state.model, root / fault, fault, above=2,
+                         scenarios=scenarios, max_level=4)
+            if run.done.returncode != 0:
+                print(f"class {fault} (mocker stack): the search failed: "
+                      f"{(run.done.stderr or run.done.stdout)[-500:]}")
+                continue
+            table = pd.read_csv(run.sweep / "integrity.csv")
+            worse = table[table["worse"].astype(bool)]
+            mine = worse.loc[worse["class"] == PREFIX + fault, "level"]
+            below = worse[worse["level"] <= 2]
+            record = json.loads((run.sweep / "capacity.json").read_text())
+            found = f"c{int(mine.min())}" if len(mine) else "no level"
+            print(f"class {fault} (mocker stack, broken above 2 in flight; {run.corrupted} "
+                  f"replies): worse than c1 from {found}, false alarms {len(below)} at c1-c2; "
+                  f"capacity {record['capacity']}, limited by "
+                  f"{', '.join(record['limiting']) or 'nothing'} at c{record['lowest_failing']}; "
+                  f"report: {report_parts(run.sweep)} ({run.sweep})", flush=True)
+
+
+def _section(text: str, title: str) -> str | None:
+    """The body of report.md's section `title` (None when it has none)."""
+    head = f"## {title}"
+    return text.split(head)[1].split("\n## ")[0] if head in text else None
+
+
+def report_parts(sweep: Path) -> str:
+    """Which of the integrity table, its figure and the validity block (with the workers it
+    names) the sweep's report.md carries."""
+    import re
+
+    text = (sweep / "report.md").read_text()
+    integrity = _section(text, "Tool-call integrity vs concurrency") or ""
+    validity = _section(text, "Validity of the run")
+    figure = (sweep / "plots" / "integrity_vs_concurrency.png").is_file()
+    workers = len(set(re.findall(r"…\w{6}", validity or "")))  # as the block shortens ids
+    return ", ".join([
+        "integrity table" if "| class" in integrity else "NO integrity table",
+        "figure" if figure else "NO figure",
+        "NO validity block" if validity is None else
+        f"validity block ({workers} workers named)"])
 
 
 if __name__ == "__main__":

@@ -35,7 +35,6 @@ LONG_FIRST = (
     "tests/bankbench/sweep/test_sweep_lifecycle.py",
     "tests/bankbench/sweep/test_shards_e2e.py",
     "tests/reliability/test_secret_absence.py",
-    "tests/integrity/test_integrity_capacity_e2e.py",
 )
 # A fast-tier test over this (setup + call + teardown) is named at the end of the run.
 FAST_BUDGET_S = 10.0

@@ -2,11 +2,21 @@
 mocker engine replays a scripted tool call; the FAULT-INJECTING TEST PROXY
 (tests/support/fault_proxy.py) breaks replies in one named class only when more than one
 request is in flight; the agent's own streaming client reads them and analysis classifies them.
-A request alone must come back clean, requests sent together in the injected class."""
+A request alone must come back clean, requests sent together in the injected class.
+
+Then `bankbench capacity --slo tool_call_error_rate=0.01` on the same stack, kept minimal: the
+CLI, the real harbor CLI and LocalEnvironment behind the proxy leaving tool calls as unparsed
+markup in every reply in flight together with another request. Two scenarios, two repeats,
+levels 1 and 2 (level 1 never puts two requests in flight, level 2 does): the search passes
+level 1 with no broken reply and stops at level 2, limited by that bound, and the sweep's report
+carries the integrity table (the class at c2, not at c1), its figure and the validity block.
+Whether the report marks a class worse beyond noise at the level it was injected, with more
+scenarios and levels, is `benchmarks/tool_call_integrity.py --stack` (minutes a class)."""
 
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import Iterator
 
 import pytest
@@ -14,10 +24,12 @@ import pytest
 from agents.llm import CallInfo, ClientSettings, StreamingClient
 from analysis.metrics.integrity import ANY_COLUMN, classify, tool_schemas
 from tests.support.fault_proxy import FaultProxy, FaultSchedule
+from tests.support.integrity_stack import scripts, search
 from tests.support.integrity_sweep import CALL, TOOL
 from tests.support.tool_call_faults import FAULTS, classes_shown
 
 pytestmark = pytest.mark.dynamo
+SCENARIOS = 2
 MESSAGES = [{"role": "user", "content": "What is the balance of account 12345678?"}]
 
 
@@ -27,7 +39,8 @@ def stack(tmp_path_factory) -> Iterator:
 
     root = tmp_path_factory.mktemp("integrity-stack")
     trace = replay.write_trace(root / "trace.jsonl",
-                               {"balance": [replay.tool_call_text(*CALL)]})
+                               {"balance": [replay.tool_call_text(*CALL)],
+                                **scripts(SCENARIOS)})
     with api.running("cpu-mocker", workers=2, state_dir=root / "state",
                      options={"speedup_ratio": 1.0, "replay_trace": str(trace)}) as state:
         yield state
@@ -66,3 +79,36 @@ async def test_a_class_injected_above_one_request_in_flight_is_found_only_there(
     assert proxy.corrupted == 3
     # the mocker ends every scripted reply with finish_reason "length"
     assert together == [classes_shown(fault, "length")] * 3
+
+
+def _row(section: str, name: str) -> dict[str, str]:
+    header = next(line for line in section.splitlines() if line.startswith("| class"))
+    levels = [cell.strip() for cell in header.strip("|").split("|")][1:]
+    row = next(line for line in section.splitlines() if line.startswith(f"| {name}"))
+    return dict(zip(levels, (c.strip() for c in row.strip("|").split("|")[1:]), strict=True))
+
+
+@pytest.mark.harbor
+def test_capacity_stops_at_the_level_where_tool_calls_break(stack, tmp_path):
+    run = search(stack.base_url, stack.model, tmp_path, "markup_in_content", above=1,
+                 scenarios=SCENARIOS, max_level=2, timeout=900)
+    done = run.done
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert run.corrupted > 0
+    record = json.loads((run.sweep / "capacity.json").read_text())
+    steps = {s["level"]: s for s in record["steps"]}
+    check = {c["name"]: c for c in steps[1]["checks"]}["tool_call_error_rate"]
+    assert steps[1]["passed"] and check["value"] == 0, steps[1]
+    check = {c["name"]: c for c in steps[2]["checks"]}["tool_call_error_rate"]
+    assert not steps[2]["passed"] and check["value"] > 0.01, steps[2]
+    assert record["capacity"] == 1 and record["lowest_failing"] == 2
+    assert any(name.startswith("tool_call_error_rate") for name in record["limiting"])
+
+    report = (run.sweep / "report.md").read_text()
+    section = report.split("## Tool-call integrity vs concurrency")[1].split("\n## ")[0]
+    markup = _row(section, "markup")
+    assert markup["c1"].startswith("0.0 %") and not markup["c2"].startswith("0.0 %"), section
+    assert (run.sweep / "plots" / "integrity_vs_concurrency.png").is_file()
+    validity = report.split("## Validity of the run")[1].split("\n## ")[0]
+    # a server the sweep did not start: nothing recorded its version, and the block says so
+    assert "the server's version was not recorded" in validity, validity
