@@ -37,20 +37,6 @@ def scripts(scenarios: int) -> dict[str, list[str]]:
             for i in range(scenarios)}
 
 
-def run_capacity(out: Path, fault: str, *, above: int = 2, scenarios: int = 10,
-                 max_level: int = 4, workers: int = 2, slo: float = 0.01,
-                 timeout: float = 1500) -> StackRun:
-    """One capacity search in `out/cap` on a mocker stack of its own with `workers` workers
-    (see `search`)."""
-    from bankbench.serve import api, replay
-
-    trace = replay.write_trace(out / "trace.jsonl", scripts(scenarios))
-    with api.running("cpu-mocker", workers=workers, state_dir=out / "state",
-                     options={"speedup_ratio": 1.0, "replay_trace": str(trace)}) as state:
-        return search(state.base_url, state.model, out, fault, above=above,
-                      scenarios=scenarios, max_level=max_level, slo=slo, timeout=timeout)
-
-
 def search(base_url: str, model: str, out: Path, fault: str, *, above: int = 2,
            scenarios: int = 10, max_level: int = 4, slo: float = 0.01,
            timeout: float = 1500) -> StackRun:
