@@ -76,8 +76,11 @@ def llamacpp_server(log_dir: Path, n_ctx: int = 8192, parallel: int = 1,
     log_dir.mkdir(parents=True, exist_ok=True)
     log = log_dir / f"llamacpp-{port}.log"
     with log.open("w") as out:
+        # Threads sleep at barriers, as the cpu-tiny worker's do (dynamo/workers/
+        # llamacpp_setup.py): spinning ones decode many times slower on a busy host.
         proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT,
-                                env={**os.environ, "PYTHONUNBUFFERED": "1"})
+                                env={"OMP_WAIT_POLICY": "PASSIVE", **os.environ,
+                                     "PYTHONUNBUFFERED": "1"})
     base_url = f"http://127.0.0.1:{port}/v1"
     try:
         deadline = time.monotonic() + 120
