@@ -175,7 +175,8 @@ class FaultProxy:
             return await self._forward(request, body, fault,
                                        peak if self.schedule.judged else None)
         finally:
-            self._open.remove(peak)
+            # by identity: list.remove would take the first *equal* peak, another request's
+            self._open[:] = [other for other in self._open if other is not peak]
 
     def _rescript(self, request: web.Request, body: bytes) -> bytes:
         session = request.headers.get("x-dynamo-session-id")
