@@ -12,6 +12,7 @@ What is simulated is which replies break: a sweep of --scenarios x --repeats tri
     .venv/bin/python benchmarks/tool_call_integrity.py --runs 100 --hard   # + the hard cases
     .venv/bin/python benchmarks/tool_call_integrity.py --runs 0 --stack unterminated
                                             # on real parts: a capacity search per class named
+    .venv/bin/python benchmarks/tool_call_integrity.py --runs 0 --llamacpp
 
 Prints, per class, at the design (rate --rate per reply from c4, a clean baseline):
 
@@ -23,6 +24,12 @@ low rates, a baseline that already fails (every class, at every level), faults i
 the scenarios only, faults in bursts that hit every reply in flight, per-scenario rates that
 differ — and null sweeps (nothing injected; noise, heterogeneity or bursts at every level) for
 the false-alarm rate over all levels. The worst case of each column is printed last.
+
+With --llamacpp, llama.cpp's own tool parser (its OpenAI server, SmolLM2-135M) through the
+same proxy (tests/support/integrity_llamacpp.py): a call it completes must fall in no class, a
+call max_tokens cuts (which its parser drops without a trace) must be a call cut by length, and
+replies broken while two are in flight must land in the injected class; each is printed with
+"as expected" or "NOT as expected".
 
 With --stack the classes named (all when none is) also run once each on real parts: `bankbench
 capacity --slo tool_call_error_rate=0.01` against the real Dynamo frontend with the mocker
@@ -191,6 +198,8 @@ def main() -> int:
                     help="also a capacity search on the mocker stack per class named (all: none)")
     ap.add_argument("--stack-out", type=Path, default=None,
                     help="where the stack runs' sweeps stay (default: a temporary folder)")
+    ap.add_argument("--llamacpp", action="store_true",
+                    help="also llama.cpp's own tool parser through the fault proxy")
     args = ap.parse_args()
     started = time.perf_counter_ns()
     vectors = class_vectors()
@@ -229,6 +238,8 @@ def main() -> int:
               f"rate {worst_false[0]:.2f} ({worst_false[1]})")
     if args.stack is not None:
         run_stack(args.stack or list(FAULTS), args.stack_out)
+    if args.llamacpp:
+        run_llamacpp()
     print(f"wall time {(time.perf_counter_ns() - started) / 1e9:.0f} s")
     return 0
 
@@ -264,6 +275,21 @@ def run_stack(faults: list[str], out: Path | None, scenarios: int = 10) -> None:
                   f"capacity {record['capacity']}, limited by "
                   f"{', '.join(record['limiting']) or 'nothing'} at c{record['lowest_failing']}; "
                   f"report: {report_parts(run.sweep)} ({run.sweep})", flush=True)
+
+
+def run_llamacpp() -> None:
+    """llama.cpp's own parser: each request's classes against what is expected of it."""
+    import tempfile
+
+    from tests.support.integrity_llamacpp import EXPECTED, INJECTED, llamacpp_classes
+
+    seen, corrupted = llamacpp_classes(Path(tempfile.mkdtemp(prefix="integrity-llamacpp-")))
+    for name, expected in EXPECTED.items():
+        got = seen[name]
+        shown = "; ".join(f"{', '.join(sorted(c)) or 'no class'} (calls read: {n})" for c, n in got)
+        print(f"llama.cpp {name}: {shown} — {'as' if got == expected else 'NOT as'} expected",
+              flush=True)
+    print(f"llama.cpp: the proxy broke {corrupted} replies ({INJECTED} while 2 in flight)")
 
 
 def _section(text: str, title: str) -> str | None:

@@ -2,20 +2,19 @@
 server (xllamacpp wheel, SmolLM2-135M) with a ChatML template that renders tools, so
 llama.cpp's autoparser recognises `<tool_call>` JSON calls, constrains them with its grammar
 and parses them itself (its stream shape differs from Dynamo's: a random id, the arguments in
-pieces, finish_reason "tool_calls" or "length").
+pieces, finish_reason "tool_calls" or "length"). Used by
+`benchmarks/tool_call_integrity.py --llamacpp`.
 
-A call the engine completes falls in no class; a call cut by max_tokens, which llama.cpp's
-parser then drops without a trace (no text, no call), is a call cut by length; and llama.cpp's
-replies broken by the FAULT-INJECTING TEST PROXY only while two requests are in flight are
-found in the injected class. Kept to four short requests: each reads a ~200-token prompt on
-2 cores."""
+Four short requests through the FAULT-INJECTING TEST PROXY (tests/support/fault_proxy.py),
+which breaks replies only while two requests are in flight: one alone with room for the call,
+one alone cut by max_tokens, two together. Expected: the whole call in no class; the cut one
+(which llama.cpp's parser drops without a trace: no text, no call) a call cut by length; the
+two together in the injected class."""
 
 from __future__ import annotations
 
 import asyncio
 from pathlib import Path
-
-import pytest
 
 from agents.llm import CallInfo, ClientSettings, StreamingClient
 from analysis.metrics.integrity import ANY_COLUMN, classify, tool_schemas
@@ -23,8 +22,8 @@ from tests.support.fault_proxy import FaultProxy, FaultSchedule
 from tests.support.integrity_sweep import TOOL
 from tests.support.llamacpp_server import llamacpp_server
 
-pytestmark = [pytest.mark.slow, pytest.mark.timeout(3600)]
 TEMPLATE = Path(__file__).resolve().parents[2] / "dynamo" / "templates" / "chatml_tools.jinja"
+INJECTED = "missing_call_id"
 # One earlier call in the history: the 135M model then opens its reply with <tool_call>, and
 # llama.cpp's grammar holds the rest to the tool's schema.
 MESSAGES = [
@@ -34,6 +33,9 @@ MESSAGES = [
         "id": "c1", "type": "function", "function": {
             "name": "get_account_balance", "arguments": '{"account_number": "11111111"}'}}]},
     {"role": "user", "content": "What is the balance of account 12345678?"}]
+# (classes, calls the client read) per reply
+EXPECTED = {"whole": [(set(), 1)], "cut": [({"cut_by_length"}, 0)],
+            "together": [({INJECTED}, 1)] * 2}
 
 
 async def _classes(client: StreamingClient, max_tokens: int, n: int = 1
@@ -52,23 +54,20 @@ async def _classes(client: StreamingClient, max_tokens: int, n: int = 1
     return out
 
 
-def test_llamacpp_parsed_calls_cut_calls_and_injected_faults(tmp_path):
-    async def run(base_url: str, model: str) -> dict[str, list]:
-        schedule = FaultSchedule(integrity="missing_call_id", integrity_above=1)
+def llamacpp_classes(log_dir: Path) -> tuple[dict[str, list[tuple[set[str], int]]], int]:
+    """What each request of EXPECTED came back as, and how many replies the proxy broke."""
+    async def run(base_url: str, model: str) -> tuple[dict, int]:
+        schedule = FaultSchedule(integrity=INJECTED, integrity_above=1)
         async with FaultProxy(base_url, schedule) as proxy:
             client = StreamingClient(ClientSettings(base_url=proxy.base_url, model=model,
                                                     request_timeout_s=1800))
             try:
-                return {"whole": await _classes(client, 40),
+                seen = {"whole": await _classes(client, 40),
                         "cut": await _classes(client, 12),
-                        "together": await _classes(client, 40, n=2),
-                        "corrupted": [proxy.corrupted]}
+                        "together": await _classes(client, 40, n=2)}
             finally:
                 await client.aclose()
+            return seen, proxy.corrupted
 
-    with llamacpp_server(tmp_path, n_ctx=2048, parallel=2, chat_template=TEMPLATE) as server:
-        seen = asyncio.run(run(server.base_url, server.model))
-    assert seen["whole"] == [(set(), 1)]  # llama.cpp parsed the call; nothing wrong with it
-    assert seen["cut"] == [({"cut_by_length"}, 0)]  # the cut call left nothing behind
-    assert seen["corrupted"] == [2]
-    assert seen["together"] == [({"missing_call_id"}, 1)] * 2
+    with llamacpp_server(log_dir, n_ctx=2048, parallel=2, chat_template=TEMPLATE) as server:
+        return asyncio.run(run(server.base_url, server.model))
