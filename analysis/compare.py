@@ -15,11 +15,11 @@ called better or worse only when its interval excludes 0 *and* Holm's step-down 
 every test of the table rejects "no difference" at 5 %; otherwise "no clear difference". Each
 test is counted once: a quality row whose paired values are another's (TSQ and TSQ infra-as-0
 when no trial was lost) shares that row's test (`tested_with`). Quality's p comes from the
-bootstrap standard error (`bootstrap_p`); a request row's p from a paired sign-flip test over
-waves of trials that ran together (`analysis.metrics.signflip`), because latencies of one
-trial, and of trials that share the server at one moment, are not independent: treated as
-independent, identical runs were called different in 12-20 % of compares
-(benchmarks/compare_small_n.py measures both rules). Beside each quality verdict stand the
+bootstrap standard error (`bootstrap_p`); a request row's p, and its direction, from tests on
+each trial's own figure that hold trials of one scenario, and trials that shared the server at
+one moment, together (`analysis.metrics.signflip`): with requests treated as independent,
+identical runs were called different in 12-20 % of compares (benchmarks/compare_small_n.py
+measures the rule now). The request row's interval, of the pooled percentile, shows its scale. Beside each quality verdict stand the
 smallest difference the pair could have detected and "underpowered" where a 10-point one would
 be missed more than 20 % of the time (`analysis.metrics.power`, simulated through this rule).
 Figures with no interval (pooled ITL gaps, throughput and concurrency over a run's window,
@@ -245,11 +245,11 @@ def _paired_requests(requests: pd.DataFrame, keys: tuple[str, ...], base: tuple[
                      other: tuple[str, int]
                      ) -> dict[str, tuple[tuple[float, float, float, int, float], float]]:
     """Paired differences of every `REQUEST_KEYS` key asked for: the difference of the pooled
-    figures with its scenario-bootstrap interval (its scale, within-run), and p from the paired
-    sign-flip test over waves of trials (`analysis.metrics.signflip`: trials that ran together
-    move together), which holds its level where the bootstrap's p does not (a few scenarios,
-    heavy tails, a few slow trials, co-running trials: benchmarks/compare_small_n.py). The
-    percentiles of one column share one bootstrap pass."""
+    figures with its scenario-bootstrap interval (its scale, within-run), and p with the
+    direction it leans from the trial and time-block tests (`analysis.metrics.signflip`), which
+    hold their level where the bootstrap's p does not (a few scenarios, heavy tails, a few slow
+    trials, co-running trials: benchmarks/compare_small_n.py). The percentiles of one column
+    share one bootstrap pass."""
     def side(source: str, level: int, column: str) -> pd.DataFrame:
         rows = requests[(requests["source"] == source) & (requests["level"] == level)]
         if "measured" in rows:  # as in the summary: the system under test's calls only

@@ -1,17 +1,18 @@
 """What `--compare` says it could see: each test once in the Holm family, the power beside a
 quality verdict, "underpowered" where a 10-point difference would mostly be missed, and latency
-verdicts that swap whole waves of trials (identical runs with slow trials are not called, a
-real slowdown is)."""
+verdicts from paired trials and time blocks both (identical runs with slow trials are not
+called, a real slowdown is)."""
 
 from __future__ import annotations
 
 import json
 
 import numpy as np
+import pandas as pd
 
 from analysis.compare import POWER_AT, TOO_FEW
 from analysis.metrics.power import GRID, detectable, power_curve
-from analysis.metrics.signflip import signflip_test
+from analysis.metrics.signflip import paired_wave_tests, rank_sum_test, signed_rank_test
 from analysis.report import write_report
 from tests.analysis import quality_jobs
 
@@ -53,23 +54,43 @@ def test_power_grows_with_the_size_and_the_scenarios():
     assert detectable(GRID, large) < detectable(GRID, small)
 
 
-def signflip_p(d, waves):
-    return signflip_test(d, waves)[0]
-
-
-def test_signflip_p_is_exact_on_known_answers():
-    assert signflip_test(np.ones(5), np.arange(5)) == (2 / 32, 1.0)  # only all + and all -
-    assert signflip_test(-np.ones(5), np.arange(5))[1] == -1.0
-    # Waves, not trials, are what flips: 6 trials in 3 waves are 8 patterns, not 64.
-    assert signflip_p(np.ones(6), np.repeat(np.arange(3), 2)) == 2 / 8
-    assert np.isnan(signflip_p(np.ones(6), np.zeros(6, dtype=int)))  # one wave: no test
-    assert signflip_p(np.zeros(8), np.arange(8)) == 1.0
-    # One enormous wave weighs by its rank, like any other.
-    assert signflip_p(np.array([1e6, 1, 1, 1, 1, 1, 1, 1]), np.arange(8)) == 2 / 256
-    # Under the null its false-call rate is at most its level.
+def test_the_trial_test_is_exact_on_known_answers():
+    assert signed_rank_test(np.ones(5)) == (2 / 32, 1.0)  # only all + and all -
+    assert signed_rank_test(-np.ones(5))[1] == -1.0
+    assert np.isnan(signed_rank_test(np.ones(1))[0])
+    assert signed_rank_test(np.zeros(8))[0] == 1.0
+    # One enormous difference weighs by its rank, like any other.
+    assert signed_rank_test(np.array([1e6, 1, 1, 1, 1, 1, 1, 1]))[0] == 2 / 256
+    # Under the null its false-call rate is at most its level, heavy tails or not.
     rng = np.random.default_rng(3)
-    ps = [signflip_p(rng.standard_t(2, 12), np.arange(12)) for _ in range(400)]
+    ps = [signed_rank_test(rng.standard_t(2, 12))[0] for _ in range(400)]
     assert np.mean(np.array(ps) <= 0.05) <= 0.05 + 2 * np.sqrt(0.05 * 0.95 / 400)
+
+
+def test_the_time_block_test_is_exact_on_known_answers():
+    # Six blocks a side, every other-run block above every base block: 2 of C(12, 6) splits.
+    p, lean = rank_sum_test(np.arange(6.0), np.arange(6.0) + 10)
+    assert p == 2 / 924 and lean == 1.0
+    assert rank_sum_test(np.arange(6.0) + 10, np.arange(6.0))[1] == -1.0
+    assert np.isnan(rank_sum_test(np.ones(1), np.ones(5))[0])  # one block: no test
+    # Many blocks: drawn splits, p never 0.
+    assert 0 < rank_sum_test(np.arange(20.0), np.arange(20.0) + 100)[0] < 1e-3
+
+
+def test_co_running_trials_count_once_per_block():
+    """Trials of one block share a slow moment: the paired test alone would call it, the
+    blocks do not, so the request row is not called."""
+    rng = np.random.default_rng(5)
+    n = 24
+    frames = []
+    for side, slow_block in (("base", None), ("other", 2)):
+        values = rng.lognormal(0, 0.1, n) * np.where(np.arange(n) // 4 == slow_block, 3, 1)
+        values[np.arange(n) // 4 == 0] *= 1 if side == "base" else 1.02
+        frames.append(pd.DataFrame({"scenario_id": [f"s{i}" for i in range(n)],
+                                    "trial": [f"{side}{i}" for i in range(n)],
+                                    "start_unix_ns": np.arange(n), "value": values}))
+    (p, lean, pairs), = paired_wave_tests(*frames, (50,), wave=4)
+    assert pairs == n and p > 0.05
 
 
 def _latency_job(job_dir, seed: int, slow_ms: float = 0.0, slow_trials: int = 0):
