@@ -36,7 +36,7 @@ from bankbench.capacity.search import (
 from bankbench.sweep import harbor_job
 from bankbench.sweep.errors import SweepError
 from bankbench.sweep.manifest import load_model, save_manifest, save_model
-from bankbench.sweep.runner import open_sweep, run_level
+from bankbench.sweep.runner import level_state, open_sweep, run_level
 from contracts.capacity import (
     CAPACITY_FILE,
     CapacityRecord,
@@ -44,7 +44,7 @@ from contracts.capacity import (
     CapacityStep,
     Design,
 )
-from contracts.sweep import SweepConfig, level_dir
+from contracts.sweep import SweepConfig
 
 
 def load_record(sweep_dir: Path) -> CapacityRecord:
@@ -155,8 +155,7 @@ def run_capacity(config: SweepConfig, search: CapacitySearch, sweep_dir: Path, *
             if level is None:
                 record.stopped_because = phase
                 break
-            reused = harbor_job.job_state(level_dir(sweep_dir, level)) is \
-                harbor_job.JobState.COMPLETE
+            reused = level_state(session, level) is harbor_job.JobState.COMPLETE
             minutes = (time.perf_counter_ns() - started) / 60e9
             if not reused and search.max_minutes is not None and minutes >= search.max_minutes:
                 record.stopped_because = "max_minutes"

@@ -14,12 +14,12 @@ import shutil
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 
 from bankbench.sweep import harbor_job, lock, preflight, progress
+from bankbench.sweep import level as level_plan
 from bankbench.sweep.errors import SweepError
+from bankbench.sweep.executors import Launch, Pacer, run_local
 from bankbench.sweep.manifest import (
     check_resumable,
     move_to_new_url,
@@ -34,6 +34,7 @@ from bankbench.sweep.server_checks import (
     reusable_port,
     stop_leftover_server,
 )
+from bankbench.sweep.session import SweepSession, now
 from bankbench.sweep.tasks import build_or_reuse_tasks, fallback_warning
 from contracts.request_trace import REQUEST_TRACE_FILE
 from contracts.sweep import (
@@ -46,25 +47,6 @@ from contracts.sweep import (
     level_dir,
     level_dir_name,
 )
-
-
-def _now() -> datetime:
-    return datetime.now(UTC)
-
-
-@dataclass
-class SweepSession:
-    """A sweep directory with its server up and its manifest saved: levels can be run in it."""
-
-    config: SweepConfig
-    sweep_dir: Path
-    manifest: SweepManifest
-    tasks_dir: Path
-    base_url: str
-    model: str
-    scrape: Scraper  # one per sweep, so a server without /metrics is named once
-    resume_command: str = "bankbench sweep --resume"
-    watch: ServerWatch | None = None
 
 
 @contextmanager
@@ -165,7 +147,7 @@ def _open_locked(config: SweepConfig, sweep_dir: Path, *, resume: bool, resume_c
                     versions=versions(server.versions if server else None),
                     git_sha=git_sha(),
                     host={"cpus": os.cpu_count(), "platform": platform.platform()},
-                    started_at=_now(),
+                    started_at=now(),
                     level_records=[
                         LevelRecord(level=n, job_dir=level_dir_name(n),
                                     router=server.router if server else None)
@@ -244,7 +226,7 @@ def run_sweep(config: SweepConfig, sweep_dir: Path, *, resume: bool = False,
     with open_sweep(config, sweep_dir, resume=resume, claim=claim, port=port) as session:
         for record in list(session.manifest.level_records):
             run_level(session, record.level)
-        session.manifest.finished_at = _now()
+        session.manifest.finished_at = now()
         save_manifest(session.sweep_dir, session.manifest)
         # Still under the sweep's lock: a resume cannot start while the report is written.
         print("writing the report ...", flush=True)
@@ -256,15 +238,6 @@ def run_sweep(config: SweepConfig, sweep_dir: Path, *, resume: bool = False,
     return report
 
 
-def _infra_failed(trial: Path) -> str | None:
-    """Why a finished trial must run again on resume: the server failed it (infra_failed) —
-    it measured the outage, not the agent."""
-    from analysis.progress import trial_status
-
-    status, reason = trial_status(trial)
-    return f"infra failure ({reason})" if status == "infra_failed" else None
-
-
 def _copy_trace_lines(trace: Path, start: int, out: Path) -> None:
     """The server's request-trace lines written while this level ran (appended, so a resumed
     level keeps the lines of its first part)."""
@@ -273,15 +246,20 @@ def _copy_trace_lines(trace: Path, start: int, out: Path) -> None:
         dst.write(src.read())
 
 
+def level_state(session: SweepSession, level: int) -> harbor_job.JobState:
+    """Whether a level of the session is complete, partial or not started (every shard's)."""
+    return level_plan.state(level_plan.session_plan(session, level))
+
+
 def _run_level(session: SweepSession, record: LevelRecord) -> None:
+    """Check the watch, scrape, run the level's plan, close the level."""
     config, sweep_dir, manifest = session.config, session.sweep_dir, session.manifest
     level = record.level
-    job_dir = level_dir(sweep_dir, level)
-    state = harbor_job.job_state(job_dir)
-    if state is harbor_job.JobState.COMPLETE and record.state == "failed":
-        # Harbor finished, but the server was lost under it: its infra failures run again.
-        state = harbor_job.JobState.PARTIAL
-    if state is harbor_job.JobState.COMPLETE:
+    planned = level_plan.session_plan(session, level)
+    state = level_plan.state(planned)
+    # Harbor finished, but the server was lost under it: its infra failures run again.
+    reopen = record.state == "failed"
+    if state is harbor_job.JobState.COMPLETE and not reopen:
         print(f"level {level}: already complete, skipped", flush=True)
         record.state = "complete"
         save_manifest(sweep_dir, manifest)
@@ -289,12 +267,14 @@ def _run_level(session: SweepSession, record: LevelRecord) -> None:
     if session.watch is not None and (why := session.watch()):
         raise harbor_job.JobAborted(why)
 
-    resumed = state is harbor_job.JobState.PARTIAL
+    resumed = state is not harbor_job.JobState.ABSENT
     total = manifest.n_tasks * config.attempts
     print(f"level {level}: {'resuming' if resumed else 'running'} (-n {level}, {total} trials)",
           flush=True)
     record.state, record.resumed = "running", record.resumed or resumed
-    record.started_at = record.started_at or _now()
+    record.started_at = record.started_at or now()
+    if config.sharded:
+        record.shards = len(planned)
     save_manifest(sweep_dir, manifest)
 
     # Scrape after Harbor has created the job folder would be racy; scrape into the sweep dir
@@ -306,48 +286,44 @@ def _run_level(session: SweepSession, record: LevelRecord) -> None:
             harbor_job.wait_for_earlier_harbor(sweep_dir)
         except harbor_job.HarborFailed as exc:
             raise SweepError(f"level {level}: {exc}") from None
-    if config.sharded:
-        _run_shards(session, record, have_before, before)
-        return
-    if resumed:
-        quarantine = sweep_dir / "quarantine" / level_dir_name(level)
-        for moved, why in harbor_job.quarantine_unfinished_trials(job_dir, quarantine,
-                                                                  also=_infra_failed):
-            print(f"  {moved.name}: {why}; moved to {quarantine}, its trial runs again",
-                  flush=True)
-        cmd = harbor_job.resume_command(job_dir)
-    else:
-        cmd = harbor_job.harbor_run_argv(
-            config, tasks_dir=session.tasks_dir, sweep_dir=sweep_dir,
-            job_name=level_dir_name(level), level=level, base_url=session.base_url,
-            model=session.model,
-        )
-    log_path = sweep_dir / "logs" / f"{level_dir_name(level)}.harbor.log"
+    launches = []
+    for shard in planned:
+        cmd = level_plan.prepare(shard, config, session.tasks_dir, session.base_url,
+                                 session.model, reopen=reopen)
+        if cmd is None:
+            print(f"  {shard.name}: already complete", flush=True)
+        else:
+            launches.append(Launch(shard, cmd))
     trace = sweep_dir / "server" / REQUEST_TRACE_FILE
     trace_from = trace.stat().st_size if trace.is_file() else 0
-    started, done_before = time.monotonic(), len(harbor_job.finished_trials(job_dir))
-    try:
-        harbor_job.run_job(
-            cmd, log_path=log_path, job_dir=job_dir,
-            progress=lambda d: progress.line(level, d, total=total, started=started,
-                                             done_before=done_before),
-            watch=session.watch,
-        )
-    except harbor_job.HarborFailed as exc:
-        record.state = "failed"
-        save_manifest(sweep_dir, manifest)
-        raise SweepError(f"level {level}: {exc}") from exc
-    if session.watch is not None and any(_infra_failed(t)
-                                         for t in harbor_job.finished_trials(job_dir)):
+    level_path = level_dir(sweep_dir, level)
+    started, done_before = time.monotonic(), len(harbor_job.finished_trials(level_path))
+    pacer = Pacer(session.watch, lambda: progress.line(
+        level, level_path, total=total, started=started, done_before=done_before))
+    if config.ray:
+        from bankbench.sweep.ray_shards import run_ray
+
+        outcomes = run_ray(launches, pacer, address=config.ray)
+    else:
+        outcomes = run_local(launches, pacer)
+    for outcome in outcomes:
+        level_plan.mark_finished(outcome.shard, outcome.code, outcome.error, outcome.host)
+    if session.watch is not None and any(harbor_job.infra_failed(t)
+                                         for t in harbor_job.finished_trials(level_path)):
         # Harbor can finish a level between two watches with the server already gone.
         if why := session.watch():
             raise harbor_job.JobAborted(why)
+    failed = [o.shard.failure(o.code, o.error) for o in outcomes if not o.ok]
+    _close_level(session, record, planned, (have_before, before), (trace, trace_from),
+                 failed=bool(failed))
+    if failed:
+        raise SweepError(f"level {level}: " + "\n".join(failed)
+                         + "\nfinished trials are kept; --resume runs the rest")
 
-    _close_level(session, record, (have_before, before), (trace, trace_from))
 
-
-def _close_level(session: SweepSession, record: LevelRecord, metrics_before: tuple[bool, Path],
-                 trace_span: tuple[Path, int], failed: bool = False) -> None:
+def _close_level(session: SweepSession, record: LevelRecord, planned: list[level_plan.Shard],
+                 metrics_before: tuple[bool, Path], trace_span: tuple[Path, int],
+                 failed: bool = False) -> None:
     """After a level's Harbor run(s): scrape /metrics again, move the earlier scrape and the
     level's slice of the server's request trace into the job folder, record the level's state."""
     job_dir = level_dir(session.sweep_dir, record.level)
@@ -358,26 +334,6 @@ def _close_level(session: SweepSession, record: LevelRecord, metrics_before: tup
     record.metrics = have_before and have_after
     if trace.is_file() and job_dir.exists():
         _copy_trace_lines(trace, trace_from, job_dir / REQUEST_TRACE_FILE)
-    record.state = "failed" if failed else harbor_job.job_state(job_dir).value
-    record.finished_at = _now()
+    record.state = "failed" if failed else level_plan.state(planned).value
+    record.finished_at = now()
     save_manifest(session.sweep_dir, session.manifest)
-
-
-def _run_shards(session: SweepSession, record: LevelRecord, have_before: bool,
-                before: Path) -> None:
-    """The level as shards (bankbench/sweep/shards.py, or Ray tasks with --ray), all started
-    together; a failed shard fails the level after the others finish, and --resume continues
-    only what is unfinished."""
-    from bankbench.sweep import ray_shards, shards
-
-    config, sweep_dir, level = session.config, session.sweep_dir, record.level
-    trace = sweep_dir / "server" / REQUEST_TRACE_FILE
-    trace_from = trace.stat().st_size if trace.is_file() else 0
-    record.shards = len(shards.concurrencies(level, config.shards))
-    run = ray_shards.run_level if config.ray else shards.run_level
-    failed = run(config, sweep_dir, level, session.tasks_dir, session.base_url, session.model,
-                 watch=session.watch, also=_infra_failed)
-    _close_level(session, record, (have_before, before), (trace, trace_from), failed=bool(failed))
-    if failed:
-        raise SweepError(f"level {level}: " + "\n".join(failed)
-                         + "\nfinished trials are kept; --resume runs the rest")

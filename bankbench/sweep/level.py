@@ -1,0 +1,132 @@
+"""One level as a plan of shards, and the one rule for what each shard's Harbor runs next.
+
+A level is run by one or more Harbor jobs. Unsharded, it is one shard whose job folder is
+`c<level>/` itself (the layout every sweep has always had); with `--shards N` (or `--ray`) it
+is `c<level>/s<k>/` per shard, each with its `shard.json` (bankbench/sweep/shards.py splits the
+tasks). `prepare` decides, for every shard alike, whether its job is complete (skip), partial
+(move aside what must run again, then `harbor job resume`) or absent (`harbor run`); the
+executors (executors.py on this host, ray_shards.py on a Ray cluster) only run what it returns.
+"""
+
+from __future__ import annotations
+
+import socket
+from dataclasses import dataclass
+from pathlib import Path
+
+from bankbench.sweep import harbor_job, shards
+from bankbench.sweep.harbor_job import JobState
+from bankbench.sweep.session import SweepSession, now
+from contracts.sweep import ShardRecord, SweepConfig, level_dir, level_dir_name, shard_dir_name
+
+
+@dataclass
+class Shard:
+    """One Harbor job of a level: where it lives, its concurrency and tasks, and its files."""
+
+    level: int
+    job: Path  # the Harbor job folder: c<level>/ itself, or c<level>/s<k>/
+    concurrency: int  # its harbor -n
+    tasks: list[str] | None  # harbor -i each; None: the sweep's --limit
+    record: ShardRecord | None  # shard.json of a sharded level; None unsharded
+    quarantine: Path  # where trials that must run again are moved
+    log: Path  # Harbor's output
+
+    @property
+    def name(self) -> str:
+        """How lines name it: `c4`, or `c4 shard 1`."""
+        return level_dir_name(self.level) + (
+            f" shard {self.record.shard}" if self.record is not None else "")
+
+    def failure(self, code: int | None, error: str | None = None) -> str:
+        """One line (and Harbor's last lines) for a shard whose Harbor did not end well."""
+        if self.record is None:
+            return (error or f"harbor exited with {code}") + \
+                f"; last lines of {self.log}:\n" + harbor_job.tail(self.log)
+        where = f" on {self.record.host}" if self.record.node else ""
+        why = error or f"harbor exited with {code}; see {self.log}"
+        return (f"shard {self.record.shard} ({self.record.concurrency} of {self.level}){where}: "
+                f"{why}\n{harbor_job.tail(self.log, 8)}")
+
+
+def plan(config: SweepConfig, sweep_dir: Path, tasks_dir: Path, level: int) -> list[Shard]:
+    """The level's shards: one (its job is `c<level>/`), or one per shard of `--shards`, each
+    with the split its shard.json recorded when it first ran (a resumed level keeps it)."""
+    ldir, name = level_dir(sweep_dir, level), level_dir_name(level)
+    logs, quarantine = sweep_dir / "logs", sweep_dir / "quarantine" / name
+    if not config.sharded:
+        return [Shard(level, ldir, level, None, None, quarantine, logs / f"{name}.harbor.log")]
+    planned = []
+    for fresh in shards.plan(config, tasks_dir, level):
+        job = ldir / shard_dir_name(fresh.shard)
+        record = shards.read_record(job) or fresh
+        planned.append(Shard(level, job, record.concurrency, record.tasks, record,
+                             quarantine / job.name, logs / f"{name}.{job.name}.harbor.log"))
+    return planned
+
+
+def session_plan(session: SweepSession, level: int) -> list[Shard]:
+    return plan(session.config, session.sweep_dir, session.tasks_dir, level)
+
+
+def state(planned: list[Shard]) -> JobState:
+    """The level's state: complete when every shard's job is, absent when none has started."""
+    states = [harbor_job.job_state(s.job) for s in planned]
+    if all(s is JobState.COMPLETE for s in states):
+        return JobState.COMPLETE
+    if all(s is JobState.ABSENT for s in states):
+        return JobState.ABSENT
+    return JobState.PARTIAL
+
+
+def prepare(shard: Shard, config: SweepConfig, tasks_dir: Path, base_url: str, model: str,
+            *, reopen: bool = False) -> list[str] | None:
+    """The Harbor command that brings `shard` to complete, or None when it already is.
+
+    Complete: nothing to run (unless `reopen`: the level lost its server, so a complete job's
+    infra failures run again). Partial: trials that are not results (cut short, interrupted,
+    failed by the server) are moved to the shard's quarantine folder, one line each, and
+    `harbor job resume` runs them again with the trials Harbor never finished. Absent:
+    `harbor run` with the shard's concurrency and tasks."""
+    job_state = harbor_job.job_state(shard.job)
+    if job_state is JobState.COMPLETE and not reopen:
+        return None
+    if shard.record is not None:  # before Harbor starts: the tasks are known, not guessed
+        shards.write_record(shard.job, shard.record)
+    if job_state is JobState.ABSENT:
+        return harbor_job.harbor_run_argv(
+            config, tasks_dir=tasks_dir, sweep_dir=shard.job.parent, job_name=shard.job.name,
+            level=shard.concurrency, base_url=base_url, model=model, include=shard.tasks)
+    for moved, why in harbor_job.quarantine_unfinished_trials(shard.job, shard.quarantine):
+        print(f"  {moved.name}: {why}; moved to {shard.quarantine}, its trial runs again",
+              flush=True)
+    return harbor_job.resume_command(shard.job)
+
+
+def mark_started(shard: Shard, *, pid: int | None = None, node: str | None = None,
+                 submitted: bool = False) -> None:
+    """Record in shard.json that the shard's Harbor started here (or was handed to Ray)."""
+    if shard.record is None:
+        return
+    record = shard.record
+    record.state, record.error = ("submitted" if submitted else "running"), None
+    if not submitted:
+        record.host, record.pid, record.started_at = socket.gethostname(), pid, now()
+        record.node = node or record.node
+    shards.write_record(shard.job, record)
+
+
+def mark_finished(shard: Shard, code: int | None, error: str | None = None,
+                  host: str | None = None) -> None:
+    if shard.record is None:
+        return
+    record = shards.read_record(shard.job) or shard.record  # a Ray task may have written it
+    record.finished_at = now()
+    record.host = host or record.host
+    if code == 0:
+        record.state = harbor_job.job_state(shard.job).value
+    else:
+        record.state = "failed"
+        record.error = error or f"harbor exited with {code}; see {shard.log}"
+    shard.record = record
+    shards.write_record(shard.job, record)
