@@ -35,8 +35,9 @@ from bankbench.capacity.search import (
 )
 from bankbench.sweep import harbor_job
 from bankbench.sweep.errors import SweepError
+from bankbench.sweep.level_run import level_state, run_level
 from bankbench.sweep.manifest import load_model, save_manifest, save_model
-from bankbench.sweep.runner import level_state, open_sweep, run_level
+from bankbench.sweep.runner import open_sweep
 from contracts.capacity import (
     CAPACITY_FILE,
     CapacityRecord,

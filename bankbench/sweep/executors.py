@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from bankbench import procs
-from bankbench.sweep import harbor_job
+from bankbench.sweep import harbor_job, stop
 from bankbench.sweep.level import Shard, mark_started
 
 
@@ -90,6 +90,7 @@ def run_local(launches: list[Launch], pacer: Pacer, *, poll_s: float = 2.0) -> l
                   f"{' + '.join(str(ln.shard.concurrency) for ln, _ in running)}", flush=True)
         while any(proc.poll() is None for _, proc in running):
             time.sleep(poll_s)
+            stop.check()
             reason = pacer.server_gone()
             if reason and any(proc.poll() is None for _, proc in running):
                 raise harbor_job.JobAborted(reason)

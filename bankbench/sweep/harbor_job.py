@@ -10,6 +10,7 @@ import signal
 import subprocess
 import sys
 import time
+from datetime import UTC, datetime
 from enum import StrEnum
 from pathlib import Path
 
@@ -42,10 +43,10 @@ def harbor_executable() -> str:
 
 def harbor_run_argv(
     config: SweepConfig, *, tasks_dir: Path, sweep_dir: Path, job_name: str, level: int,
-    base_url: str, model: str, include: list[str] | None = None,
+    base_url: str, model: str, include: list[str] | None = None, attempts: int | None = None,
 ) -> list[str]:
     """`harbor run` for one level's job (`level` = its -n); `include` names the tasks of one
-    shard (harbor -i each, in place of --n-tasks)."""
+    shard (harbor -i each, in place of --n-tasks); `attempts` its -k (default --attempts)."""
     cmd = [
         harbor_executable(), "run",
         "--path", str(tasks_dir),
@@ -53,7 +54,7 @@ def harbor_run_argv(
         "--env", config.environment,
         "-m", model,
         "-n", str(level),
-        "-k", str(config.attempts),
+        "-k", str(attempts or config.attempts),
         "--jobs-dir", str(sweep_dir),
         "--job-name", job_name,
         "--quiet", "--yes",
@@ -126,8 +127,24 @@ def trial_problem(trial_dir: Path) -> str | None:
         return "cut short"
     if not isinstance(data, dict) or not data.get("trial_name"):
         return "cut short"
+    config = trial_dir / "config.json"
+    if config.exists() and not _is_json_object(config):
+        return "cut short (its config.json)"  # Harbor's resume would stop on it
     status, _ = trial_status(trial_dir, job_finished=True)
     return "interrupted" if status == "interrupted" else None
+
+
+def trial_started_at(trial_dir: Path) -> datetime:
+    """When a trial started (wall clock): its result.json's `started_at`, else when Harbor
+    wrote its config.json (the trial's first file)."""
+    try:
+        started = json.loads((trial_dir / "result.json").read_text()).get("started_at")
+        if started:
+            at = datetime.fromisoformat(started)
+            return at if at.tzinfo else at.astimezone()  # Harbor writes local naive times
+    except (OSError, ValueError, AttributeError):
+        pass
+    return datetime.fromtimestamp((trial_dir / "config.json").stat().st_mtime, UTC)
 
 
 def infra_failed(trial_dir: Path) -> str | None:
@@ -158,6 +175,46 @@ def quarantine_unfinished_trials(job_dir: Path, dest: Path) -> list[tuple[Path, 
             os.replace(trial, target)
             moved.append((target, problem))
     return moved
+
+
+def _is_json_object(path: Path) -> bool:
+    try:
+        return isinstance(json.loads(path.read_text()), dict)
+    except (OSError, UnicodeDecodeError, ValueError):
+        return False
+
+
+# The job files Harbor's resume reads without forgiving a bad one, with Harbor's own model of
+# each (a file written in place: a process killed mid-write leaves it empty or cut short).
+def _job_models() -> dict[str, type]:
+    from harbor.models.job.config import JobConfig
+    from harbor.models.job.lock import JobLock
+    from harbor.models.job.result import JobResult
+
+    return {"config.json": JobConfig, "result.json": JobResult, "lock.json": JobLock}
+
+
+def broken_job_files(job_dir: Path) -> dict[str, str]:
+    """The job's own files that exist but that Harbor could not read back (empty, cut short,
+    not its model): file name -> why."""
+    broken = {}
+    for name, model in _job_models().items():
+        path = job_dir / name
+        if not path.exists():
+            continue
+        try:
+            text = path.read_text()
+        except (OSError, UnicodeDecodeError) as exc:
+            broken[name] = f"unreadable ({exc.__class__.__name__})"
+            continue
+        if not text.strip():
+            broken[name] = "empty"
+            continue
+        try:
+            model.model_validate_json(text)
+        except ValueError:
+            broken[name] = "cut short" if not _is_json_object(path) else "not Harbor's format"
+    return broken
 
 
 def job_state(job_dir: Path) -> JobState:

@@ -12,12 +12,20 @@ from __future__ import annotations
 
 import socket
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 
 from bankbench.sweep import harbor_job, shards
 from bankbench.sweep.harbor_job import JobState
 from bankbench.sweep.session import SweepSession, now
-from contracts.sweep import ShardRecord, SweepConfig, level_dir, level_dir_name, shard_dir_name
+from contracts.sweep import (
+    SHARD_FILE,
+    ShardRecord,
+    SweepConfig,
+    pass_dir_name,
+    shard_dir_name,
+    steady_repeats,
+)
 
 
 @dataclass
@@ -31,12 +39,18 @@ class Shard:
     record: ShardRecord | None  # shard.json of a sharded level; None unsharded
     quarantine: Path  # where trials that must run again are moved
     log: Path  # Harbor's output
+    attempts: int = 1  # its harbor -k (repeats per task, raised for steady state)
+    n_tasks: int = 0  # the tasks it runs
+
+    @property
+    def trials(self) -> int:
+        return self.attempts * self.n_tasks
 
     @property
     def name(self) -> str:
-        """How lines name it: `c4`, or `c4 shard 1`."""
-        return level_dir_name(self.level) + (
-            f" shard {self.record.shard}" if self.record is not None else "")
+        """How lines name it: `c4`, `c4.p1` (an extra pass), or `c4 shard 1`."""
+        folder = self.job.parent if self.record is not None else self.job
+        return folder.name + (f" shard {self.record.shard}" if self.record is not None else "")
 
     def failure(self, code: int | None, error: str | None = None) -> str:
         """One line (and Harbor's last lines) for a shard whose Harbor did not end well."""
@@ -49,19 +63,28 @@ class Shard:
                 f"{why}\n{harbor_job.tail(self.log, 8)}")
 
 
-def plan(config: SweepConfig, sweep_dir: Path, tasks_dir: Path, level: int) -> list[Shard]:
+def plan(config: SweepConfig, sweep_dir: Path, tasks_dir: Path, level: int, *,
+         pass_number: int = 0, repeats: int | None = None) -> list[Shard]:
     """The level's shards: one (its job is `c<level>/`), or one per shard of `--shards`, each
-    with the split its shard.json recorded when it first ran (a resumed level keeps it)."""
-    ldir, name = level_dir(sweep_dir, level), level_dir_name(level)
+    with the split its shard.json recorded when it first ran (a resumed level keeps it).
+    `pass_number` n > 0 plans the level's extra pass in `c<level>.p<n>/`, with `repeats` per
+    scenario. Each shard's -k is the repeats (--attempts for the level itself), raised so that
+    it runs at least `config.steady` x its concurrency trials."""
+    name = pass_dir_name(level, pass_number)
+    ldir, repeats = sweep_dir / name, repeats or config.attempts
     logs, quarantine = sweep_dir / "logs", sweep_dir / "quarantine" / name
     if not config.sharded:
-        return [Shard(level, ldir, level, None, None, quarantine, logs / f"{name}.harbor.log")]
+        n = len(shards.task_names(tasks_dir, config.limit))
+        return [Shard(level, ldir, level, None, None, quarantine, logs / f"{name}.harbor.log",
+                      steady_repeats(repeats, level, n, config.steady), n)]
     planned = []
     for fresh in shards.plan(config, tasks_dir, level):
         job = ldir / shard_dir_name(fresh.shard)
         record = shards.read_record(job) or fresh
+        k = steady_repeats(repeats, record.concurrency, len(record.tasks), config.steady)
         planned.append(Shard(level, job, record.concurrency, record.tasks, record,
-                             quarantine / job.name, logs / f"{name}.{job.name}.harbor.log"))
+                             quarantine / job.name, logs / f"{name}.{job.name}.harbor.log",
+                             k, len(record.tasks)))
     return planned
 
 
@@ -96,11 +119,59 @@ def prepare(shard: Shard, config: SweepConfig, tasks_dir: Path, base_url: str, m
     if job_state is JobState.ABSENT:
         return harbor_job.harbor_run_argv(
             config, tasks_dir=tasks_dir, sweep_dir=shard.job.parent, job_name=shard.job.name,
-            level=shard.concurrency, base_url=base_url, model=model, include=shard.tasks)
+            level=shard.concurrency, base_url=base_url, model=model, include=shard.tasks,
+            attempts=shard.attempts)
+    if not _set_aside_broken_files(shard):
+        return harbor_job.harbor_run_argv(
+            config, tasks_dir=tasks_dir, sweep_dir=shard.job.parent, job_name=shard.job.name,
+            level=shard.concurrency, base_url=base_url, model=model, include=shard.tasks,
+            attempts=shard.attempts)
     for moved, why in harbor_job.quarantine_unfinished_trials(shard.job, shard.quarantine):
         print(f"  {moved.name}: {why}; moved to {shard.quarantine}, its trial runs again",
               flush=True)
     return harbor_job.resume_command(shard.job)
+
+
+def _set_aside_broken_files(shard: Shard) -> bool:
+    """A job file a killed Harbor left empty or cut short is moved to the quarantine folder,
+    with a line saying so, never read: Harbor writes its result.json and lock.json anew on
+    resume. A broken config.json leaves nothing to resume: the whole job folder is moved
+    aside (its finished trials with it, kept there) and the shard runs afresh. False then."""
+    broken = harbor_job.broken_job_files(shard.job)
+    if not broken:
+        return True
+    shard.quarantine.mkdir(parents=True, exist_ok=True)
+    stamp = now().strftime("%Y%m%dT%H%M%S")
+    if "config.json" in broken:
+        target = shard.quarantine / f"job-{stamp}"
+        record = shard.job / SHARD_FILE
+        kept = record.read_bytes() if record.exists() else None
+        shard.job.rename(target)
+        if kept is not None:
+            shard.job.mkdir(parents=True)
+            (shard.job / SHARD_FILE).write_bytes(kept)
+        print(f"  {shard.name}: Harbor's config.json is {broken['config.json']}: the job "
+              f"cannot be resumed; moved to {target}, its trials run again", flush=True)
+        return False
+    for name, why in broken.items():
+        target = shard.quarantine / f"{stamp}-{name}"
+        (shard.job / name).rename(target)
+        print(f"  {shard.name}: Harbor's {name} is {why}; moved to {target}, Harbor writes "
+              "it anew (finished trials are kept)", flush=True)
+    return True
+
+
+def unfinished_starts(shard: Shard, reopen: bool = False) -> list[datetime]:
+    """When each trial of the shard's job that must run again started: those with no
+    result.json (Harbor reruns them) and those `prepare` moves aside. Read before `prepare`."""
+    if harbor_job.job_state(shard.job) is JobState.COMPLETE and not reopen:
+        return []
+    starts = []
+    for trial in harbor_job.trial_dirs(shard.job):
+        if (trial / "result.json").exists() and not harbor_job.rerun_reason(trial):
+            continue
+        starts.append(harbor_job.trial_started_at(trial))
+    return starts
 
 
 def mark_started(shard: Shard, *, pid: int | None = None, node: str | None = None,

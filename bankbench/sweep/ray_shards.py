@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bankbench.sweep import harbor_job
+from bankbench.sweep import harbor_job, stop
 from bankbench.sweep.executors import Launch, Outcome, Pacer
 from bankbench.sweep.level import mark_started
 
@@ -96,6 +96,7 @@ def run_ray(launches: list[Launch], pacer: Pacer, *, address: str, poll_s: float
             for ref in done:
                 i, launch = pending.pop(ref)
                 outcomes[i] = _outcome(ray, ref, launch)
+            stop.check()
             reason = pacer.server_gone()
             if reason and pending:
                 raise harbor_job.JobAborted(reason)

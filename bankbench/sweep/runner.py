@@ -11,15 +11,13 @@ from __future__ import annotations
 import os
 import platform
 import shutil
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from bankbench.sweep import harbor_job, lock, preflight, progress
-from bankbench.sweep import level as level_plan
+from bankbench.sweep import lock, preflight, stop
 from bankbench.sweep.errors import SweepError
-from bankbench.sweep.executors import Launch, Pacer, run_local
+from bankbench.sweep.level_run import run_level
 from bankbench.sweep.manifest import (
     check_resumable,
     move_to_new_url,
@@ -36,15 +34,11 @@ from bankbench.sweep.server_checks import (
 )
 from bankbench.sweep.session import SweepSession, now
 from bankbench.sweep.tasks import build_or_reuse_tasks, fallback_warning
-from contracts.request_trace import REQUEST_TRACE_FILE
 from contracts.sweep import (
-    METRICS_AFTER,
-    METRICS_BEFORE,
     SWEEP_FILE,
     LevelRecord,
     SweepConfig,
     SweepManifest,
-    level_dir,
     level_dir_name,
 )
 
@@ -183,40 +177,6 @@ def _open_locked(config: SweepConfig, sweep_dir: Path, *, resume: bool, resume_c
         raise
 
 
-def run_level(session: SweepSession, level: int) -> LevelRecord:
-    """Run (skip if complete, continue if partial) one level's Harbor job in the session; a
-    level the manifest does not list yet is added to it first. SweepError when the server is
-    gone (checked before the level and while it runs): the sweep stops there, resumable."""
-    manifest = session.manifest
-    record = next((r for r in manifest.level_records if r.level == level), None)
-    if record is None:
-        record = LevelRecord(level=level, job_dir=level_dir_name(level))
-        manifest.level_records.append(record)
-        manifest.levels.append(level)
-        save_manifest(session.sweep_dir, manifest)
-    try:
-        _run_level(session, record)
-    except harbor_job.JobAborted as exc:
-        if record.state == "running":  # a level refused before it started stays pending
-            record.state = "failed"
-            save_manifest(session.sweep_dir, manifest)
-        raise SweepError(_server_gone_message(session, level, str(exc))) from None
-    return record
-
-
-def _server_gone_message(session: SweepSession, level: int, why: str) -> str:
-    how = f"  {session.resume_command} {session.sweep_dir}"
-    if session.config.profile:
-        where = ("(the resumed sweep starts its server again on the same port; "
-                 "--port PORT picks another)")
-    else:
-        where = ("(if it comes back at another address, add --base-url NEW_URL; "
-                 "`bankbench serve up --port PORT` brings a stack back on its old port)")
-    return (f"level {level}: {why}; the sweep stopped. Finished trials are kept; those the "
-            f"lost server failed run again on resume. Once the server is back, continue "
-            f"with:\n{how}\n{where}")
-
-
 def run_sweep(config: SweepConfig, sweep_dir: Path, *, resume: bool = False,
               claim: bool = False, port: int | None = None) -> Path:
     """Run (or continue) a sweep in `sweep_dir`; returns the path of report.md. `claim`: the
@@ -226,6 +186,7 @@ def run_sweep(config: SweepConfig, sweep_dir: Path, *, resume: bool = False,
     with open_sweep(config, sweep_dir, resume=resume, claim=claim, port=port) as session:
         for record in list(session.manifest.level_records):
             run_level(session, record.level)
+        stop.check()  # a stop asked for and lost in the last level still stops here
         session.manifest.finished_at = now()
         save_manifest(session.sweep_dir, session.manifest)
         # Still under the sweep's lock: a resume cannot start while the report is written.
@@ -236,104 +197,3 @@ def run_sweep(config: SweepConfig, sweep_dir: Path, *, resume: bool = False,
     if session.manifest.dataset_fallback:  # said at the start; said again where one looks last
         print(fallback_warning(session.manifest.dataset_fallback), flush=True)
     return report
-
-
-def _copy_trace_lines(trace: Path, start: int, out: Path) -> None:
-    """The server's request-trace lines written while this level ran (appended, so a resumed
-    level keeps the lines of its first part)."""
-    with trace.open("rb") as src, out.open("ab") as dst:
-        src.seek(start)
-        dst.write(src.read())
-
-
-def level_state(session: SweepSession, level: int) -> harbor_job.JobState:
-    """Whether a level of the session is complete, partial or not started (every shard's)."""
-    return level_plan.state(level_plan.session_plan(session, level))
-
-
-def _run_level(session: SweepSession, record: LevelRecord) -> None:
-    """Check the watch, scrape, run the level's plan, close the level."""
-    config, sweep_dir, manifest = session.config, session.sweep_dir, session.manifest
-    level = record.level
-    planned = level_plan.session_plan(session, level)
-    state = level_plan.state(planned)
-    # Harbor finished, but the server was lost under it: its infra failures run again.
-    reopen = record.state == "failed"
-    if state is harbor_job.JobState.COMPLETE and not reopen:
-        print(f"level {level}: already complete, skipped", flush=True)
-        record.state = "complete"
-        save_manifest(sweep_dir, manifest)
-        return
-    if session.watch is not None and (why := session.watch()):
-        raise harbor_job.JobAborted(why)
-
-    resumed = state is not harbor_job.JobState.ABSENT
-    total = manifest.n_tasks * config.attempts
-    print(f"level {level}: {'resuming' if resumed else 'running'} (-n {level}, {total} trials)",
-          flush=True)
-    record.state, record.resumed = "running", record.resumed or resumed
-    record.started_at = record.started_at or now()
-    if config.sharded:
-        record.shards = len(planned)
-    save_manifest(sweep_dir, manifest)
-
-    # Scrape after Harbor has created the job folder would be racy; scrape into the sweep dir
-    # first and move it in once the job folder exists.
-    before = sweep_dir / f".{level_dir_name(level)}-{METRICS_BEFORE}"
-    have_before = session.scrape(before)
-    if resumed:
-        try:
-            harbor_job.wait_for_earlier_harbor(sweep_dir)
-        except harbor_job.HarborFailed as exc:
-            raise SweepError(f"level {level}: {exc}") from None
-    launches = []
-    for shard in planned:
-        cmd = level_plan.prepare(shard, config, session.tasks_dir, session.base_url,
-                                 session.model, reopen=reopen)
-        if cmd is None:
-            print(f"  {shard.name}: already complete", flush=True)
-        else:
-            launches.append(Launch(shard, cmd))
-    trace = sweep_dir / "server" / REQUEST_TRACE_FILE
-    trace_from = trace.stat().st_size if trace.is_file() else 0
-    level_path = level_dir(sweep_dir, level)
-    started, done_before = time.monotonic(), len(harbor_job.finished_trials(level_path))
-    pacer = Pacer(session.watch, lambda: progress.line(
-        level, level_path, total=total, started=started, done_before=done_before))
-    if config.ray:
-        from bankbench.sweep.ray_shards import run_ray
-
-        outcomes = run_ray(launches, pacer, address=config.ray)
-    else:
-        outcomes = run_local(launches, pacer)
-    for outcome in outcomes:
-        level_plan.mark_finished(outcome.shard, outcome.code, outcome.error, outcome.host)
-    if session.watch is not None and any(harbor_job.infra_failed(t)
-                                         for t in harbor_job.finished_trials(level_path)):
-        # Harbor can finish a level between two watches with the server already gone.
-        if why := session.watch():
-            raise harbor_job.JobAborted(why)
-    failed = [o.shard.failure(o.code, o.error) for o in outcomes if not o.ok]
-    _close_level(session, record, planned, (have_before, before), (trace, trace_from),
-                 failed=bool(failed))
-    if failed:
-        raise SweepError(f"level {level}: " + "\n".join(failed)
-                         + "\nfinished trials are kept; --resume runs the rest")
-
-
-def _close_level(session: SweepSession, record: LevelRecord, planned: list[level_plan.Shard],
-                 metrics_before: tuple[bool, Path], trace_span: tuple[Path, int],
-                 failed: bool = False) -> None:
-    """After a level's Harbor run(s): scrape /metrics again, move the earlier scrape and the
-    level's slice of the server's request trace into the job folder, record the level's state."""
-    job_dir = level_dir(session.sweep_dir, record.level)
-    (have_before, before), (trace, trace_from) = metrics_before, trace_span
-    have_after = session.scrape(job_dir / METRICS_AFTER) if job_dir.exists() else False
-    if have_before and job_dir.exists():
-        os.replace(before, job_dir / METRICS_BEFORE)
-    record.metrics = have_before and have_after
-    if trace.is_file() and job_dir.exists():
-        _copy_trace_lines(trace, trace_from, job_dir / REQUEST_TRACE_FILE)
-    record.state = "failed" if failed else level_plan.state(planned).value
-    record.finished_at = now()
-    save_manifest(session.sweep_dir, session.manifest)
