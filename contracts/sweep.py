@@ -300,7 +300,7 @@ class LevelRecord(BaseModel):
         "for steady state (SweepConfig.steady); None in sweeps older than the field.")
     runs: list[LevelRun] = Field(
         default_factory=list, description="Each run of the level, in order (empty in sweeps "
-        "older than the field: one run is assumed).")
+        "older than the field: analysis finds the runs from the trials).")
     passes: list[LevelPass] = Field(
         default_factory=list, description="Extra passes of more repeats, in order.")
 

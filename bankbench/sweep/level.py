@@ -106,13 +106,14 @@ def prepare(shard: Shard, config: SweepConfig, tasks_dir: Path, base_url: str, m
             *, reopen: bool = False) -> list[str] | None:
     """The Harbor command that brings `shard` to complete, or None when it already is.
 
-    Complete: nothing to run (unless `reopen`: the level lost its server, so a complete job's
-    infra failures run again). Partial: trials that are not results (cut short, interrupted,
-    failed by the server) are moved to the shard's quarantine folder, one line each, and
+    Complete: nothing to run (unless `reopen`, the level failed, and the job holds trials
+    the server failed: they run again). Partial: trials that are not results (cut short,
+    interrupted, failed by the server) are moved to the shard's quarantine folder, one line
+    each, and
     `harbor job resume` runs them again with the trials Harbor never finished. Absent:
     `harbor run` with the shard's concurrency and tasks."""
     job_state = harbor_job.job_state(shard.job)
-    if job_state is JobState.COMPLETE and not reopen:
+    if job_state is JobState.COMPLETE and not (reopen and _has_infra_failures(shard)):
         return None
     if shard.record is not None:  # before Harbor starts: the tasks are known, not guessed
         shards.write_record(shard.job, shard.record)
@@ -161,10 +162,15 @@ def _set_aside_broken_files(shard: Shard) -> bool:
     return True
 
 
+def _has_infra_failures(shard: Shard) -> bool:
+    return any(harbor_job.infra_failed(t) for t in harbor_job.finished_trials(shard.job))
+
+
 def unfinished_starts(shard: Shard, reopen: bool = False) -> list[datetime]:
     """When each trial of the shard's job that must run again started: those with no
     result.json (Harbor reruns them) and those `prepare` moves aside. Read before `prepare`."""
-    if harbor_job.job_state(shard.job) is JobState.COMPLETE and not reopen:
+    if harbor_job.job_state(shard.job) is JobState.COMPLETE and not (
+            reopen and _has_infra_failures(shard)):
         return []
     starts = []
     for trial in harbor_job.trial_dirs(shard.job):
