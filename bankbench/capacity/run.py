@@ -35,9 +35,9 @@ from bankbench.capacity.search import (
 )
 from bankbench.sweep import harbor_job
 from bankbench.sweep.errors import SweepError
-from bankbench.sweep.level_run import level_state, run_level
+from bankbench.sweep.level import folder_state
 from bankbench.sweep.manifest import load_model, save_manifest, save_model
-from bankbench.sweep.runner import open_sweep
+from bankbench.sweep.runner import open_sweep, run_level
 from contracts.capacity import (
     CAPACITY_FILE,
     CapacityRecord,
@@ -45,7 +45,7 @@ from contracts.capacity import (
     CapacityStep,
     Design,
 )
-from contracts.sweep import SweepConfig
+from contracts.sweep import SweepConfig, level_dir
 
 
 def load_record(sweep_dir: Path) -> CapacityRecord:
@@ -156,7 +156,8 @@ def run_capacity(config: SweepConfig, search: CapacitySearch, sweep_dir: Path, *
             if level is None:
                 record.stopped_because = phase
                 break
-            reused = level_state(session, level) is harbor_job.JobState.COMPLETE
+            reused = folder_state(level_dir(sweep_dir, level)) is \
+                harbor_job.JobState.COMPLETE
             minutes = (time.perf_counter_ns() - started) / 60e9
             if not reused and search.max_minutes is not None and minutes >= search.max_minutes:
                 record.stopped_because = "max_minutes"

@@ -17,11 +17,12 @@ from pathlib import Path
 
 from bankbench.sweep import harbor_job, shards
 from bankbench.sweep.harbor_job import JobState
-from bankbench.sweep.session import SweepSession, now
+from bankbench.sweep.session import now
 from contracts.sweep import (
     SHARD_FILE,
     ShardRecord,
     SweepConfig,
+    level_jobs,
     pass_dir_name,
     shard_dir_name,
     steady_repeats,
@@ -88,10 +89,6 @@ def plan(config: SweepConfig, sweep_dir: Path, tasks_dir: Path, level: int, *,
     return planned
 
 
-def session_plan(session: SweepSession, level: int) -> list[Shard]:
-    return plan(session.config, session.sweep_dir, session.tasks_dir, level)
-
-
 def state(planned: list[Shard]) -> JobState:
     """The level's state: complete when every shard's job is, absent when none has started."""
     states = [harbor_job.job_state(s.job) for s in planned]
@@ -99,6 +96,21 @@ def state(planned: list[Shard]) -> JobState:
         return JobState.COMPLETE
     if all(s is JobState.ABSENT for s in states):
         return JobState.ABSENT
+    return JobState.PARTIAL
+
+
+def folder_state(folder: Path) -> JobState:
+    """A level's (or pass's) state from its folder alone, for callers without the sweep's
+    config: its one job's, or its shard jobs' (complete only when as many as their shard.json
+    files say are there and every one is complete)."""
+    jobs = level_jobs(folder)
+    if not jobs or jobs == [folder]:
+        return harbor_job.job_state(folder)
+    records = [r for r in (shards.read_record(j) for j in jobs) if r is not None]
+    expected = records[0].n_shards if records else len(jobs)
+    states = [harbor_job.job_state(j) for j in jobs]
+    if len(jobs) == expected and all(s is JobState.COMPLETE for s in states):
+        return JobState.COMPLETE
     return JobState.PARTIAL
 
 

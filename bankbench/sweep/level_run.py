@@ -87,11 +87,6 @@ def ensure_repeats(session: SweepSession, level: int, repeats: int) -> LevelReco
     return add_repeats(session, level, missing) if missing > 0 else record
 
 
-def level_state(session: SweepSession, level: int) -> harbor_job.JobState:
-    """Whether a level of the session is complete, partial or not started (every shard's)."""
-    return level_plan.state(level_plan.session_plan(session, level))
-
-
 def _run_guarded(session: SweepSession, record: LevelRecord, number: int,
                  holder: LevelRecord | LevelPass) -> None:
     try:

@@ -43,16 +43,17 @@ def test_a_level_runs_at_least_steady_times_its_concurrency_trials(repeats, conc
 
 def test_the_plan_raises_k_per_shard_and_harbor_is_asked_for_it(tmp_path):
     tasks = _tasks(tmp_path, 4)
-    config = SweepConfig(base_url="http://127.0.0.1:1/v1", model="m", attempts=2)
+    config = SweepConfig(base_url="http://127.0.0.1:1/v1", model="m", attempts=2, steady=3)
     [one] = level.plan(config, tmp_path, tasks, 8)
     assert (one.attempts, one.trials) == (6, 24)  # 3 x 8 = 24 trials over 4 tasks
     cmd = level.prepare(one, config, tasks, "http://127.0.0.1:1/v1", "m")
     assert cmd[cmd.index("-k") + 1] == "6"
-    sharded = SweepConfig(base_url="http://127.0.0.1:1/v1", model="m", attempts=2, shards=2)
+    sharded = SweepConfig(base_url="http://127.0.0.1:1/v1", model="m", attempts=2, shards=2,
+                          steady=3)
     assert [(s.concurrency, s.n_tasks, s.attempts) for s in
             level.plan(sharded, tmp_path, tasks, 8)] == [(4, 2, 6), (4, 2, 6)]
-    off = SweepConfig(base_url="http://127.0.0.1:1/v1", model="m", attempts=2, steady=0)
-    assert level.plan(off, tmp_path, tasks, 8)[0].attempts == 2
+    off = SweepConfig(base_url="http://127.0.0.1:1/v1", model="m", attempts=2)
+    assert level.plan(off, tmp_path, tasks, 8)[0].attempts == 2  # a sweep's default: off
 
 
 def test_an_extra_pass_is_its_own_job_folder_that_readers_fold_into_the_level(tmp_path):
