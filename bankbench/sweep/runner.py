@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from bankbench.serve import router_setup
 from bankbench.sweep import lock, preflight, stop
 from bankbench.sweep.errors import SweepError
 from bankbench.sweep.level_run import run_level
@@ -136,6 +137,7 @@ def _open_locked(config: SweepConfig, sweep_dir: Path, *, resume: bool, resume_c
                     fingerprint=config.fingerprint(), levels=config.levels,
                     attempts=config.attempts, server_profile=config.profile,
                     base_url=base_url, model=model, router=server.router if server else None,
+                    router_setup=router_setup.of_state(server) if server else None,
                     tasks_dir=str(tasks_dir), n_tasks=n_tasks, dataset=prepared.dataset,
                     dataset_fallback=prepared.fallback,
                     versions=versions(server.versions if server else None),
