@@ -160,3 +160,31 @@ def test_an_empty_level_has_no_window():
                                      "completion_tokens"])
     window = level_window(trials, requests, 2)
     assert not window.steady and math.isnan(window.seconds)
+
+
+def test_the_warm_up_share_sets_how_many_first_trials_must_end():
+    # 2 slots, the first two trials of 10 s and 14 s: half of them end at 10, all at 14.
+    trials, requests = schedule(2, 8, 10.0)
+    trials.loc[1, "finished_at"] = trials.loc[1, "started_at"] + timedelta(seconds=14)
+    assert level_window(trials, requests, 2, warmup_share=0.5).intervals[0][0] == at(10)
+    assert level_window(trials, requests, 2, warmup_share=1.0).intervals[0][0] == at(14)
+
+
+def test_a_short_gap_in_an_old_level_is_not_taken_for_a_resume():
+    # Without runs in sweep.json a new run starts only where no trial ran for PAUSE_GAP_S.
+    a_trials, a_requests = schedule(2, 8, 10.0)
+    b_trials, b_requests = schedule(2, 8, 10.0, start_s=45.0, first=8)  # idle 5 s, not a pause
+    trials = pd.concat([a_trials, b_trials], ignore_index=True)
+    requests = pd.concat([a_requests, b_requests], ignore_index=True)
+    window = level_window(trials, requests, 2)
+    assert window.runs == 1 and window.intervals == ((at(10), at(85)),)
+
+
+def test_certifying_takes_the_bound_as_stated():
+    assert certifiable({"steady": True, "achieved_trial_share": MIN_ACHIEVED_SHARE}) is None
+    assert "0.89 of configured concurrency < 0.90" in certifiable(
+        {"steady": True, "achieved_trial_share": 0.89})
+    assert certifiable({"steady": True, "achieved_trial_share": 0.7}, bound=0.6) is None
+    assert certifiable({"steady": True, "achieved_trial_share": math.nan}) == \
+        "achieved concurrency unknown"
+    assert certifiable({"achieved_trial_share": 1.0}).startswith("no steady window")
