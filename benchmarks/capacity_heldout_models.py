@@ -27,7 +27,6 @@ from bankbench.capacity.noise_models import (
     mix,
     near_tie,
     point,
-    trajectory,
 )
 
 
