@@ -53,6 +53,7 @@ from analysis import tables as tables_mod
 from analysis.decision_noise import (
     Calls,
     ScenarioDivergence,
+    as_reference,
     declines_agree,
     judge_divergence,
     scenario_divergences,
@@ -221,11 +222,7 @@ def level_scenarios(level_rows: pd.DataFrame, reference: pd.DataFrame, metric: s
     ref, ref_overlaps = calls_by_scenario(reference)
     scenarios = scenario_divergences(level, ref, pair, level_overlaps=level_overlaps,
                                      reference_overlaps=ref_overlaps)
-    if is_reference:
-        scenarios = [ScenarioDivergence(s.scenario_id, s.n_level, s.n_reference,
-                                        s.reference_own, s.reference_own, s.reference_own,
-                                        s.called) for s in scenarios]
-    return scenarios
+    return as_reference(scenarios) if is_reference else scenarios
 
 
 def _clustered(values: pd.Series, scenarios: pd.Series) -> tuple[float, float, float]:

@@ -151,6 +151,8 @@ def side_by_side_groups(n: int, overlapping: set[tuple[int, int]] | frozenset
                         ) -> set[tuple[int, int]]:
     """Every pair (i < j) of the n repeats joined by a chain of repeats that ran side by side
     (`overlapping`: index pairs whose run intervals met)."""
+    if not overlapping:
+        return set()
     group = list(range(n))
 
     def root(i: int) -> int:
@@ -204,11 +206,25 @@ def scenario_divergences(level: Mapping[str, Sequence[Calls]],
             ref_apart = side_by_side_groups(len(ref), (reference_overlaps or {}).get(sid, set()))
             base = pair_mean(ref, None, metric, ref_apart)
         apart = side_by_side_groups(len(calls), (level_overlaps or {}).get(sid, set()))
+        if calls and ref and all(run == calls[0] for run in (*calls, *ref)):
+            # one decision on both sides (most scenarios): one value of the metric
+            same = metric(calls[0], calls[0])
+            own = same if len(apart) < len(calls) * (len(calls) - 1) // 2 else math.nan
+            out.append(ScenarioDivergence(sid, len(calls), len(ref), own, base, same,
+                                          called=bool(calls[0])))
+            continue
         out.append(ScenarioDivergence(
             sid, len(calls), len(ref), pair_mean(calls, None, metric, apart), base,
             pair_mean(calls, ref, metric) if ref else math.nan,
             called=any(calls) or any(ref)))
     return out
+
+
+def as_reference(scenarios: Sequence[ScenarioDivergence]) -> list[ScenarioDivergence]:
+    """The reference level judged against itself: it agrees with the reference as much as it
+    agrees with itself (divergence 0), not as much as each repeat agrees with itself too."""
+    return [ScenarioDivergence(s.scenario_id, s.n_level, s.n_reference, s.reference_own,
+                               s.reference_own, s.reference_own, s.called) for s in scenarios]
 
 
 def _clean(values: Sequence[float] | np.ndarray) -> np.ndarray:

@@ -152,9 +152,9 @@ def heterogeneous(*, tools: tuple[int, int] = (1, 4), decline_share: float = 0.1
 
 def legacy(floor: float = 0.95, kappa: float = 2.0
            ) -> Callable[[random.Random, int], list[Scenario]]:
-    """The model the search was first checked on: every scenario two tools of twenty; each
-    run diverges with the scenario's own probability (Beta around the rate that gives the
-    floor) by one tool swapped for any other; the same at every level."""
+    """The simplest model: every scenario two tools of twenty; each run diverges with the
+    scenario's own probability (Beta around the rate that gives the floor) by one tool swapped
+    for any other; the same at every level."""
     p = _legacy_rate(floor, kappa)
 
     def make(rng: random.Random, n: int) -> list[Scenario]:

@@ -67,6 +67,25 @@ def _inconclusive_words(record: CapacityRecord) -> str:
     return (f"; inconclusive (decisions neither shown intact nor degraded): {levels}")
 
 
+def _control_words(record: CapacityRecord) -> str:
+    """The control arm's split at the capacity and at the first level above it that did not
+    pass."""
+    shown = []
+    unpassed = min((s.level for s in record.steps if s.verdict != "pass"
+                    and (record.capacity is None or s.level > record.capacity)), default=None)
+    for step in sorted(record.steps, key=lambda s: s.level):
+        if step.control is None or step.level not in (record.capacity, unpassed):
+            continue
+        c = step.control
+
+        def fmt(interval) -> str:
+            return "n/a" if interval.mean is None else f"{interval.mean:.3f}"
+
+        shown.append(f"c{step.level} divergence {fmt(c.total)} = numerics {fmt(c.numerics)} "
+                     f"+ scheduling, time-outs and truncation {fmt(c.scheduling)}")
+    return "; control arm (batch-invariant): " + ", ".join(shown) if shown else ""
+
+
 def headline(record: CapacityRecord) -> str:
     """`N concurrent agents (achieved A) within SLO … with decisions intact (…); capacity in
     [N, M), limited by …; inconclusive …; repeats per level …; design …`, per GPU when known;
@@ -88,7 +107,7 @@ def headline(record: CapacityRecord) -> str:
                 else "untested (no failure beyond noise)")
         tail += (f"; capacity in [{record.capacity or 0}, {high}), limited by "
                  f"{', '.join(record.limiting) or 'n/a'} at c{unpassed}")
-    tail += _inconclusive_words(record)
+    tail += _inconclusive_words(record) + _control_words(record)
     if record.cliffs:
         tail += f"; cliff: {'; '.join(record.cliffs)}"
     tail += _repeats_words(record) + _design_words(record)

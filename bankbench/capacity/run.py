@@ -19,7 +19,7 @@ from analysis import tables as tables_mod
 from analysis.consistency import level_scenarios, read_decisions, reference_rows
 from analysis.metrics.goodput import SLO
 from analysis.summary import summarize
-from bankbench.capacity import plan
+from bankbench.capacity import control, plan
 from bankbench.capacity.checks import level_step, slo_value
 from bankbench.capacity.search import describe, levels_judgeable
 from bankbench.capacity.sequential import search_loop
@@ -190,6 +190,8 @@ def run_capacity(config: SweepConfig, search: CapacitySearch, sweep_dir: Path, *
         print("note: this level runner cannot add repeats to a level already run: one look "
               "per level", flush=True)
         search = search.model_copy(update={"max_looks": 1})
+    if search.control == "deterministic":
+        control.control_config(config, search, None, config.model)  # refused before anything runs
     record = CapacityRecord(search=search, deterministic=_deterministic(config))
     started = time.perf_counter_ns()
     with open_sweep(config, sweep_dir, resume=resume,
@@ -200,6 +202,12 @@ def run_capacity(config: SweepConfig, search: CapacitySearch, sweep_dir: Path, *
             print(f"note: levels above {ceiling} ({session.manifest.n_tasks} tasks x "
                   f"{config.attempts} attempts) add no load; the search stops there", flush=True)
         top = min(search.max_level, ceiling)
+        early = plan.verdict(plan.design(search, session.manifest.n_tasks,
+                                         levels_judgeable(search, ceiling)),
+                             search.max_divergence)
+        if early:
+            print(f"note: {early}; this search shows the method at work, it cannot certify "
+                  "decisions", flush=True)
         reference_level = None if reference is not None else min(search.reference_level, top)
         record.reference = reference_name or f"c{reference_level}"
         source = SweepLevels(session, search, reference, reference_level, record.reference)
@@ -227,10 +235,17 @@ def run_capacity(config: SweepConfig, search: CapacitySearch, sweep_dir: Path, *
                     on_look=lambda level, why: print(f"capacity: level {level}: {why}",
                                                      flush=True))
         record.design = _design(record, levels_judgeable(search, ceiling))
-        record.finished = True
         save_record(sweep_dir, record)
         session.manifest.finished_at = datetime.now(UTC)
         save_manifest(sweep_dir, session.manifest)
+        tasks_dir, model = session.tasks_dir, session.model
+    if search.control == "deterministic" and reference_level is not None:
+        # after the search's own server is down: the control arm may need the same GPUs
+        control.run_control(config, search, sweep_dir, record, reference_level, tasks_dir,
+                            model)
+        record.reference = f"{record.reference} (control arm: {control.CONTROL_DIR}/)"
+    record.finished = True
+    save_record(sweep_dir, record)
     return record
 
 

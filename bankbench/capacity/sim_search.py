@@ -17,7 +17,7 @@ import random
 from dataclasses import dataclass, field
 
 from analysis.consistency import tool_f1
-from analysis.decision_noise import Calls, declines_agree, scenario_divergences
+from analysis.decision_noise import Calls, as_reference, declines_agree, scenario_divergences
 from bankbench.capacity.checks import level_step
 from bankbench.capacity.noise_models import NoiseModel, Scenario
 from bankbench.capacity.sequential import search_loop
@@ -65,8 +65,11 @@ class SimulatedSource:
             self.durations = [self.rng.uniform(0.5, 2.0) for _ in self.scenarios]
 
     def _dists(self, level: int) -> list:
-        return [s.wrong() if i in self.degraded and level >= self.from_level else s.at(level)
-                for i, s in enumerate(self.scenarios)]
+        key = ("dists", level)
+        if key not in self._cache:
+            self._cache[key] = [s.wrong() if i in self.degraded and level >= self.from_level
+                                else s.at(level) for i, s in enumerate(self.scenarios)]
+        return self._cache[key]
 
     def repeats(self, level: int) -> int:
         have = self.trials.get(level, [])
@@ -122,6 +125,8 @@ class SimulatedSource:
         scenarios = scenario_divergences(calls, ref_calls, AGREEMENT, level_overlaps=overlaps,
                                          reference_overlaps=ref_overlaps,
                                          reference_own=self._reference_own())
+        if level == self.reference_level:
+            scenarios = as_reference(scenarios)
         trials = self.trials[level]
         lost = sum(t.lost == "server" for t in trials) / len(trials)
         values = {"ttft_p90_ms": self.latency[level], "lost_rate": lost}
