@@ -93,12 +93,18 @@ def attach_splits(record: CapacityRecord, sweep_dir: Path, reference_level: int)
                              record.search.agreement_metric)
 
 
+def adds_repeats() -> bool:
+    """Whether the level runner can add repeats to a level already run (sequential looks)."""
+    from bankbench.sweep import runner
+
+    return hasattr(runner, "add_repeats")
+
+
 def run_control(config: SweepConfig, search: CapacitySearch, sweep_dir: Path,
                 record: CapacityRecord, reference_level: int, tasks_dir: Path, model: str
                 ) -> None:
     """Every judged level and the reference on the batch-invariant server, each with as many
     repeats as the search's last look at it had; then the splits."""
-    from bankbench.capacity.run import adds_repeats
     from bankbench.sweep import runner
 
     arm = sweep_dir / CONTROL_DIR

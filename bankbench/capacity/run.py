@@ -161,13 +161,6 @@ def _external_reference(search: CapacitySearch) -> tuple[pd.DataFrame | None, st
     return frame, f"{Path(search.reference).name}/c{int(frame['level'].min())}"
 
 
-def adds_repeats() -> bool:
-    """Whether the level runner can add repeats to a level already run (sequential looks)."""
-    from bankbench.sweep import runner
-
-    return hasattr(runner, "add_repeats")
-
-
 def _deterministic(config: SweepConfig) -> bool | None:
     """Whether the server serves batch-invariant: known for the GPU profiles the search
     starts itself (--set deterministic=true), not for a server it was pointed at."""
@@ -186,7 +179,7 @@ def run_capacity(config: SweepConfig, search: CapacitySearch, sweep_dir: Path, *
         print(f"note: {search.repeats} repeats per scenario and level (--attempts "
               f"{config.attempts} raised): the statistic needs them", flush=True)
         config = config.model_copy(update={"attempts": search.repeats})
-    if not adds_repeats() and search.max_looks > 1:
+    if not control.adds_repeats() and search.max_looks > 1:
         print("note: this level runner cannot add repeats to a level already run: one look "
               "per level", flush=True)
         search = search.model_copy(update={"max_looks": 1})
@@ -238,11 +231,11 @@ def run_capacity(config: SweepConfig, search: CapacitySearch, sweep_dir: Path, *
         save_record(sweep_dir, record)
         session.manifest.finished_at = datetime.now(UTC)
         save_manifest(sweep_dir, session.manifest)
-        tasks_dir, model = session.tasks_dir, session.model
-    if search.control == "deterministic" and reference_level is not None:
+        arm = ((session.tasks_dir, session.model) if search.control == "deterministic"
+               else None)
+    if arm is not None and reference_level is not None:
         # after the search's own server is down: the control arm may need the same GPUs
-        control.run_control(config, search, sweep_dir, record, reference_level, tasks_dir,
-                            model)
+        control.run_control(config, search, sweep_dir, record, reference_level, *arm)
         record.reference = f"{record.reference} (control arm: {control.CONTROL_DIR}/)"
     record.finished = True
     save_record(sweep_dir, record)
