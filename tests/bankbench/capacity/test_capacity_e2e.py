@@ -36,6 +36,12 @@ def _steps(sweep: Path) -> list[dict]:
     return json.loads(path.read_text())["steps"] if path.is_file() else []
 
 
+def _complete(job: Path) -> bool:
+    from bankbench.sweep.harbor_job import JobState, job_state
+
+    return job.is_dir() and job_state(job) is JobState.COMPLETE
+
+
 def test_search_prints_a_level_and_a_resumed_search_reuses_finished_levels(tmp_path):
     from bankbench.serve import replay
 
@@ -54,27 +60,30 @@ def test_search_prints_a_level_and_a_resumed_search_reuses_finished_levels(tmp_p
     proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, text=True,
                             env={**os.environ, **HARBOR_ENV})
     deadline = time.monotonic() + 400
-    while not _steps(sweep):  # level 1 judged: kill the search while it runs level 2
+    while not (_complete(sweep / "c2") and (sweep / "c1").is_dir()):
+        # the reference (c2) ran first: kill the search while it runs level 1
         assert proc.poll() is None, (tmp_path / "first.out").read_text()[-3000:]
         assert time.monotonic() < deadline, (tmp_path / "first.out").read_text()[-3000:]
         time.sleep(0.5)
     proc.kill()
     proc.wait()
     first = _steps(sweep)
-    assert [s["level"] for s in first] == [1] and not first[0]["reused"]
+    assert [s["level"] for s in first] in ([], [1])  # c1 judged only if it beat the kill
 
     done = bankbench("capacity", "--resume", str(sweep), timeout=600)
     out = done.stdout
     assert done.returncode == 0, out[-3000:] + done.stderr[-3000:]
-    assert "level 1: already complete, skipped" in out
+    assert "level 2: already complete, skipped" in out
     assert "capacity: level 1 passes" in out and "capacity: level 2 passes" in out
     steps = _steps(sweep)
-    assert [(s["level"], s["reused"]) for s in steps] == [(1, True), (2, True)]
+    assert [(s["level"], s["reused"]) for s in steps] == [(1, bool(first)), (2, True)]
     record = json.loads((sweep / "capacity.json").read_text())
     assert record["finished"] and record["capacity"] == 2 and record["reference"] == "c2"
     assert record["stopped_because"] == "max_level"
     last = out.strip().splitlines()[-1]
-    assert last.startswith("Not enough scenarios to certify")  # three scenarios
+    # three scenarios bound the divergence at 0.24 when all agree: under the wide margin, so
+    # levels can pass, but below the design the error rates are shown for, and it says so
+    assert last.startswith("Below the validated design: 3 scenarios")
     assert "2 concurrent agents (achieved" in last
     assert "within SLO ttft_p90_ms≤60000, error_rate≤0.5" in last
     assert (sweep / "capacity.png").is_file() and (sweep / "report.md").is_file()
@@ -145,7 +154,10 @@ def test_degraded_replies_under_load_stop_the_search_below_that_load(tmp_path,
     assert (by_level[4]["decisions"]["divergence"]["mean"]
             > by_level[2]["decisions"]["divergence"]["mean"])
     assert record["capacity"] in (2, 3) and record["lowest_failing"] in (3, 4)
-    assert out.strip().splitlines()[-1].startswith(f"{record['capacity']} concurrent agents")
+    # after the warning six scenarios earn (below the validated design), the answer
+    assert out.strip().splitlines()[-1].startswith(
+        f"Below the validated design: 6 scenarios (the error rates of docs/capacity.md hold "
+        f"from 50) — {record['capacity']} concurrent agents")
     # the level table and the consistency section say what changed
     table = (tmp_path / "cap" / "consistency.csv").read_text()
     assert "malformed" in table and "truncated" in table
