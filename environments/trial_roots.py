@@ -27,7 +27,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field, ValidationError
 
-from environments.sandbox import DEFAULT_PATH, mounts_under
+from environments.root_layout import DEFAULT_PATH, mounts_under
 
 BASE_NAME = "bankbench-local-env"
 OWNER_FILE = "owner.json"
