@@ -259,7 +259,7 @@ def run_sweep(config: SweepConfig, sweep_dir: Path, *, resume: bool = False,
 def _infra_failed(trial: Path) -> str | None:
     """Why a finished trial must run again on resume: the server failed it (infra_failed) —
     it measured the outage, not the agent."""
-    from analysis.progress import trial_status
+    from analysis.status import trial_status
 
     status, reason = trial_status(trial)
     return f"infra failure ({reason})" if status == "infra_failed" else None
