@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 from harbor.models.trial.paths import EnvironmentPaths
-from localenv_helpers import IS_ROOT, gone_within
+from localenv_helpers import IS_ROOT, gone_within, process_gone
 
 from environments.execution import Lingering, run_command
 from environments.local import verifier_first_step
@@ -42,7 +42,7 @@ async def test_a_background_writer_neither_holds_the_command_nor_outlives_its_pi
     assert time.monotonic() - started < 5
     writer = int(pid_file.read_text())
     # Its next write after the command ended meets a closed pipe: SIGPIPE ends it.
-    assert await asyncio.to_thread(_gone, writer, 5.0)
+    assert await asyncio.to_thread(process_gone, writer, 5.0)
 
 
 async def test_a_root_service_keeps_writing_to_its_output_until_the_trial_stops(tmp_path):
@@ -54,26 +54,9 @@ async def test_a_root_service_keeps_writing_to_its_output_until_the_trial_stops(
     assert done.code == 0
     service = int(pid_file.read_text())
     await asyncio.sleep(0.3)
-    assert not await asyncio.to_thread(_gone, service, 0.1)  # still writing, still drained
+    assert not await asyncio.to_thread(process_gone, service, 0.1)  # still writing, still drained
     lingering.close()
-    assert await asyncio.to_thread(_gone, service, 5.0)
-
-
-def _gone(pid: int, within_sec: float) -> bool:
-    deadline = time.monotonic() + within_sec
-    while time.monotonic() < deadline:
-        try:
-            os.waitpid(pid, os.WNOHANG)
-        except ChildProcessError:
-            pass
-        try:
-            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-        except OSError:
-            return True
-        if state in ("Z", "X"):
-            return True
-        time.sleep(0.02)
-    return False
+    assert await asyncio.to_thread(process_gone, service, 5.0)
 
 
 async def test_only_harbors_own_first_step_begins_verification(make_env):
