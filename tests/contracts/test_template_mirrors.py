@@ -44,6 +44,8 @@ MIRRORS: list[tuple[str, str, Any]] = [
     ("environment/mockbank.py", "CUSTOMER_ENV", conversation.CUSTOMER_ENV),
     ("environment/mockbank.py", "EXIT_CUSTOMER", conversation.EXIT_CUSTOMER_MODEL_FAILED),
     ("environment/mockbank.py", "EXIT_USAGE", conversation.EXIT_USAGE),
+    ("environment/intentlog.py", "MAX_LOG_LINES", intents.MAX_LOG_LINES),
+    ("tests/verify.py", "MAX_LOG_LINES", intents.MAX_LOG_LINES),
     ("environment/convlog.py", "CONVERSATION_FILE", conversation.CONVERSATION_FILE),
     ("environment/customer_llm.py", "ROLE", llm_calls.USER_SIMULATOR_ROLE),
     ("tests/scoring.py", "REWARD_KEYS", reward.REWARD_KEYS),

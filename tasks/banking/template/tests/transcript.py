@@ -35,12 +35,12 @@ def load_spec(path: str) -> dict[str, Any] | None:
     return spec
 
 
-def read_bytes(path: str, log: dict[str, Any]) -> bytes | None:
-    """A log's bytes, noting in `log` whether it `exists` or why it could not be read
-    (`read_error`); None when there is nothing to read."""
+def read_bytes(path: str, log: dict[str, Any], limit: int = -1) -> bytes | None:
+    """A log's bytes (at most `limit`, when given), noting in `log` whether it `exists` or why
+    it could not be read (`read_error`); None when there is nothing to read."""
     try:
         with open(path, "rb") as handle:
-            content = handle.read()
+            content = handle.read(limit)
     except FileNotFoundError:
         return None
     except OSError as exc:

@@ -66,6 +66,10 @@ CONVERSATION_FILE = "conversation.jsonl"  # beside the intents log
 DEFAULT_OUT_DIR = "/logs/verifier"
 DEFAULT_TOOLS = ("tools.json beside verify.py", "/app/tools.json")
 MAX_CORRUPT_EXAMPLES = 10
+# The bank records at most this many lines (environment/intentlog.py): a log holding more was
+# not the bank's alone, and is scored 0 unread, so that no log can run the verifier out of time.
+MAX_LOG_LINES = 5000
+MAX_LOG_BYTES = MAX_LOG_LINES * (16 * 1024 + 4096)  # the bank's bound on one line, and room
 
 
 class InputError(Exception):
@@ -114,8 +118,11 @@ def read_intents(path: str) -> dict[str, Any]:
     """Calls and acceptances from the intents log; unreadable lines are skipped and counted."""
     log: dict[str, Any] = {"path": path, "exists": False, "lines": 0, "calls": [],
                            "accepts": [], "corrupt_lines": 0, "corrupt_examples": []}
-    content = transcript.read_bytes(path, log)
-    for number, raw in enumerate((content or b"").splitlines(), start=1):
+    content = transcript.read_bytes(path, log, MAX_LOG_BYTES + 1) or b""
+    if len(content) > MAX_LOG_BYTES or content.count(b"\n") > MAX_LOG_LINES:
+        log["over_bound"] = True
+        return log
+    for number, raw in enumerate(content.splitlines(), start=1):
         if not raw.strip():
             continue
         log["lines"] += 1
@@ -261,6 +268,10 @@ def build_report(expected_path: str, intents_path: str, tools_path: str | None =
     except InputError as exc:
         # Selection is still scored; no argument can be called valid without its schema.
         index, report["tools_error"] = None, str(exc)
+    if log.get("over_bound"):
+        report["reason"] = (f"intents file {log['path']} holds more than {MAX_LOG_LINES} lines "
+                            f"or {MAX_LOG_BYTES} bytes, more than the bank records: scored 0")
+        return report
     report["intents"]["valid_flag_disagreements"] = recheck(log["calls"], index)
     try:
         expected = load_expected(expected_path)
