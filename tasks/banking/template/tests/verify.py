@@ -66,8 +66,9 @@ CONVERSATION_FILE = "conversation.jsonl"  # beside the intents log
 DEFAULT_OUT_DIR = "/logs/verifier"
 DEFAULT_TOOLS = ("tools.json beside verify.py", "/app/tools.json")
 MAX_CORRUPT_EXAMPLES = 10
-# The bank records at most this many lines (environment/intentlog.py): a log holding more was
-# not the bank's alone, and is scored 0 unread, so that no log can run the verifier out of time.
+# The bank records at most this many lines in each of its logs (environment/intentlog.py,
+# convlog.py): a log holding more was not the bank's alone, and is scored 0 unread, so that no
+# log can run the verifier out of time.
 MAX_LOG_LINES = 5000
 MAX_LOG_BYTES = MAX_LOG_LINES * (16 * 1024 + 4096)  # the bank's bound on one line, and room
 
@@ -249,7 +250,8 @@ def build_report(expected_path: str, intents_path: str, tools_path: str | None =
     log = read_intents(intents_path)
     spec = transcript.load_spec(spec_path or os.path.join(HERE, "conversation.json"))
     talk = None if spec is None else transcript.read_log(
-        conversation_path or os.path.join(os.path.dirname(intents_path), CONVERSATION_FILE))
+        conversation_path or os.path.join(os.path.dirname(intents_path), CONVERSATION_FILE),
+        MAX_LOG_BYTES, MAX_LOG_LINES)
 
     def turns_of(attempt: int) -> float:
         return SINGLE_TURN if talk is None else float(transcript.turns(talk, attempt))
@@ -268,10 +270,11 @@ def build_report(expected_path: str, intents_path: str, tools_path: str | None =
     except InputError as exc:
         # Selection is still scored; no argument can be called valid without its schema.
         index, report["tools_error"] = None, str(exc)
-    if log.get("over_bound"):
-        report["reason"] = (f"intents file {log['path']} holds more than {MAX_LOG_LINES} lines "
-                            f"or {MAX_LOG_BYTES} bytes, more than the bank records: scored 0")
-        return report
+    for over in (log, talk or {}):
+        if over.get("over_bound"):
+            report["reason"] = (f"{over['path']} holds more than {MAX_LOG_LINES} lines or "
+                                f"{MAX_LOG_BYTES} bytes, more than the bank records: scored 0")
+            return report
     report["intents"]["valid_flag_disagreements"] = recheck(log["calls"], index)
     try:
         expected = load_expected(expected_path)
