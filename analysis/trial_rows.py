@@ -28,9 +28,10 @@ import numpy as np
 import pandas as pd
 
 from analysis import files
-from analysis.metrics import latency
+from analysis.metrics import integrity, latency
 from analysis.status import QUALITY_STATUSES, classify, read_facts
 from analysis.task_folder import UNKNOWN, find_task_dir, read_task
+from analysis.trajectory import read_trajectory, reply_texts
 from contracts.bounds import MS_MAX, finite_number
 from contracts.conversation import CONVERSATION_FILE
 from contracts.llm_calls import LLMCallRecord
@@ -43,9 +44,9 @@ REQ_COLUMNS = (
     "output_tps_per_user", "n_itl", "itl_mean_ms", "content_chars", "reasoning_chars",
     "tool_call_chars", "prompt_tokens", "completion_tokens", "cached_tokens", "token_source",
     "finish_reason", "http_status", "retries", "overloaded", "error_type", "server_ttft_ms",
-    "server_total_ms", "send_to_received_ms",
+    "server_total_ms", "send_to_received_ms", *integrity.COLUMNS,
 )
-FLOAT_REQ = ("content_chars", "reasoning_chars", "tool_call_chars",
+FLOAT_REQ = (*integrity.COLUMNS, "content_chars", "reasoning_chars", "tool_call_chars",
              "ttft_ms", "ttfc_ms", "e2e_ms", "tpot_ms", "output_tps_per_user", "itl_mean_ms",
              "prompt_tokens", "completion_tokens", "cached_tokens", "http_status",
              "server_ttft_ms", "server_total_ms", "send_to_received_ms", "end_unix_ns")
@@ -177,11 +178,13 @@ def _read_chunk(tasks: list[TrialTask]) -> Rows:
     rows = Rows()
     for task in tasks:
         issues: list[files.Issue] = []
+        before = len(rows.trials)
         try:
             _read_trial(task, rows, issues)
         except Exception as exc:  # a reader bug must not cost the other trials, nor this one
             issues.append(files.Issue(str(task.trial_dir), f"trial not read: {exc!r}"))
-            rows.trials.append(_unread_row(task, repr(exc)))
+            if len(rows.trials) == before:
+                rows.trials.append(_unread_row(task, repr(exc)))
         rows.issues += [(task.source, i) for i in issues]
     return rows.packed()
 
@@ -219,9 +222,12 @@ def _read_trial(task: TrialTask, rows: Rows, issues: list[files.Issue]) -> None:
                                     agent_status.attempts if agent_status else None))
         row["end_reason"] = attempts.end_reason if attempts else None
         row.update(_timing_columns(result))
+        replies = _integrity_inputs(trial_dir, records, issues)
     except Exception as exc:  # a reader bug: the row keeps its status and rewards
         issues.append(files.Issue(str(trial_dir), f"trial read in part: {exc!r}"))
-    _add_requests(len(rows.trials) - 1, records, rows)
+        replies = None
+    row["requests_unreadable"] += _add_requests(len(rows.trials) - 1, records, rows, replies,
+                                                issues)
 
 
 def _base_row(task: TrialTask, scenario: str, status: str, reason: str) -> dict[str, Any]:
@@ -305,13 +311,55 @@ def _timing_columns(result: files.TrialResultView | None) -> dict[str, Any]:
     }
 
 
-def _add_requests(trial_index: int, records: list[LLMCallRecord], rows: Rows) -> None:
+@dataclass
+class _Replies:
+    """What the integrity classes read from the trajectory: each reply's text by request id,
+    and the schemas of the tools the agent sent (None: not recorded)."""
+
+    texts: dict[str, str] = field(default_factory=dict)
+    tools: dict[str, dict[str, Any]] | None = None
+
+
+def _integrity_inputs(trial_dir: Path, records: list[LLMCallRecord],
+                      issues: list[files.Issue]) -> _Replies:
+    # The trajectory is read only for trials with classified replies (not text mode, not
+    # records from before tool_stream).
+    if not any(r.tool_stream is not None and r.tool_stream.offered for r in records):
+        return _Replies()
+    texts, tools = reply_texts(read_trajectory(trial_dir, issues))
+    return _Replies(texts, None if tools is None else integrity.tool_schemas(tools))
+
+
+def _classes(rec: LLMCallRecord, replies: _Replies) -> dict[str, float] | None:
+    """The integrity classes of one request, None when it is not classified (failed, or no
+    tools offered)."""
+    ok = rec.error is None and rec.end_ns is not None and (
+        rec.http_status is None or 200 <= rec.http_status < 300)
+    if not integrity.is_classified(rec.tool_stream, ok):
+        return None
+    assert rec.tool_stream is not None
+    return integrity.classify(rec.tool_stream, rec.finish_reason,
+                              replies.texts.get(rec.request_id), replies.tools)
+
+
+def _add_requests(trial_index: int, records: list[LLMCallRecord], rows: Rows,
+                  replies: _Replies | None, issues: list[files.Issue]) -> int:
+    """The requests' rows; returns how many records could not be made one."""
     req = rows.req
+    replies = replies or _Replies()
     # Bound appends: this loop runs once per request (100,000s), so it stays plain. Each
-    # record's values are all computed before any is appended: the columns stay aligned.
+    # record's values are all computed before any is appended: the columns stay aligned, and a
+    # record that cannot be turned into a row is counted unreadable, the others kept.
     append = [req[key].append for key in _RECORD_COLUMNS]
+    unreadable = 0
     for rec in records:
-        values = _request_values(rec)
+        try:
+            values = _request_values(rec, replies)
+        except Exception as exc:  # an agent-written record no reader foresaw
+            unreadable += 1
+            issues.append(files.Issue(str(rows.trials[trial_index].get("trial")),
+                                      f"request {rec.request_id!r} not read: {exc!r}"))
+            continue
         for add, value in zip(append, values, strict=True):
             add(value)
         rows.req_trial.append(trial_index)
@@ -321,14 +369,15 @@ def _add_requests(trial_index: int, records: list[LLMCallRecord], rows: Rows) ->
         rows.n_reads.append(len(rec.read_ns))
         rows.read_ns.extend(rec.read_ns)
         rows.read_tool_chars.extend(latency.aligned_tool_chars(rec))
+    return unreadable
 
 
 _RECORD_COLUMNS = (*_AS_RECORDED, "worker_id", "content_chars", "reasoning_chars",
                    "tool_call_chars", "error_type", "server_ttft_ms", "server_total_ms",
-                   "send_to_received_ms")
+                   "send_to_received_ms", *integrity.COLUMNS)
 
 
-def _request_values(rec: LLMCallRecord) -> tuple[Any, ...]:
+def _request_values(rec: LLMCallRecord, replies: _Replies) -> tuple[Any, ...]:
     """One request's column values, in `_RECORD_COLUMNS` order."""
     server = rec.server or {}
     worker = server.get("worker_id")
@@ -339,6 +388,7 @@ def _request_values(rec: LLMCallRecord) -> tuple[Any, ...]:
              sum(rec.read_tool_call_chars)) if rec.sizes_known else (None, None, None)
     timing = server.get("timing") if isinstance(server.get("timing"), dict) else {}
     received = finite_number(timing.get("request_received_ms"))
+    classes = _classes(rec, replies)
     return (
         *(getattr(rec, key) for key in _AS_RECORDED),
         None if worker is None else str(worker)[:200], *sizes,
@@ -347,4 +397,5 @@ def _request_values(rec: LLMCallRecord) -> tuple[Any, ...]:
         finite_number(timing.get("total_time_ms"), MS_MAX),
         # Both stamps are wall clock; meaningful when client and server share a host.
         None if received is None else received - rec.start_unix_ns / 1e6,
+        *(np.nan if classes is None else classes[key] for key in integrity.COLUMNS),
     )
