@@ -61,8 +61,8 @@ class ToolStream(BaseModel):
     choice: str | None = Field(None, description="tool_choice as sent: auto | required | none "
                                "| the name of a forced function; None: not sent.")
     calls: list[StreamedCall] = Field(
-        default_factory=list, max_length=LIST_MAX, description=f"The reply's tool calls by index, the first "
-        f"{CALLS_KEPT}.")
+        default_factory=list, max_length=LIST_MAX,
+        description=f"The reply's tool calls by index, the first {CALLS_KEPT}.")
     n_calls: Count = Field(0, description="Tool calls the reply held, kept or not.")
     unindexed_deltas: Count = Field(0, description="Tool-call deltas that carried no index.")
     done: bool = Field(description="The stream ended with `[DONE]`.")
