@@ -41,7 +41,6 @@ from datetime import datetime
 from pathlib import Path
 from typing import Literal
 
-from harbor.agents.installed.base import NonZeroAgentExitCodeError
 from harbor.models.trial.error_policy import FailureCause, policy_for
 
 from analysis import files
@@ -60,14 +59,10 @@ Phase = Literal["environment", "agent_setup", "agent", "verification"]
 INTERRUPTED_REASON = "interrupted (Harbor was stopped)"
 
 
-def _with_subclasses(cls: type) -> set[str]:
-    return {cls.__name__}.union(*(_with_subclasses(sub) for sub in cls.__subclasses__()))
-
-
-# Exceptions Harbor records in the agent phase and then verifies anyway: where the record's
-# time cannot be compared with the verifier's start, these still place it.
-_AGENT_PHASE_RECORDED = frozenset(_with_subclasses(NonZeroAgentExitCodeError)
-                                  | {"AgentTimeoutError"})
+# Exceptions Harbor raises from verification on: where the record's time cannot be compared
+# with the verifier's start (a result without `occurred_at`), these place it there and any
+# other name in the agent phase (when in doubt, the agent's).
+_VERIFICATION_RAISED = frozenset({"AddTestsDirError", "DownloadVerifierDirError"})
 
 
 @dataclass(frozen=True)
@@ -111,7 +106,9 @@ def failed_in(result: files.TrialResultView) -> Phase | None:
         return "agent"
     if _comparable(info.occurred_at, verifying):
         return "agent" if info.occurred_at < verifying else "verification"  # type: ignore[operator]
-    return "agent" if info.exception_type in _AGENT_PHASE_RECORDED else "verification"
+    verifying_name = (info.exception_type in _VERIFICATION_RAISED or policy_for(
+        info.exception_type).cause == FailureCause.VERIFIER_FAILED)
+    return "verification" if verifying_name else "agent"
 
 
 def _comparable(a: datetime | None, b: datetime) -> bool:

@@ -111,12 +111,14 @@ def test_the_phase_of_an_exception_is_read_from_harbor_timing():
     # After the agent ran, before verification: Harbor reading what the agent left.
     assert failed_in(result_with(3.5 * second)) == "agent"
     assert failed_in(result_with(4.5 * second)) == "verification"
-    # No comparable clock: the exceptions Harbor records and then verifies anyway are the
-    # agent's; others that come with a verifier run are the verification's.
+    # No comparable clock: the names Harbor raises from verification on are the
+    # verification's, any other (an exit code, an agent's own class) the agent's.
     assert failed_in(result_with(None, "NonZeroAgentExitCodeError")) == "agent"
     assert failed_in(result_with(None, "ApiRateLimitError")) == "agent"
+    assert failed_in(result_with(None, "RuntimeError")) == "agent"
     assert failed_in(result_with(4.5 * second, "RewardFileNotFoundError",
                                  aware=False)) == "verification"
+    assert failed_in(result_with(None, "AddTestsDirError")) == "verification"
 
 
 def test_reason_names_the_cause():
