@@ -221,6 +221,7 @@ def _read_trial(task: TrialTask, rows: Rows, issues: list[files.Issue]) -> None:
         row.update(_attempt_columns(attempts, records, row["tsq"],
                                     agent_status.attempts if agent_status else None))
         row["end_reason"] = attempts.end_reason if attempts else None
+        row["customer"] = attempts.customer if attempts else None
         row.update(_timing_columns(result))
         replies = _integrity_inputs(trial_dir, records, issues)
     except Exception as exc:  # a reader bug: the row keeps its status and rewards

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
+from bankbench.serve import router_setup
 from bankbench.sweep import harbor_job, lock, preflight, progress
 from bankbench.sweep.errors import SweepError
 from bankbench.sweep.manifest import (
@@ -160,6 +161,7 @@ def _open_locked(config: SweepConfig, sweep_dir: Path, *, resume: bool, resume_c
                     fingerprint=config.fingerprint(), levels=config.levels,
                     attempts=config.attempts, server_profile=config.profile,
                     base_url=base_url, model=model, router=server.router if server else None,
+                    router_setup=router_setup.of_state(server) if server else None,
                     tasks_dir=str(tasks_dir), n_tasks=n_tasks, dataset=prepared.dataset,
                     dataset_fallback=prepared.fallback,
                     versions=versions(server.versions if server else None),
