@@ -93,19 +93,13 @@ def attach_splits(record: CapacityRecord, sweep_dir: Path, reference_level: int)
                              record.search.agreement_metric)
 
 
-def adds_repeats() -> bool:
-    """Whether the level runner can add repeats to a level already run (sequential looks)."""
-    from bankbench.sweep import runner
-
-    return hasattr(runner, "add_repeats")
-
-
 def run_control(config: SweepConfig, search: CapacitySearch, sweep_dir: Path,
                 record: CapacityRecord, reference_level: int, tasks_dir: Path, model: str
                 ) -> None:
     """Every judged level and the reference on the batch-invariant server, each with as many
     repeats as the search's last look at it had; then the splits."""
     from bankbench.sweep import runner
+    from bankbench.sweep.level_run import ensure_repeats
 
     arm = sweep_dir / CONTROL_DIR
     levels = sorted({reference_level, *(s.level for s in record.steps)})
@@ -119,10 +113,5 @@ def run_control(config: SweepConfig, search: CapacitySearch, sweep_dir: Path,
                            resume_command="bankbench capacity --resume") as session:
         for level in levels:
             print(f"capacity: control arm (batch-invariant) level {level}", flush=True)
-            runner.run_level(session, level)
-            frame = read_decisions(tables_mod.load(arm)).frame
-            at = frame[frame["level"] == level] if len(frame) else frame
-            have = int(at.groupby("scenario_id").size().median()) if len(at) else 0
-            if repeats[level] > have and adds_repeats():
-                runner.add_repeats(session, level, repeats[level] - have)  # type: ignore
+            ensure_repeats(session, level, repeats[level])
     attach_splits(record, sweep_dir, reference_level)

@@ -1,5 +1,5 @@
 """`run_capacity`: the search loop (bankbench/capacity/sequential.py) on real levels inside one
-sweep directory. Each level runs as an ordinary sweep level (`open_sweep` / `run_level`: a
+sweep directory. Each level runs as an ordinary sweep level (`open_sweep` / `ensure_repeats`: a
 complete level is reused, a partial one continued, so an interrupted search resumes where it
 stopped) and is judged from its files: latency SLOs from analysis.summary, decisions against
 the reference's from analysis.consistency / analysis.decision_noise. Every step, the boundary,
@@ -25,8 +25,11 @@ from bankbench.capacity.search import describe, levels_judgeable
 from bankbench.capacity.sequential import search_loop
 from bankbench.sweep import harbor_job
 from bankbench.sweep.errors import SweepError
+from bankbench.sweep.level import folder_state
+from bankbench.sweep.level_run import ensure_repeats
 from bankbench.sweep.manifest import load_model, save_manifest, save_model
-from bankbench.sweep.runner import SweepSession, open_sweep, run_level
+from bankbench.sweep.runner import open_sweep
+from bankbench.sweep.session import SweepSession
 from contracts.capacity import (
     CAPACITY_FILE,
     CapacityRecord,
@@ -126,20 +129,20 @@ class SweepLevels:
                                           self.external_reference, self.reference_level)
         return self._evaluation
 
+    def _passes(self, level: int) -> int:
+        held = [r for r in self.session.manifest.level_records if r.level == level]
+        return len(held[0].passes) if held else 0
+
     def ensure(self, level: int, repeats: int) -> None:
         t0 = time.perf_counter_ns()
         if level not in self.reused:
-            self.reused[level] = harbor_job.job_state(
+            self.reused[level] = folder_state(
                 level_dir(self.session.sweep_dir, level)) is harbor_job.JobState.COMPLETE
-            run_level(self.session, level)
-            self._evaluation = None
-        have = self.repeats(level)
-        if have < repeats:
-            from bankbench.sweep import runner
-
-            runner.add_repeats(self.session, level, repeats - have)  # type: ignore[attr-defined]
+        before = self._passes(level)
+        record = ensure_repeats(self.session, level, repeats)
+        if len(record.passes) > before:  # a pass of more repeats ran
             self.reused[level] = False
-            self._evaluation = None
+        self._evaluation = None
         self.seconds[level] = self.seconds.get(level, 0.0) + (
             0.0 if self.reused[level] else (time.perf_counter_ns() - t0) / 1e9)
 
@@ -179,10 +182,6 @@ def run_capacity(config: SweepConfig, search: CapacitySearch, sweep_dir: Path, *
         print(f"note: {search.repeats} repeats per scenario and level (--attempts "
               f"{config.attempts} raised): the statistic needs them", flush=True)
         config = config.model_copy(update={"attempts": search.repeats})
-    if not control.adds_repeats() and search.max_looks > 1:
-        print("note: this level runner cannot add repeats to a level already run: one look "
-              "per level", flush=True)
-        search = search.model_copy(update={"max_looks": 1})
     if search.control == "deterministic":
         control.control_config(config, search, None, config.model)  # refused before anything runs
     record = CapacityRecord(search=search, deterministic=_deterministic(config))
@@ -208,7 +207,7 @@ def run_capacity(config: SweepConfig, search: CapacitySearch, sweep_dir: Path, *
         def may_start(level: int) -> bool:
             minutes = (time.perf_counter_ns() - started) / 60e9
             if search.max_minutes is None or minutes < search.max_minutes or \
-                    harbor_job.job_state(level_dir(sweep_dir, level)) is \
+                    folder_state(level_dir(sweep_dir, level)) is \
                     harbor_job.JobState.COMPLETE:
                 print(f"capacity: level {level}", flush=True)
                 return True

@@ -1,5 +1,6 @@
-"""The search loop over hand-made levels (no server: `open_sweep`, `run_level` and the runner's
-`add_repeats` stand in, each writing finished Harbor trials whose TTFT grows with the level):
+"""The search loop over hand-made levels (no server: `open_sweep` and the level runner's
+`ensure_repeats` stand in, writing finished Harbor trials whose TTFT grows with the level, each
+run of a level steady: its slots busy until it ends):
 the reference level runs first, the search brackets and bisects to the frontier, records every
 step, reuses complete levels when run again, runs an inconclusive level again with its repeats
 doubled (and the reference's with it), and starts no level once --max-minutes has passed."""
@@ -17,28 +18,39 @@ import pytest
 from analysis.synthetic import T0, record, write_job, write_sweep_manifest, write_trial
 from bankbench.capacity import run as run_mod
 from bankbench.capacity.output import headline
-from bankbench.sweep import runner
 from contracts.capacity import CAPACITY_FILE, CapacitySearch
 from contracts.sweep import SweepConfig, level_dir
 
 N_TASKS = 4
 # four scenarios cannot certify a tight margin: a wide one, so latency decides
 WIDE = {"max_divergence": 0.9, "alpha": 0.5}
+SPAN_S = 600.0  # one run of a level
 
 
 def _write(sweep: Path, level: int, repeats: int, first: int, hour: int,
            side_by_side: bool) -> None:
-    """`repeats` repeats of every task; they run in successive hours unless `side_by_side`."""
+    """One run of `repeats` repeats of every task at concurrency `level`, starting at `hour`,
+    as a steady level runs it: every slot busy until the run's end (its trials split the
+    span evenly). Repeat-major, so a task's repeats never share a time; `side_by_side`
+    queues them task-major instead, so they run at once in neighbouring slots."""
     job = level_dir(sweep, level)
     if not (job / "config.json").exists():
         write_job(job, level, n_total_trials=N_TASKS * repeats)
-    for i in range(N_TASKS):
-        for k in range(first, first + repeats):
+    order = [(i, k) for k in range(first, first + repeats) for i in range(N_TASKS)]
+    if side_by_side:
+        order.sort()
+    slots = [order[j::level] for j in range(level)]
+    for queue in slots:
+        length = SPAN_S / len(queue) if queue else 0.0
+        for position, (i, k) in enumerate(queue):
             name = f"banking-00{i}__{level}r{k}"
-            start = T0 + timedelta(hours=hour + (0 if side_by_side else k - first))
+            start = T0 + timedelta(hours=hour, seconds=position * length)
+            send = int(start.timestamp() * 1e9) + 1_000_000_000
             trial = write_trial(job, name, scenario_id=f"banking-00{i}", started_at=start,
+                                phase_s=(0.0, 0.0, length, 0.0),
                                 records=[record(trial_name=name, ttft_ms=100.0 * level,
-                                                e2e_ms=100.0 * level + 5)],
+                                                e2e_ms=100.0 * level + 5,
+                                                start_unix_ns=send)],
                                 rewards={"tsq": 1.0},
                                 agent_status={"status": "ok", "reason": None})
             call = {"seq": 1, "attempt": 1, "tool": "get_account_balance",
@@ -53,28 +65,35 @@ def fake_runner(tmp_path, monkeypatch):
     held: dict[int, int] = {}
     together: set[int] = set()  # levels whose first two repeats run side by side
 
+    records: list[SimpleNamespace] = []
+
     @contextmanager
     def open_sweep(config, sweep_dir, *, resume=False, resume_command=""):
         if not resume:
             write_sweep_manifest(sweep_dir, config.levels)
-        manifest = SimpleNamespace(n_tasks=N_TASKS, finished_at=None)
+        manifest = SimpleNamespace(n_tasks=N_TASKS, finished_at=None, level_records=records)
         yield SimpleNamespace(manifest=manifest, sweep_dir=sweep_dir)
 
-    def run_level(session, level):
+    def ensure_repeats(session, level, repeats):
+        held_now = next((r for r in records if r.level == level), None)
+        if held_now is None:
+            held_now = SimpleNamespace(level=level, passes=[])
+            records.append(held_now)
         if not (level_dir(session.sweep_dir, level) / "config.json").exists():
             ran.append((level, 2))
             held[level] = 2
             _write(session.sweep_dir, level, 2, 0, 0, side_by_side=level in together)
-
-    def add_repeats(session, level, repeats):
-        ran.append((level, repeats))
-        _write(session.sweep_dir, level, repeats, held[level], 10 + held[level],
-               side_by_side=False)
-        held[level] += repeats
+        if repeats > held[level]:  # one more pass, its own run
+            more = repeats - held[level]
+            ran.append((level, more))
+            _write(session.sweep_dir, level, more, held[level], 10 + held[level],
+                   side_by_side=False)
+            held[level] += more
+            held_now.passes.append(more)
+        return held_now
 
     monkeypatch.setattr(run_mod, "open_sweep", open_sweep)
-    monkeypatch.setattr(run_mod, "run_level", run_level)
-    monkeypatch.setattr(runner, "add_repeats", add_repeats, raising=False)
+    monkeypatch.setattr(run_mod, "ensure_repeats", ensure_repeats)
     monkeypatch.setattr(run_mod, "save_manifest", lambda *a: None)
     return sweep, ran, together
 
