@@ -51,6 +51,7 @@ from contracts.sweep import level_dir  # noqa: E402
 
 T0 = 1_767_225_600.0  # 2026-01-01 UTC: simulated time 0
 SECONDS = 30.0  # one unit of simulated trial time
+PASS_GAP_S = 3600.0
 
 
 class JobDirSource(SimulatedSource):
@@ -61,6 +62,7 @@ class JobDirSource(SimulatedSource):
     def __init__(self, *args, root: Path, **kwargs) -> None:
         super().__init__(*args, **kwargs)
         self.root = root
+        self.passes: dict[int, int] = {}
         write_sweep_manifest(root, [1])
 
     def ensure(self, level: int, repeats: int) -> None:
@@ -69,22 +71,27 @@ class JobDirSource(SimulatedSource):
         job = level_dir(self.root, level)
         if not (job / "config.json").exists():
             write_job(job, level)
+        # each pass its own run, an hour after the one before (as the level runner records
+        # them), so no pass's drain and the next one's warm-up are measured
+        passes = self.passes[level] = self.passes.get(level, -1) + 1
         for trial in self.trials[level][before:]:
-            self._write(job, level, trial)
+            self._write(job, level, trial, passes * PASS_GAP_S)
 
-    def _write(self, job: Path, level: int, trial) -> None:
+    def _write(self, job: Path, level: int, trial, offset: float) -> None:
         from datetime import UTC, datetime
 
         sid = f"s{trial.scenario:03d}"
         name = f"{sid}__r{trial.repeat}"
-        start = datetime.fromtimestamp(T0 + trial.start * SECONDS, UTC)
+        at = T0 + offset + trial.start * SECONDS
+        start = datetime.fromtimestamp(at, UTC)
         length = (trial.end - trial.start) * SECONDS
         status = {None: "ok", "server": "infra_error", "harness": "harness_error"}[trial.lost]
         rewards = {"tsq": 1.0}
         done = write_trial(job, name, scenario_id=sid, started_at=start,
                            phase_s=(0.0, 0.0, length, 0.0), rewards=rewards,
                            records=[record(trial_name=name, scenario_id=sid,
-                                           ttft_ms=self.latency[level], e2e_ms=1000.0)],
+                                           ttft_ms=self.latency[level], e2e_ms=1000.0,
+                                           start_unix_ns=int(at * 1e9) + 1)],
                            agent_status={"status": status, "reason": trial.lost,
                                          "attempts": 1})
         calls = [{"seq": i, "attempt": 1, "tool": tool, "arguments": {}, "valid": True,

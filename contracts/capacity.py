@@ -89,6 +89,12 @@ class CapacitySearch(BaseModel):
     agreement_metric: Literal["tool_f1", "arg_agreement"] = Field(
         "tool_f1", description="Agreement of two runs (analysis/consistency.py); two runs "
         "that called no tool agree.")
+    min_achieved_share: float | None = Field(
+        None, gt=0, le=1, description="A level is certified only when its slots were at least "
+        "this busy over its measured window (achieved / configured trial concurrency, warm-up "
+        "and drain left out); below it the level is not certified and, like an inconclusive "
+        "one, neither passes nor stops the climb (default: the runner's bound, "
+        "analysis/windows.py · MIN_ACHIEVED_SHARE).")
     min_tsq: float | None = Field(
         None, ge=0, le=1, description="Also require each level's mean TSQ at least this "
         "(an absolute quality floor, as MLPerf's accuracy rule; needs expected-tool labels).")
@@ -234,7 +240,8 @@ class CapacityStep(BaseModel):
     verdict: Verdict = Field(
         "pass", description="pass: every check holds; fail: an SLO is broken or decisions "
         "shown degraded (stops the climb); inconclusive: decisions neither shown intact nor "
-        "degraded with --max-repeats repeats (neither certified nor stopping the climb).")
+        "degraded after --max-looks looks, or the level did not hold its configured "
+        "concurrency (achieved_share): neither certified nor stopping the climb.")
     passed: bool
     reused: bool = Field(description="The level's job was already complete (not run again).")
     checks: list[Check]
@@ -262,7 +269,9 @@ class CapacityRecord(BaseModel):
         None, description="Achieved concurrency at the capacity level.")
     lowest_failing: int | None = None
     inconclusive: list[int] = Field(
-        default_factory=list, description="Levels still inconclusive after --max-looks looks.")
+        default_factory=list, description="Levels neither certified nor failed: decisions "
+        "still within noise after --max-looks looks, or achieved concurrency under the bound "
+        "(each step's checks say which).")
     boundary_high: int | None = Field(
         None, description="Lowest level above the capacity that failed beyond noise: the "
         "capacity lies in [capacity, boundary_high); None: none did.")

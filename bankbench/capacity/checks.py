@@ -117,13 +117,19 @@ def achieved_check(share: float | None, minimum: float | None, why: str | None) 
                  passed=why is None and known, note=why or ("" if known else "not measured"))
 
 
+def within_noise(check: Check) -> bool:
+    """The decision check neither passed nor shown degraded: more repeats may decide it."""
+    return check.name.endswith("_divergence") and not check.passed and not check.confident
+
+
 def level_verdict(checks: list[Check]) -> Verdict:
-    """fail when any check fails beyond noise; inconclusive when only the decision check
-    failed, within noise; else pass."""
+    """fail when any check fails beyond noise; inconclusive when what failed is only the
+    decision check within noise or the level's achieved concurrency (it did not hold its
+    load: not certified, but nothing about the server shown either); else pass."""
     failed = [c for c in checks if not c.passed]
     if not failed:
         return "pass"
-    if all(c.name.endswith("_divergence") and not c.confident for c in failed):
+    if all(within_noise(c) or c.name == ACHIEVED_CHECK for c in failed):
         return "inconclusive"
     return "fail"
 

@@ -8,6 +8,7 @@ from pathlib import Path
 import pandas as pd
 
 from bankbench.capacity import plan
+from bankbench.capacity.checks import ACHIEVED_CHECK
 from contracts.capacity import CAPACITY_PLOT, CapacityRecord
 
 
@@ -60,11 +61,19 @@ def _repeats_words(record: CapacityRecord) -> str:
 
 
 def _inconclusive_words(record: CapacityRecord) -> str:
+    """Each level neither certified nor failed, with its repeats and why: decisions neither
+    shown intact nor degraded, or its load not held (the runner's reason)."""
     if not record.inconclusive:
         return ""
-    repeats = {s.level: s.repeats for s in record.steps}
-    levels = ", ".join(f"c{lv} ({repeats.get(lv)} repeats)" for lv in record.inconclusive)
-    return (f"; inconclusive (decisions neither shown intact nor degraded): {levels}")
+    steps = {s.level: s for s in record.steps}
+    shown = []
+    for level in record.inconclusive:
+        step = steps[level]
+        why = [c.note or "achieved concurrency under the bound" if c.name == ACHIEVED_CHECK
+               else "decisions neither shown intact nor degraded"
+               for c in step.checks if not c.passed]
+        shown.append(f"c{level} ({step.repeats} repeats: {'; '.join(why)})")
+    return "; inconclusive (not certified, not failed): " + ", ".join(shown)
 
 
 def _control_words(record: CapacityRecord) -> str:

@@ -19,8 +19,9 @@ from analysis import tables as tables_mod
 from analysis.consistency import level_scenarios, read_decisions, reference_rows
 from analysis.metrics.goodput import SLO
 from analysis.summary import summarize
+from analysis.windows import MIN_ACHIEVED_SHARE, certifiable
 from bankbench.capacity import control, plan
-from bankbench.capacity.checks import level_step, slo_value
+from bankbench.capacity.checks import achieved_check, level_step, slo_value
 from bankbench.capacity.search import describe, levels_judgeable
 from bankbench.capacity.sequential import search_loop
 from bankbench.sweep import harbor_job
@@ -99,12 +100,18 @@ class Evaluation:
                      if len(at) and self.reference is not None else [])
         tsq = summary_row.get("tsq_mean")
         achieved = summary_row.get("achieved_trial_concurrency")
+        # certified only at steady state, its slots busy enough over the measured window
+        bound = (MIN_ACHIEVED_SHARE if search.min_achieved_share is None
+                 else search.min_achieved_share)
+        share = summary_row.get("achieved_trial_share")
+        held = achieved_check(None if share is None or pd.isna(share) else float(share),
+                              bound, certifiable(summary_row, bound))
         ref_repeats = _repeats_held(self.reference) if self.reference is not None else 0
         return level_step(
             search, level, phase, confidence, slo_values=slo_values, scenarios=scenarios,
             is_reference=is_reference, reference=reference, repeats=_repeats_held(at),
             reference_repeats=ref_repeats, tsq=None if tsq is None else float(tsq),
-            reused=reused, seconds=seconds,
+            extra=[held], reused=reused, seconds=seconds,
             achieved=None if achieved is None or pd.isna(achieved) else float(achieved))
 
 

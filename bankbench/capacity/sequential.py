@@ -25,6 +25,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Protocol
 
+from bankbench.capacity.checks import within_noise
 from bankbench.capacity.search import (
     boundary,
     bracket,
@@ -101,8 +102,8 @@ def search_loop(search: CapacitySearch, ceiling: int, source: LevelSource,
                     source.ensure(reference_level, search.repeats * 2 ** look)
             step = source.judge(level, phase, confidence)
             looks.extend(step.looks)
-            if step.verdict != "inconclusive":
-                break
+            if step.verdict != "inconclusive" or not any(within_noise(c) for c in step.checks):
+                break  # decided, or undecided for a reason more repeats do not change
         step.looks = looks
         record.steps.append(step)
         refresh(record)

@@ -67,6 +67,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     search.add_argument("--repeats", type=int, **_field("repeats"))
     search.add_argument("--max-looks", type=int, **_field("max_looks"))
     search.add_argument("--min-tsq", type=float, **_field("min_tsq"))
+    search.add_argument("--min-achieved-share", type=float, **_field("min_achieved_share"))
     search.add_argument("--agreement-metric", choices=["tool_f1", "arg_agreement"],
                         **_field("agreement_metric"))
     search.add_argument("--start", type=int, **_field("start"))
@@ -134,7 +135,8 @@ def _run(args: argparse.Namespace) -> int:
             search = CapacitySearch(
                 slos=_merge_slos(args.slo), max_divergence=args.max_divergence,
                 alpha=args.alpha, repeats=args.repeats, max_looks=args.max_looks,
-                min_tsq=args.min_tsq, agreement_metric=args.agreement_metric,
+                min_tsq=args.min_tsq, min_achieved_share=args.min_achieved_share,
+                agreement_metric=args.agreement_metric,
                 start=args.start, max_level=args.max_level, max_minutes=args.max_minutes,
                 gpus=args.gpus, reference_level=args.reference_level,
                 reference=str(Path(args.reference).resolve()) if args.reference else None,

@@ -13,7 +13,14 @@ import pandas as pd
 import pytest
 
 from analysis.decision_noise import ScenarioDivergence
-from bankbench.capacity.checks import decision_check, judge, level_verdict, slo_value
+from bankbench.capacity.checks import (
+    achieved_check,
+    decision_check,
+    judge,
+    level_verdict,
+    slo_value,
+    within_noise,
+)
 from bankbench.capacity.output import headline
 from bankbench.capacity.search import (
     bracket,
@@ -210,6 +217,32 @@ def test_min_tsq_is_an_absolute_floor():
     assert not {c.name: c for c in unlabelled}["min_tsq"].passed
 
 
+def test_a_level_that_did_not_hold_its_load_is_neither_certified_nor_a_failure():
+    """Achieved concurrency under the bound: the level is not certified (inconclusive, so
+    the climb goes on and the answer never rests on it), more repeats are not asked for when
+    its decisions were decided, and an SLO broken there still fails it."""
+    search = CapacitySearch(slos={"ttft_p90_ms": 500})
+    short = achieved_check(0.8, 0.9, "achieved 0.80 of configured concurrency < 0.90")
+    checks, _, verdict, _ = judge(search, {"ttft_p90_ms": 300, "lost_rate": 0.0},
+                                  _agreeing(60), False, CONFIDENCE, extra=[short])
+    assert verdict == "inconclusive"
+    assert not any(within_noise(c) for c in checks)  # decided: no more looks for it
+    held = achieved_check(0.95, 0.9, None)
+    assert judge(search, {"ttft_p90_ms": 300, "lost_rate": 0.0}, _agreeing(60), False,
+                 CONFIDENCE, extra=[held])[2] == "pass"
+    assert judge(search, {"ttft_p90_ms": 900, "lost_rate": 0.0}, _agreeing(60), False,
+                 CONFIDENCE, extra=[short])[2] == "fail"
+    assert level_verdict([achieved_check(None, 0.9, "no steady window (too few trials for "
+                                         "the level's slots)")]) == "inconclusive"
+    record = CapacityRecord(search=search, reference="c2", capacity=2, inconclusive=[4],
+                            steps=[_step(1, True), _step(2, True),
+                                   _step(4, False, "inconclusive")])
+    record.steps[2].checks = checks
+    record.steps[2].repeats = 2
+    assert ("inconclusive (not certified, not failed): c4 (2 repeats: achieved 0.80 of "
+            "configured concurrency < 0.90)") in headline(record)
+
+
 def test_levels_judgeable_covers_every_frontier():
     search = CapacitySearch(max_level=64)
     # 1..64 by doubling (7), then up to 5 bisections of the last gap (32..64)
@@ -253,7 +286,8 @@ def test_boundary_limiting_cliffs_and_the_headline():
                            "lost_rate≤0.05 with decisions intact (tool_f1 divergence of "
                            "decision distributions from reference c2 < 0.1")
     assert "capacity in [3, c8), limited by tool_f1_divergence at c4" in line
-    assert "inconclusive (decisions neither shown intact nor degraded): c4 (8 repeats)" in line
+    assert ("inconclusive (not certified, not failed): c4 (8 repeats: decisions neither "
+            "shown intact nor degraded)") in line
     assert "repeats per level c1:2 c2:2 c3:2 c4:8 c8:2" in line and "cliff:" in line
 
 
