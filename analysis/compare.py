@@ -30,6 +30,7 @@ from analysis.metrics.base import (
     paired_cluster_bootstrap_quantile_diff_ci,
 )
 from analysis.metrics.quality import PAIRED_KEYS, values_for
+from analysis.metrics.throughput import failed_and_counted
 
 COMPARE_KEYS = (
     "ttft_ms_p50", "ttft_ms_p99", "itl_ms_p50", "itl_ms_p99", "tpot_ms_p50", "e2e_ms_p50",
@@ -163,8 +164,9 @@ def _paired_requests(requests: pd.DataFrame, keys: tuple[str, ...], base: tuple[
         rows = requests[(requests["source"] == source) & (requests["level"] == level)]
         if "measured" in rows:  # as in the summary: the system under test's calls only
             rows = rows[rows["measured"].astype(bool)]
-        if column == "failed":  # error rate: every request, 1 when it failed
-            return (~rows["ok"].astype(bool)).to_numpy(float), rows["scenario_id"].to_numpy()
+        if column == "failed":  # error rate: every request but the cancelled, 1 if it failed
+            failed, counted = failed_and_counted(rows)
+            return failed[counted].astype(float), rows["scenario_id"].to_numpy()[counted]
         rows = rows[rows["ok"].astype(bool)]
         return rows[column].to_numpy(dtype=float), rows["scenario_id"].to_numpy()
 

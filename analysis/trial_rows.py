@@ -39,13 +39,14 @@ from contracts.task import CONVERSATION_MODE, DEFAULT_MODE
 REQ_COLUMNS = (
     "request_id", "role", "attempt", "turn", "step", "model", "session_id", "worker_id",
     "start_unix_ns", "end_unix_ns", "ttft_ms", "ttfc_ms", "e2e_ms", "tpot_ms",
-    "output_tps_per_user", "n_itl", "itl_mean_ms", "content_chars", "reasoning_chars",
-    "tool_call_chars", "prompt_tokens", "completion_tokens", "cached_tokens", "token_source",
-    "finish_reason", "http_status", "retries", "overloaded", "error_type", "server_ttft_ms",
-    "server_total_ms", "send_to_received_ms",
+    "client_tpot_ms", "server_tpot_ms", "output_tps_per_user", "n_itl", "itl_mean_ms",
+    "content_chars", "reasoning_chars", "tool_call_chars", "prompt_tokens", "completion_tokens",
+    "cached_tokens", "token_source", "finish_reason", "http_status", "retries", "overloaded",
+    "error_type", "server_ttft_ms", "server_total_ms", "send_to_received_ms",
 )
 FLOAT_REQ = ("content_chars", "reasoning_chars", "tool_call_chars",
-             "ttft_ms", "ttfc_ms", "e2e_ms", "tpot_ms", "output_tps_per_user", "itl_mean_ms",
+             "ttft_ms", "ttfc_ms", "e2e_ms", "tpot_ms", "client_tpot_ms", "server_tpot_ms",
+             "output_tps_per_user", "itl_mean_ms",
              "prompt_tokens", "completion_tokens", "cached_tokens", "http_status",
              "server_ttft_ms", "server_total_ms", "send_to_received_ms", "end_unix_ns")
 # Columns copied from the record as they are.
@@ -88,6 +89,7 @@ class Rows:
     n_reads: array = field(default_factory=lambda: array("q"))
     read_ns: array = field(default_factory=lambda: array("q"))
     read_tool_chars: array = field(default_factory=lambda: array("q"))
+    read_chars: array = field(default_factory=lambda: array("q"))
     itl_values: Any = None  # the gaps in ms (numpy), once packed
     issues: list[tuple[str, files.Issue]] = field(default_factory=list)
     # task folder → its instruction mode, read once per chunk (repeats share the folder).
@@ -110,11 +112,12 @@ class Rows:
         per_request = np.frombuffer(self.n_reads, dtype=np.int64)
         reads = latency.Reads(np.repeat(np.arange(n), per_request),
                               *(np.frombuffer(a, dtype=np.int64)
-                                for a in (self.read_ns, self.read_tool_chars)))
+                                for a in (self.read_ns, self.read_tool_chars, self.read_chars)))
         raw = pd.concat([pd.DataFrame({
             "send_ns": pd.array(self.send_ns, dtype="Int64"),
             "end_ns": pd.array(self.end_ns, dtype="Int64"),
             "completion_tokens": pd.array(self.req["completion_tokens"], dtype="Int64"),
+            **latency.server_inputs(self.req["server_ttft_ms"], self.req["server_total_ms"]),
         }), latency.read_inputs(reads, n)], axis=1)
         derived = latency.derive(raw)
         for key, values in latency.presented(derived).items():
@@ -126,7 +129,8 @@ class Rows:
         self.req["end_unix_ns"] = end.to_numpy(dtype=float, na_value=np.nan)
         self.itl_values = latency.gaps_ns(reads) * latency.ITL.scale
         self.send_ns, self.end_ns = [], []
-        self.n_reads, self.read_ns, self.read_tool_chars = array("q"), array("q"), array("q")
+        self.n_reads, self.read_ns = array("q"), array("q")
+        self.read_tool_chars, self.read_chars = array("q"), array("q")
 
 
 def _merge(parts: list[Rows]) -> Rows:
@@ -306,8 +310,9 @@ def _add_requests(trial_index: int, records: list[LLMCallRecord], rows: Rows) ->
         # Records written before raw times carry no read sizes: unknown, not 0.
         sizes = (sum(rec.read_content_chars), sum(rec.read_reasoning_chars),
                  sum(rec.read_tool_call_chars)) if rec.sizes_known else (None, None, None)
-        timing = server.get("timing") if isinstance(server.get("timing"), dict) else {}
-        received = _number(timing.get("request_received_ms"))
+        timing = latency.server_timing(server)
+        received = latency.number(timing.get("request_received_ms"))
+        server_ttft, server_total = latency.server_times_ms(server)
         for key in _AS_RECORDED:
             append[key](getattr(rec, key))
         append["worker_id"](None if worker is None else str(worker))
@@ -315,8 +320,8 @@ def _add_requests(trial_index: int, records: list[LLMCallRecord], rows: Rows) ->
         append["reasoning_chars"](sizes[1])
         append["tool_call_chars"](sizes[2])
         append["error_type"](rec.error.type if rec.error else None)
-        append["server_ttft_ms"](_number(timing.get("ttft_ms")))
-        append["server_total_ms"](_number(timing.get("total_time_ms")))
+        append["server_ttft_ms"](server_ttft)
+        append["server_total_ms"](server_total)
         # Both stamps are wall clock; meaningful when client and server share a host.
         append["send_to_received_ms"](
             None if received is None else received - rec.start_unix_ns / 1e6)
@@ -327,8 +332,5 @@ def _add_requests(trial_index: int, records: list[LLMCallRecord], rows: Rows) ->
         rows.n_reads.append(len(rec.read_ns))
         rows.read_ns.extend(rec.read_ns)
         rows.read_tool_chars.extend(latency.aligned_tool_chars(rec))
+        rows.read_chars.extend(latency.aligned_chars(rec))
 
-
-def _number(value: Any) -> float | None:
-    """A server-reported figure, if it is a number (servers other than Dynamo send none)."""
-    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None

@@ -8,12 +8,21 @@ names).
 
 from __future__ import annotations
 
-from analysis.metrics import counts, goodput, latency, quality, server, throughput, usage
+from analysis.metrics import (
+    counts,
+    goodput,
+    host,
+    latency,
+    quality,
+    server,
+    throughput,
+    usage,
+)
 from analysis.metrics.base import Metric
 
 ALL: tuple[Metric, ...] = (
     *latency.METRICS, *throughput.METRICS, *quality.METRICS, *goodput.METRICS, *usage.METRICS,
-    *server.METRICS, *counts.METRICS,
+    *server.METRICS, *host.METRICS, *counts.METRICS,
 )
 BY_KEY: dict[str, Metric] = {m.key: m for m in ALL}
 

@@ -29,6 +29,10 @@ EXCLUDED = _count("n_excluded", "excluded", "Infra-failed, harness-failed and in
                   "trials.")
 REQUESTS = _count("n_requests", "requests", "LLM calls of the system under test (agent and "
                   "evaluator), failed ones included.", unit="requests")
+CANCELLED_REQUESTS = _count(
+    "n_cancelled_requests", "cancelled requests", "Requests of interrupted trials that did not "
+    "finish (Harbor was stopped under them): not the server's errors, left out of error_rate.",
+    unit="requests")
 TOKEN_COUNTS = Metric("token_counts", "Tokens counted by", "–", None,
                       "Who counted the level's tokens: `server` (its usage), `client` (the "
                       "agent's tokenizer), `mixed`, or `unknown`.", column="tokens counted by")
@@ -36,4 +40,4 @@ TOKEN_COUNTS = Metric("token_counts", "Tokens counted by", "–", None,
 TRIAL_COUNTS = (TRIALS, SCORED, AGENT_FAILED, INFRA_FAILED, HARNESS_FAILED, INTERRUPTED,
                 RUNNING, COUNTED, EXCLUDED)
 METRICS = (TRIALS, SCORED, AGENT_FAILED, INFRA_FAILED, HARNESS_FAILED, INTERRUPTED, RUNNING,
-           COUNTED, EXCLUDED, REQUESTS, TOKEN_COUNTS)
+           COUNTED, EXCLUDED, REQUESTS, CANCELLED_REQUESTS, TOKEN_COUNTS)

@@ -35,10 +35,26 @@ TRIAL_CONCURRENCY = Metric(
     "Time-weighted mean number of trials running: Σ trial durations / (last end − first start).",
     column="trials running")
 ERROR_RATE = Metric("error_rate", "Request error rate", "share", False,
-                    "Failed requests (error, non-2xx, no end) / all requests.", column="error rate")
+                    "Failed requests (error, non-2xx, no end) / all requests, both without "
+                    "the requests an interruption cancelled (n_cancelled_requests).",
+                    column="error rate")
 
 METRICS = (WINDOW, OUTPUT_THROUGHPUT, REQUEST_THROUGHPUT, ACHIEVED_CONCURRENCY,
            CONFIGURED_CONCURRENCY, TRIAL_CONCURRENCY, ERROR_RATE)
+
+
+def failed_and_counted(requests: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+    """Per request: did it fail, and does it count in an error rate (not cancelled by an
+    interruption of its trial)?"""
+    failed = ~requests["ok"].to_numpy(dtype=bool)
+    if "cancelled" not in requests:
+        return failed, np.ones(len(requests), dtype=bool)
+    return failed, ~requests["cancelled"].to_numpy(dtype=bool)
+
+
+def error_rate(requests: pd.DataFrame) -> float:
+    failed, counted = failed_and_counted(requests)
+    return float((failed & counted).sum() / counted.sum()) if counted.any() else np.nan
 
 
 def window_seconds(requests: pd.DataFrame) -> float:
@@ -54,7 +70,6 @@ def throughput_metrics(requests: pd.DataFrame, trials: pd.DataFrame,
                        configured: float) -> dict[str, float]:
     window = window_seconds(requests)
     ok = requests["ok"].to_numpy(dtype=bool)
-    n = len(requests)
     tokens = float(np.nansum(requests["completion_tokens"].to_numpy(dtype=float)[ok]))
     busy_s = float(np.nansum(requests["e2e_ms"].to_numpy(dtype=float))) / 1000.0
     done = trials.dropna(subset=["started_at", "finished_at"])
@@ -71,5 +86,5 @@ def throughput_metrics(requests: pd.DataFrame, trials: pd.DataFrame,
         ACHIEVED_CONCURRENCY.key: busy_s / window,
         CONFIGURED_CONCURRENCY.key: configured,
         TRIAL_CONCURRENCY.key: trial_conc,
-        ERROR_RATE.key: (n - ok.sum()) / n if n else np.nan,
+        ERROR_RATE.key: error_rate(requests),
     }

@@ -1,0 +1,34 @@
+"""The host-load sampler on real processes: a busy child of the sweep counts as the sweep's,
+a busy process named as the server's as the server's, and the host's busy share holds both."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+from bankbench.hostload import HostSampler
+
+SPIN = "import time\nt = time.time()\nwhile time.time() - t < 1.5:\n    pass\n"
+
+
+def test_the_sweeps_and_the_servers_cpu_are_told_apart():
+    server = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(0.3)\n" + SPIN])
+    try:
+        with HostSampler([server.pid], interval_s=0.2) as sampler:
+            subprocess.run([sys.executable, "-c", SPIN], check=True)
+            server.wait(timeout=30)
+    finally:
+        server.kill()
+    load = sampler.result
+    assert load is not None and load.samples >= 3 and load.cpus >= 1
+    # each spinner had a core for ~1.5 s of the window (less on a busy host, never none)
+    assert load.client_cpu > 0.02 and load.server_cpu is not None and load.server_cpu > 0.02
+    assert load.cpu_busy >= load.client_cpu + load.server_cpu - 0.05
+    assert abs(load.cpu_busy - load.client_cpu - load.server_cpu - load.other_cpu) < 1e-9 \
+        or load.other_cpu == 0.0
+
+
+def test_without_a_server_its_share_is_unknown():
+    with HostSampler(None, interval_s=0.1) as sampler:
+        pass
+    assert sampler.result.server_cpu is None and sampler.result.cpu_busy >= 0
