@@ -42,6 +42,12 @@ class MockerOptions(_Options):
         "(0 does not remove the delays in Dynamo 1.6.1, so it is refused)",
     )
     replay_trace: Path | None = Field(default=None, description="response-replay trace JSONL")
+    scripted: bool = Field(
+        default=True,
+        description="a sweep or capacity search that starts this stack serves each task's "
+        "oracle tool calls (then an answer) through a replay trace, so the agent makes "
+        "decisions; false: the mocker's random tokens, timing only (bankbench serve up never "
+        "scripts: it has no tasks)")
     tool_call_parser: str | None = Field(default="hermes", description="model-card tool parser")
     reasoning_parser: str | None = Field(default=None, description="model-card reasoning parser")
     model_path: Path | None = Field(

@@ -18,6 +18,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
+from bankbench import sweep_neighbours
+from bankbench.serve.replay import scripted_sweep_config
 from bankbench.sweep import harbor_job, lock, preflight, progress
 from bankbench.sweep.errors import SweepError
 from bankbench.sweep.manifest import (
@@ -122,6 +124,8 @@ def _open_locked(config: SweepConfig, sweep_dir: Path, *, resume: bool, resume_c
     try:
         prepared = build_or_reuse_tasks(config, sweep_dir, reuse=resume)
         tasks_dir, n_tasks = prepared.tasks_dir, prepared.n_tasks
+        if manifest is None:  # a new sweep on cpu-mocker: its stack calls the oracle's tools
+            config = scripted_sweep_config(config, tasks_dir, sweep_dir)
         if manifest is not None and manifest.dataset_fallback:  # a resumed sweep says it again
             print(fallback_warning(manifest.dataset_fallback), flush=True)
         too_big = [n for n in config.levels if n > n_tasks * config.attempts]
@@ -178,6 +182,8 @@ def _open_locked(config: SweepConfig, sweep_dir: Path, *, resume: bool, resume_c
                 manifest.base_url, manifest.model = base_url, model
             save_manifest(sweep_dir, manifest)
             saved = True
+            for warning in sweep_neighbours.announce(base_url, sweep_dir):
+                print(warning, flush=True)
             yield SweepSession(config, sweep_dir, manifest, tasks_dir, base_url, model,
                                Scraper(base_url), resume_command,
                                ServerWatch(config, base_url, model))
@@ -189,6 +195,7 @@ def _open_locked(config: SweepConfig, sweep_dir: Path, *, resume: bool, resume_c
             )
             raise
         finally:
+            sweep_neighbours.leave(sweep_dir)
             if server is not None:
                 from bankbench.serve import api
 
