@@ -6,6 +6,7 @@ whose message names the key.
 
 from __future__ import annotations
 
+import difflib
 import shlex
 from pathlib import Path
 
@@ -155,8 +156,10 @@ def validate_options[T: BaseModel](model: type[T], raw: dict | None, profile: st
         key = ".".join(str(p) for p in err["loc"]) or "?"
         if err["type"] == "extra_forbidden":
             known = ", ".join(sorted(model.model_fields))
+            close = difflib.get_close_matches(key, list(model.model_fields), n=1)
+            hint = f"did you mean {close[0]}? " if close else ""
             raise ServeError(
-                f"unknown option {key!r} for profile {profile} (known: {known})"
+                f"unknown option {key!r} for profile {profile} ({hint}known: {known})"
             ) from None
         value = (raw or {}).get(key)
         raise ServeError(
