@@ -10,44 +10,21 @@ round-trip tests run ragas in a venv of its own, as a user would run NeMo Evalua
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
-import sys
 from pathlib import Path
 
-from bankbench.paths import cache_dir
-from bankbench.serve.locking import file_lock
+from tests.support.tool_venv import tool_python
 
 RAGAS = "ragas==0.4.3"
 # ragas 0.4.3 imports langchain_community.chat_models.vertexai at import time; 0.4 of
 # langchain-community no longer has it ("No module named ..."), so the 0.3 line is pinned.
 PINS = [RAGAS, "langchain-community<0.4"]
 SCORER = Path(__file__).with_name("ragas_score.py")
-_DONE = ".bankbench-complete"
 
 
 def ragas_python() -> Path:
     """The venv's python, creating the venv on first use (about 10 s with a warm uv cache)."""
-    venv = cache_dir() / f"ragas-venv-{RAGAS.split('==')[1]}-lc03"
-    python = venv / "bin" / "python"
-    with file_lock(venv.parent / f"{venv.name}.lock"):
-        if (venv / _DONE).exists() and python.exists():
-            return python
-        shutil.rmtree(venv, ignore_errors=True)
-        base = getattr(sys, "_base_executable", None) or sys.executable
-        uv = shutil.which("uv")
-        if uv:
-            steps = [[uv, "venv", "-q", "--python", base, str(venv)],
-                     [uv, "pip", "install", "-q", "--python", str(python), *PINS]]
-        else:
-            steps = [[base, "-m", "venv", str(venv)],
-                     [str(python), "-m", "pip", "install", "-q", *PINS]]
-        for step in steps:
-            done = subprocess.run(step, capture_output=True, text=True, timeout=900)
-            if done.returncode != 0:
-                raise RuntimeError(f"{' '.join(step[:3])} failed: {done.stderr[-2000:]}")
-        (venv / _DONE).write_text(" ".join(PINS) + "\n")
-        return python
+    return tool_python(f"ragas-venv-{RAGAS.split('==')[1]}-lc03", PINS)
 
 
 def ragas_read_back(directory: Path, strict_order: bool = True) -> dict:
