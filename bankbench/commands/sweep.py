@@ -194,7 +194,12 @@ def _run(args: argparse.Namespace) -> int:
         _check_max_turns(explicit, explicit.get("mode", stored.config.mode))
         if explicit:
             # Given options must match the stored ones; check_resumable names any difference.
-            fields = dict(stored.config.model_dump(), **explicit)
+            # Key=value options are checked key by key: typing one --set again must not drop
+            # the others the sweep stored (e.g. the replay trace a scripted mocker got).
+            fields = stored.config.model_dump()
+            for key, value in explicit.items():
+                fields[key] = ({**fields[key], **value} if isinstance(value, dict)
+                               and isinstance(fields.get(key), dict) else value)
         else:
             fields = stored.config.model_dump()
     else:
