@@ -13,11 +13,12 @@ import os
 import threading
 import time
 from collections.abc import Iterable
+from pathlib import Path
 
 import numpy as np
 import psutil
 
-from contracts.host_load import HostLoad
+from contracts.host_load import HOST_LOAD_FILE, HostLoad
 
 
 def _busy_seconds(times: psutil._common.scputimes) -> float:
@@ -114,3 +115,42 @@ class HostSampler:
     def _spent(self, seen: dict[tuple[int, float], float]) -> float:
         """CPU seconds the processes used inside the window."""
         return sum(max(0.0, t - self._before.get(key, 0.0)) for key, t in seen.items())
+
+
+def combined(earlier: HostLoad | None, later: HostLoad) -> HostLoad:
+    """One level's load over two runs of it (a resumed level): shares weighted by seconds."""
+    if earlier is None or earlier.seconds <= 0:
+        return later
+    total = earlier.seconds + later.seconds
+
+    def mean(a: float | None, b: float | None) -> float | None:
+        if a is None or b is None:
+            return b if a is None else a
+        return (a * earlier.seconds + b * later.seconds) / total
+
+    return HostLoad(
+        cpus=later.cpus, seconds=total, samples=earlier.samples + later.samples,
+        cpu_busy=mean(earlier.cpu_busy, later.cpu_busy),
+        cpu_busy_p95=max(filter(None, (earlier.cpu_busy_p95, later.cpu_busy_p95)), default=None),
+        load1_max=max(filter(None, (earlier.load1_max, later.load1_max)), default=None),
+        client_cpu=mean(earlier.client_cpu, later.client_cpu),
+        server_cpu=mean(earlier.server_cpu, later.server_cpu),
+        other_cpu=mean(earlier.other_cpu, later.other_cpu))
+
+
+def save(level_dir: Path, load: HostLoad | None) -> None:
+    """Write (or, for a resumed level, combine into) `c<level>/host_load.json`; a failure to
+    write loses only this figure."""
+    if load is None:
+        return
+    path = Path(level_dir) / HOST_LOAD_FILE
+    try:
+        earlier = (HostLoad.model_validate_json(path.read_bytes()) if path.is_file() else None)
+    except (OSError, ValueError):
+        earlier = None
+    try:
+        tmp = path.with_name(f".{path.name}.tmp")
+        tmp.write_text(combined(earlier, load).model_dump_json(indent=2) + "\n")
+        os.replace(tmp, path)
+    except OSError:
+        pass

@@ -32,3 +32,19 @@ def test_without_a_server_its_share_is_unknown():
     with HostSampler(None, interval_s=0.1) as sampler:
         pass
     assert sampler.result.server_cpu is None and sampler.result.cpu_busy >= 0
+
+
+def test_a_resumed_levels_runs_are_combined_by_their_seconds(tmp_path):
+    from bankbench.hostload import save
+    from contracts.host_load import HOST_LOAD_FILE, HostLoad
+
+    first = HostLoad(cpus=2, seconds=30, samples=30, cpu_busy=1.0, client_cpu=0.2,
+                     server_cpu=0.3, other_cpu=0.5, load1_max=4.0)
+    second = HostLoad(cpus=2, seconds=90, samples=90, cpu_busy=0.2, client_cpu=0.1,
+                      server_cpu=0.1, other_cpu=0.0, load1_max=1.0)
+    save(tmp_path, first)
+    save(tmp_path, second)
+    both = HostLoad.model_validate_json((tmp_path / HOST_LOAD_FILE).read_text())
+    assert (both.seconds, both.samples, both.load1_max) == (120, 120, 4.0)
+    assert abs(both.cpu_busy - (30 * 1.0 + 90 * 0.2) / 120) < 1e-12
+    assert abs(both.other_cpu - 30 * 0.5 / 120) < 1e-12
