@@ -65,9 +65,14 @@ class JudgeRunSummary(BaseModel):
         return sum(self.outcomes.get(s, 0) for s in FAILED_VERDICTS)
 
     @property
+    def verdicts(self) -> int:
+        """Verdicts this judge now has: asked in this run, or usable ones kept from before."""
+        return self.judged + self.skipped_done
+
+    @property
     def mostly_failed(self) -> bool:
-        """Most verdicts of this run are unusable: the judge's figures would stand on few."""
-        return self.judged > 0 and 2 * self.failed > self.judged
+        """Most of the judge's verdicts are unusable: its figures would stand on few."""
+        return self.judged > 0 and 2 * self.failed > self.verdicts
 
 
 def _metric(samples: list[JudgeSample], name: str) -> MetricSummary:

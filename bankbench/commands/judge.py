@@ -18,7 +18,7 @@ def register(sub: argparse._SubParsersAction) -> None:
             "(reward.json is never touched). Resumable: trials already judged with the same "
             "prompt version and model are skipped, except verdicts with no usable answer "
             "(every request failed or could not be parsed), which are asked again; --force "
-            "asks every trial again. Exits 1 when most verdicts of the run are unusable. "
+            "asks every trial again. Exits 1 when most of the verdicts are unusable. "
             "`bankbench report` then shows the judge figures. Details: docs/judge.md."
         ),
     )
@@ -88,7 +88,7 @@ def _run(args: argparse.Namespace) -> int:
     print(f"  judged {summary.judged} trial(s) ({outcomes}); {summary.skipped_done} already "
           f"judged; not judged by status: {skipped}", file=sys.stderr)
     if summary.mostly_failed:
-        print(f"bankbench judge: WARNING: {summary.failed} of {summary.judged} verdicts have no "
+        print(f"bankbench judge: WARNING: {summary.failed} of {summary.verdicts} verdicts have no "
               "usable answer (see the reasons above): the judge figures stand on the rest. "
               "They are asked again on the next run; check the judge model and prompt first.",
               file=sys.stderr)

@@ -110,19 +110,26 @@ def oracle_sessions(tasks_dir: Path) -> dict[str, list[str]]:
                         *[ANSWER] * ANSWERS] for task in tasks}
 
 
-def scripted_sweep_config(config: SweepConfig, tasks_dir: Path, sweep_dir: Path) -> SweepConfig:
-    """The config of a new sweep with the cpu-mocker stack it starts scripted to call the
-    tasks' oracle tools: a replay trace in the sweep folder and the agent's annotation that
-    selects it. Unchanged for another profile, a stack given its own `replay_trace`, an agent
-    given its own `nvext_annotations`, or `--set scripted=false`."""
+def scripted_sweep_config(config: SweepConfig, sweep_dir: Path,
+                          tasks_dir: Path | None = None) -> SweepConfig:
+    """The config of a sweep whose own cpu-mocker stack is scripted to call the tasks' oracle
+    tools: the replay trace `<sweep>/mocker_replies.jsonl` (written from `tasks_dir` when given)
+    and the agent's annotation that selects it. Without `tasks_dir` (a resume, before its
+    check) only a sweep that was scripted when it began (its trace is there) is. Unchanged for
+    another profile, a stack given its own `replay_trace`, an agent given its own
+    `nvext_annotations`, or `--set scripted=false`."""
     from bankbench.serve.options import MockerOptions, validate_options
 
     options = dict(config.server_options)
+    trace = Path(sweep_dir).resolve() / SCRIPT_FILE
     if (config.profile != SCRIPTED_PROFILE or "replay_trace" in options
             or "nvext_annotations" in config.agent_kwargs
             or not validate_options(MockerOptions, options, SCRIPTED_PROFILE).scripted):
         return config
-    trace = write_trace(Path(sweep_dir) / SCRIPT_FILE, oracle_sessions(tasks_dir))
+    if tasks_dir is not None:
+        write_trace(trace, oracle_sessions(tasks_dir))
+    elif not trace.is_file():
+        return config  # a sweep begun before scripting, or unscripted: resumed as it was
     return config.model_copy(update={
         "server_options": {**options, "replay_trace": str(trace)},
         "agent_kwargs": {**config.agent_kwargs, "nvext_annotations": SCRIPT_ANNOTATION}})

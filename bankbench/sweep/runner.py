@@ -109,6 +109,7 @@ def open_sweep(config: SweepConfig, sweep_dir: Path, *, resume: bool = False,
 def _open_locked(config: SweepConfig, sweep_dir: Path, *, resume: bool, resume_command: str,
                  created: bool, port: int | None = None) -> Iterator[SweepSession]:
     if resume:
+        config = scripted_sweep_config(config, sweep_dir)  # scripted when it began: still so
         manifest: SweepManifest | None = check_resumable(config, sweep_dir)
         manifest = move_to_new_url(config, sweep_dir, manifest)
     else:
@@ -125,7 +126,7 @@ def _open_locked(config: SweepConfig, sweep_dir: Path, *, resume: bool, resume_c
         prepared = build_or_reuse_tasks(config, sweep_dir, reuse=resume)
         tasks_dir, n_tasks = prepared.tasks_dir, prepared.n_tasks
         if manifest is None:  # a new sweep on cpu-mocker: its stack calls the oracle's tools
-            config = scripted_sweep_config(config, tasks_dir, sweep_dir)
+            config = scripted_sweep_config(config, sweep_dir, tasks_dir)
         if manifest is not None and manifest.dataset_fallback:  # a resumed sweep says it again
             print(fallback_warning(manifest.dataset_fallback), flush=True)
         too_big = [n for n in config.levels if n > n_tasks * config.attempts]

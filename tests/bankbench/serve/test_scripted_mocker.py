@@ -21,7 +21,7 @@ def _config(**fields) -> SweepConfig:
 
 
 def test_a_new_mocker_sweep_is_scripted_with_the_oracle_calls(sample_tasks_all, tmp_path):
-    config = scripted_sweep_config(_config(), sample_tasks_all, tmp_path)
+    config = scripted_sweep_config(_config(), tmp_path, sample_tasks_all)
     assert config.agent_kwargs["nvext_annotations"] == SCRIPT_ANNOTATION
     trace = config.server_options["replay_trace"]
     lines = [json.loads(line) for line in open(trace)]
@@ -47,5 +47,12 @@ def test_nothing_is_scripted_where_the_user_said_otherwise(sample_tasks_all, tmp
                    _config(server_options={"replay_trace": str(tmp_path / "mine.jsonl")}),
                    _config(agent_kwargs={"nvext_annotations": "x:{scenario_id}"}),
                    _config(server_options={"scripted": "false"})):
-        assert scripted_sweep_config(config, sample_tasks_all, tmp_path) == config
+        assert scripted_sweep_config(config, tmp_path, sample_tasks_all) == config
     assert not list(tmp_path.glob("*.jsonl"))
+
+
+def test_a_resume_is_scripted_only_if_the_sweep_began_so(sample_tasks_all, tmp_path):
+    # a sweep begun before scripting (no trace in its folder) resumes as it was stored
+    assert scripted_sweep_config(_config(), tmp_path) == _config()
+    began = scripted_sweep_config(_config(), tmp_path, sample_tasks_all)
+    assert scripted_sweep_config(_config(), tmp_path) == began  # the same config to check
