@@ -34,7 +34,7 @@ from tenacity import (
 )
 
 from agents.options import ClientSettings
-from agents.sse import StreamErrorEvent, StreamParser, StreamReply, usage_tokens
+from agents.sse import StreamErrorEvent, StreamParser, StreamReply, tool_stream, usage_tokens
 from agents.transport import SENDING, SendStamp, ack_now, http_client
 from contracts.llm_calls import CallError, LLMCallRecord
 
@@ -239,6 +239,7 @@ class StreamingClient:
                                 request_chars=len(body)) from None
         assert current is not None
         record = self._record(request_id, info, current, tries - 1)
+        record.tool_stream = tool_stream(current.reply, params)
         record.overloaded = overloaded[0]
         reply = current.reply
         if self._counter is not None and record.token_source is None:

@@ -19,6 +19,8 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from contracts.llm_calls import ARGUMENTS_KEPT, CALLS_KEPT, StreamedCall, ToolStream
+
 
 class StreamErrorEvent(Exception):
     """The server reported an error inside a 200 stream (`{"error": …}` or `event: error`)."""
@@ -74,11 +76,16 @@ class StreamReply:
 
     content: list[str] = field(default_factory=list)
     tools: dict[int, dict[str, str]] = field(default_factory=dict)
+    # What the tool-call deltas said beyond the merged calls (integrity classes): the distinct
+    # ids each index carried, and how many deltas carried no index (merged into 0).
+    tool_ids: dict[int, list[str]] = field(default_factory=dict)
+    unindexed_deltas: int = 0
     read_ns: list[int] = field(default_factory=list)
     # characters per stamped read: content, reasoning, tool-call (name + arguments)
     read_chars: tuple[list[int], list[int], list[int]] = field(
         default_factory=lambda: ([], [], []))
     done_ns: int | None = None  # the read that carried `[DONE]`, or when the body ended
+    done_seen: bool = False  # the stream carried `[DONE]` (not merely ended)
     finish_reason: str | None = None
     usage: dict[str, Any] | None = None
     server: dict[str, Any] = field(default_factory=dict)
@@ -102,6 +109,7 @@ class StreamParser:
             if data.startswith(b"[DONE]"):
                 self.done = True
                 self.reply.done_ns = now_ns
+                self.reply.done_seen = True
                 break
             bearing |= _absorb_event(self.reply, event, data, counts)
         if bearing:
@@ -155,9 +163,16 @@ def _absorb(reply: StreamReply, chunk: dict[str, Any], counts: list[int]) -> boo
                 counts[1] += len(reasoning)
                 bearing = True
             for tc in delta.get("tool_calls") or ():
-                slot = reply.tools.setdefault(tc.get("index") or 0, {})
+                index = tc.get("index")
+                if not isinstance(index, int) or isinstance(index, bool) or index < 0:
+                    reply.unindexed_deltas += 1
+                    index = 0
+                slot = reply.tools.setdefault(index, {})
                 if tc.get("id"):
                     slot["id"] = tc["id"]
+                    ids = reply.tool_ids.setdefault(index, [])
+                    if str(tc["id"]) not in ids:
+                        ids.append(str(tc["id"]))
                 fn = tc.get("function")
                 if fn:
                     if fn.get("name"):
@@ -190,3 +205,20 @@ def usage_tokens(usage: dict[str, Any] | None) -> tuple[int | None, int | None, 
 
 def _count(value: Any) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def tool_stream(reply: StreamReply, params: dict[str, Any]) -> ToolStream:
+    """The record's `tool_stream`: the tools the request (`params`: its API parameters besides
+    the messages) offered, and the tool calls as the stream delivered them."""
+    choice = params.get("tool_choice")
+    if isinstance(choice, dict):  # {"type": "function", "function": {"name": …}}
+        function = choice.get("function")
+        choice = function.get("name") if isinstance(function, dict) else None
+    calls = [StreamedCall(index=i, ids=reply.tool_ids.get(i, []), name=str(t.get("name", "")),
+                          arguments=str(t.get("arguments", ""))[:ARGUMENTS_KEPT],
+                          arguments_chars=len(str(t.get("arguments", ""))))
+             for i, t in sorted(reply.tools.items())[:CALLS_KEPT]]
+    return ToolStream(offered=len(params.get("tools") or ()),
+                      choice=choice if isinstance(choice, str) else None, calls=calls,
+                      n_calls=len(reply.tools), unindexed_deltas=reply.unindexed_deltas,
+                      done=reply.done_seen)

@@ -29,6 +29,8 @@ from analysis.metrics.base import (
     paired_cluster_bootstrap_diff_ci,
     paired_cluster_bootstrap_quantile_diff_ci,
 )
+from analysis.metrics.integrity import COLUMNS as INTEGRITY_COLUMNS
+from analysis.metrics.integrity import summary_key
 from analysis.metrics.quality import PAIRED_KEYS, values_for
 from analysis.metrics.throughput import failed_and_counted
 
@@ -38,7 +40,11 @@ COMPARE_KEYS = (
     "achieved_concurrency", "error_rate", "goodput_request_share", "tsq_mean",
     "tsq_infra0_mean", "solved_mean", "solved_infra0_mean", "param_validity_mean",
     "extra_token_share", "cached_token_share",
+    *(summary_key(c) for c in INTEGRITY_COLUMNS),
 )
+# Tool-call integrity: the share of classified replies per class, paired like the error rate;
+# a class neither run shows (both 0, or neither classified a reply) gets no row.
+INTEGRITY_KEYS = {summary_key(c): c for c in INTEGRITY_COLUMNS}
 COLUMNS = ["level", "metric", "unit", "baseline", "source", "value", "delta", "delta_pct",
            "delta_ci_low", "delta_ci_high", "n_paired", "interval", "p_value", "holm_reject",
            "verdict", "better"]
@@ -52,11 +58,13 @@ BETTER, WORSE, UNCLEAR = "better", "worse", "no clear difference"
 MIN_PAIRED_SCENARIOS = 10
 TOO_FEW = f"not called (< {MIN_PAIRED_SCENARIOS} scenarios)"
 # Summary column → (request column over successful requests, percentile) compared by a paired
-# scenario bootstrap of that percentile; error_rate is the mean of `failed` over all requests.
+# scenario bootstrap of that percentile; None: a share, the mean of a 0/1 column (error_rate:
+# `failed` over all requests; an integrity class: over the classified replies).
 REQUEST_KEYS: dict[str, tuple[str, float | None]] = {
     "ttft_ms_p50": ("ttft_ms", 50), "ttft_ms_p99": ("ttft_ms", 99),
     "e2e_ms_p50": ("e2e_ms", 50), "e2e_ms_p99": ("e2e_ms", 99), "tpot_ms_p50": ("tpot_ms", 50),
     "output_tps_per_user_p50": ("output_tps_per_user", 50), "error_rate": ("failed", None),
+    **{key: (column, None) for key, column in INTEGRITY_KEYS.items()},
 }
 # A percentile resample costs a pass over every request of both runs: fewer resamples than
 # for means keeps a 100k-request comparison to seconds; the interval ends move by < 1 %.
@@ -113,6 +121,8 @@ def compare_table(summary: pd.DataFrame, trials: pd.DataFrame | None = None,
                     continue
                 a = float(indexed.loc[(baseline, base_level), key])
                 b = float(indexed.loc[(other, other_level), key])
+                if key in INTEGRITY_KEYS and not (a > 0 or b > 0):
+                    continue
                 metric = metric_of(key)
                 row = {"level": label, "metric": key, "unit": metric.unit if metric else "",
                        "baseline": a, "source": other, "value": b, "delta": b - a,
@@ -177,7 +187,7 @@ def _paired_requests(requests: pd.DataFrame, keys: tuple[str, ...], base: tuple[
     out: dict[str, tuple[float, float, float, int, float]] = {}
     for column, wanted in by_column.items():
         data = (*side(*base, column), *side(*other, column))
-        if column == "failed":
+        if REQUEST_KEYS[wanted[0]][1] is None:  # a share: the mean of 0/1 per request
             out[wanted[0]] = paired_cluster_bootstrap_diff_ci(*data)
             continue
         qs = tuple(float(REQUEST_KEYS[k][1] or 0) for k in wanted)

@@ -238,6 +238,48 @@ def consistency_vs_concurrency(table: pd.DataFrame, out: Path) -> Path:
     return _save(fig, out)
 
 
+def integrity_vs_concurrency(table: pd.DataFrame, out: Path) -> Path:
+    """At which load do tool calls start breaking, and how? Per class with any failure, its
+    rate (95 % scenario-clustered interval) per level, any class as a grey dashed line behind;
+    a filled marker where the level is worse than the reference beyond noise. `table` is
+    analysis/integrity.py's level table with a `name` column (the class as the report names
+    it) and `any` true on the any-class rows."""
+    sns.set_theme(style="whitegrid")
+    sources = list(dict.fromkeys(table["source"]))
+    fig, axes = plt.subplots(1, len(sources), figsize=(6.8 * len(sources), 4.4), squeeze=False)
+    for ax, source in zip(axes[0], sources, strict=True):
+        part = table[table["source"] == source]
+        failed = part.groupby("name", sort=False)["failures"].sum()
+        shown = [n for n in failed.index if failed[n] > 0]
+        classes = [n for n in shown if not part.loc[part["name"] == n, "any"].any()]
+        colours = dict(zip(classes, sns.color_palette(n_colors=max(1, len(classes))),
+                           strict=False))
+        for name in shown:
+            rows = part[part["name"] == name].sort_values("level")
+            is_any = bool(rows["any"].any())
+            colour = "grey" if is_any else colours[name]
+            err = np.vstack([rows["rate"] - rows["ci_low"],
+                             rows["ci_high"] - rows["rate"]]).clip(min=0)
+            ax.errorbar(rows["level"], rows["rate"], yerr=np.nan_to_num(err), marker="o",
+                        mfc="white", capsize=3, color=colour, label=name,
+                        linestyle="--" if is_any else "-", zorder=1 if is_any else 2)
+            worse = rows[rows["worse"].astype(bool)]
+            ax.plot(worse["level"], worse["rate"], "o", color=colour, markersize=8,
+                    zorder=1.5 if is_any else 3)
+        if not shown:
+            ax.text(0.5, 0.5, "no integrity failure at any level", ha="center",
+                    transform=ax.transAxes)
+        _level_axis(ax, part)
+        ax.set_ylabel("Share of classified agent replies, 95% CI")
+        ax.set_ylim(bottom=0)
+        named = f" ({source})" if len(sources) > 1 else ""
+        ax.set_title(f"Tool-call integrity vs concurrency{named}\n(filled: worse than "
+                     f"{part['reference'].iloc[0]} beyond noise)")
+        if shown:
+            ax.legend(fontsize=8)
+    return _save(fig, out)
+
+
 def capacity_frontier(levels: pd.DataFrame, bounds: dict[str, float], max_drop: float,
                       capacity: int | None, out: Path) -> Path:
     """Each searched level's measured value over its bound (≤ 1 passes) and the decision

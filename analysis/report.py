@@ -17,6 +17,7 @@ import pandas as pd
 from analysis import plots, shards, turns
 from analysis.compare import MIN_PAIRED_SCENARIOS, TOO_FEW, compare_table
 from analysis.consistency_report import write_consistency
+from analysis.integrity_report import write_integrity
 from analysis.markdown import fmt, table
 from analysis.metrics import ALL, counts, goodput, host, labels, server, throughput, usage
 from analysis.metrics.base import DISTRIBUTION_STATS
@@ -37,6 +38,7 @@ from analysis.report_sections import (
 from analysis.request_trace import server_view_section
 from analysis.summary import summarize
 from analysis.tables import Tables, is_sweep_dir, load_many
+from analysis.validity import validity_section
 from contracts.host_load import SATURATED
 
 
@@ -77,10 +79,11 @@ def write_report(path: Path, out: Path | None = None, compare: Sequence[Path] = 
     # Sections computed from the trials' own files (not the summary) are written by their
     # modules and slotted in before the figures.
     _, consistency = write_consistency(tables, out, draw=draw)
+    _, integrity = write_integrity(tables, out, draw=draw)
     text = render_markdown(
         tables, summary, comparison, inputs, slo, figures, out, mixed,
         extra_sections=[*turns.section(tables.requests, tables.trials, tables.sweeps),
-                        *consistency, *server_view_section(tables),
+                        *consistency, *integrity, *server_view_section(tables),
                         *shards.section(tables)], modes=modes)
     report = out / "report.md"
     report.write_text(text, encoding="utf-8")
@@ -186,7 +189,8 @@ def render_markdown(tables: Tables, summary: pd.DataFrame, comparison: pd.DataFr
              "see *Metric definitions* at the end.", "",
              *summary_block(summary),
              *measured_against(summary, mixed, modes),
-             "## Provenance", "", _provenance(tables), "", "## Trials", "",
+             "## Provenance", "", _provenance(tables), "",
+             *validity_section(tables, summary), "## Trials", "",
              section(summary, labels(*(m.key for m in counts.TRIAL_COUNTS))),
              "", "Quality averages count `scored` and `agent_failed` trials (an agent failure "
              "without a reward counts as 0); `infra_failed`, `harness_failed` and "
@@ -265,7 +269,8 @@ def _comparison(comparison: pd.DataFrame, baseline: str, mixed: Sequence[str]) -
             "Quality is averaged per scenario before differencing, so every scenario weighs "
             "the same in both runs (trials lost to infra failures change no weight; the "
             "*infra as 0* rows are where such losses count). TTFT, E2E, TPOT and per-request "
-            "tokens/s percentiles and the error rate are paired over the requests of the "
+            "tokens/s percentiles, the error rate and the tool-call integrity shares are "
+            "paired over the requests of the "
             "drawn scenarios; their intervals are **within-run**: they resample the scenarios "
             "of these two runs and hold no run-to-run variation of the server — repeat the "
             "runs to see that. *better*/*worse* only when the interval excludes 0 and the "

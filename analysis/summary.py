@@ -11,6 +11,7 @@ import pandas as pd
 from analysis.judge.figures import level_judge
 from analysis.metrics.goodput import SLO, goodput_metrics
 from analysis.metrics.host import host_metrics
+from analysis.metrics.integrity import integrity_metrics
 from analysis.metrics.latency import latency_metrics
 from analysis.metrics.quality import quality_metrics
 from analysis.metrics.server import server_metrics
@@ -89,6 +90,7 @@ def summarize(tables: Tables, slo: SLO | None = None) -> pd.DataFrame:
         if slo is not None:
             row.update(goodput_metrics(req, trial_rows, slo, window_seconds(req)))
         row.update(usage_metrics(req, trial_rows))
+        row.update(integrity_metrics(req))
         row["token_counts"] = token_counts(req)
         if job is not None and pd.notna(job["metrics_before"]) and pd.notna(job["metrics_after"]):
             row.update(server_metrics(Path(job["metrics_before"]), Path(job["metrics_after"])))

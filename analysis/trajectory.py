@@ -66,6 +66,24 @@ def conversation(data: dict[str, Any], attempt: int | None
     return user, turns, final
 
 
+def reply_texts(data: dict[str, Any]) -> tuple[dict[str, str], list[Any] | None]:
+    """(request_id -> the text of the model reply it got, the tool definitions the agent
+    sent, None when the trajectory names none): what the integrity classes read beside the
+    call log. Each model turn carries its request's id in `metrics.extra.request_id`."""
+    texts: dict[str, str] = {}
+    for step in data.get("steps") or []:
+        if not isinstance(step, dict) or step.get("source") != "agent":
+            continue
+        metrics = step.get("metrics") if isinstance(step.get("metrics"), dict) else {}
+        extra = metrics.get("extra") if isinstance(metrics.get("extra"), dict) else {}
+        request_id, message = extra.get("request_id"), step.get("message")
+        if isinstance(request_id, str) and isinstance(message, str):
+            texts[request_id] = message
+    agent = data.get("agent") if isinstance(data.get("agent"), dict) else {}
+    tools = agent.get("tool_definitions")
+    return texts, tools if isinstance(tools, list) else None
+
+
 def reply_counts_of(data: dict[str, Any]) -> dict[str, int]:
     """`agent_replies` (agent, not evaluator, model replies over every attempt) and, of those,
     `unparsed_call_replies` (text still holding a `<tool_call>` tag: malformed)."""

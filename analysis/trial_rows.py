@@ -28,9 +28,10 @@ import numpy as np
 import pandas as pd
 
 from analysis import files
-from analysis.metrics import latency
+from analysis.metrics import integrity, latency
 from analysis.status import QUALITY_STATUSES, classify
 from analysis.task_folder import UNKNOWN, find_task_dir, read_task
+from analysis.trajectory import read_trajectory, reply_texts
 from contracts.conversation import CONVERSATION_FILE
 from contracts.llm_calls import LLMCallRecord
 from contracts.reward import REWARD_KEYS
@@ -43,8 +44,9 @@ REQ_COLUMNS = (
     "content_chars", "reasoning_chars", "tool_call_chars", "prompt_tokens", "completion_tokens",
     "cached_tokens", "token_source", "finish_reason", "http_status", "retries", "overloaded",
     "error_type", "server_ttft_ms", "server_total_ms", "send_to_received_ms",
+    *integrity.COLUMNS,
 )
-FLOAT_REQ = ("content_chars", "reasoning_chars", "tool_call_chars",
+FLOAT_REQ = (*integrity.COLUMNS, "content_chars", "reasoning_chars", "tool_call_chars",
              "ttft_ms", "ttfc_ms", "e2e_ms", "tpot_ms", "client_tpot_ms", "server_tpot_ms",
              "output_tps_per_user", "itl_mean_ms",
              "prompt_tokens", "completion_tokens", "cached_tokens", "http_status",
@@ -230,7 +232,8 @@ def _read_trial(task: TrialTask, rows: Rows, issues: list[files.Issue]) -> None:
     row["end_reason"] = attempts.end_reason if attempts else None
     row.update(_timing_columns(result))
     rows.trials.append(row)
-    _add_requests(len(rows.trials) - 1, records, rows)
+    _add_requests(len(rows.trials) - 1, records, rows, _integrity_inputs(trial_dir, records,
+                                                                          issues))
 
 
 def _trial_mode(trial_dir: Path, task_dir: Path | None, records: list[LLMCallRecord],
@@ -298,8 +301,41 @@ def _timing_columns(result: files.TrialResultView | None) -> dict[str, Any]:
     }
 
 
-def _add_requests(trial_index: int, records: list[LLMCallRecord], rows: Rows) -> None:
+@dataclass
+class _Replies:
+    """What the integrity classes read from the trajectory: each reply's text by request id,
+    and the schemas of the tools the agent sent (None: not recorded)."""
+
+    texts: dict[str, str] = field(default_factory=dict)
+    tools: dict[str, dict[str, Any]] | None = None
+
+
+def _integrity_inputs(trial_dir: Path, records: list[LLMCallRecord],
+                      issues: list[files.Issue]) -> _Replies:
+    # The trajectory is read only for trials with classified replies (not text mode, not
+    # records from before tool_stream).
+    if not any(r.tool_stream is not None and r.tool_stream.offered for r in records):
+        return _Replies()
+    texts, tools = reply_texts(read_trajectory(trial_dir, issues))
+    return _Replies(texts, None if tools is None else integrity.tool_schemas(tools))
+
+
+def _classes(rec: LLMCallRecord, replies: _Replies) -> dict[str, float] | None:
+    """The integrity classes of one request, None when it is not classified (failed, or no
+    tools offered)."""
+    ok = rec.error is None and rec.end_ns is not None and (
+        rec.http_status is None or 200 <= rec.http_status < 300)
+    if not integrity.is_classified(rec.tool_stream, ok):
+        return None
+    assert rec.tool_stream is not None
+    return integrity.classify(rec.tool_stream, rec.finish_reason,
+                              replies.texts.get(rec.request_id), replies.tools)
+
+
+def _add_requests(trial_index: int, records: list[LLMCallRecord], rows: Rows,
+                  replies: _Replies | None = None) -> None:
     req = rows.req
+    replies = replies or _Replies()
     # Bound appends: this loop runs once per request (100,000s), so it stays plain.
     append = {key: req[key].append for key in REQ_COLUMNS}
     for rec in records:
@@ -325,6 +361,9 @@ def _add_requests(trial_index: int, records: list[LLMCallRecord], rows: Rows) ->
         # Both stamps are wall clock; meaningful when client and server share a host.
         append["send_to_received_ms"](
             None if received is None else received - rec.start_unix_ns / 1e6)
+        classes = _classes(rec, replies)
+        for key in integrity.COLUMNS:
+            append[key](np.nan if classes is None else classes[key])
         rows.req_trial.append(trial_index)
         # Raw times only; `latency.derive` turns them into every timing column per chunk.
         rows.send_ns.append(rec.send_ns)

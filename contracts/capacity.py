@@ -29,7 +29,9 @@ SLO_METRICS = {
 SLO_STATS = ("mean", "p50", "p90", "p95", "p99")
 SLO_RATES = {"error_rate": "Requests that failed or met an overload reply (429/529) / requests.",
              "overload_rate": "Requests the server answered 429 or 529 at least once / requests.",
-             "lost_rate": "Trials lost to the server (errors, time-outs) / finished trials."}
+             "lost_rate": "Trials lost to the server (errors, time-outs) / finished trials.",
+             "tool_call_error_rate": "Agent replies in any tool-call integrity class / "
+                                     "classified agent replies (analysis/metrics/integrity.py)."}
 
 
 def slo_column(name: str) -> str:

@@ -26,6 +26,42 @@ LLM_CALLS_FILE = "llm_calls.jsonl"
 AGENT_ROLE, EVALUATOR_ROLE, USER_SIMULATOR_ROLE = "agent", "evaluator", "user_simulator"
 MEASURED_ROLES = frozenset({AGENT_ROLE, EVALUATOR_ROLE})
 
+# Bounds on what a record keeps of a reply's tool calls: enough for any real call, while a
+# runaway reply (hundreds of calls, a 1 MB argument) cannot bloat every line of the log.
+CALLS_KEPT = 64
+ARGUMENTS_KEPT = 4096
+
+
+class StreamedCall(BaseModel):
+    """One tool call as the stream delivered it: its deltas merged by index."""
+
+    index: int = Field(description="The index its deltas carried (deltas without one merge "
+                                   "into 0 and are counted in `unindexed_deltas`).")
+    ids: list[str] = Field(default_factory=list,
+                           description="Distinct ids its deltas carried, in order (one is "
+                           "expected; none or two are integrity failures).")
+    name: str = ""
+    arguments: str = Field("", description=f"Argument text as streamed, its first "
+                                           f"{ARGUMENTS_KEPT} characters.")
+    arguments_chars: int = Field(0, description="Length of the whole argument text.")
+
+
+class ToolStream(BaseModel):
+    """What a request offered and its stream said about tool calls: the recorded inputs of the
+    tool-call integrity classes (analysis/metrics/integrity.py); the reply's text is in the
+    trajectory (same request_id)."""
+
+    offered: int = Field(description="Tools the request carried (0: none, e.g. text mode).")
+    choice: str | None = Field(None, description="tool_choice as sent: auto | required | none "
+                               "| the name of a forced function; None: not sent.")
+    calls: list[StreamedCall] = Field(
+        default_factory=list, description=f"The reply's tool calls by index, the first "
+        f"{CALLS_KEPT}.")
+    n_calls: int = Field(0, description="Tool calls the reply held, kept or not.")
+    unindexed_deltas: int = Field(0, description="Tool-call deltas that carried no index.")
+    done: bool = Field(description="The stream ended with `[DONE]`.")
+
+
 class CallError(BaseModel):
     type: str = Field(description="Error class: 'timeout', 'http_429', 'connection', ...")
     message: str = Field(description="Human-readable cause. Never contains credentials.")
@@ -88,6 +124,9 @@ class LLMCallRecord(BaseModel):
     server: dict[str, Any] | None = Field(
         None, description="Server-reported timing / worker ids (Dynamo nvext) when returned."
     )
+    tool_stream: ToolStream | None = Field(
+        None, description="Tools offered and the tool calls as streamed; None in records "
+        "written before it (integrity classes then unmeasured).")
     # Records written before raw times: read, converted, never written again.
     sizes_known: bool = Field(True, exclude=True)
     ttft_ms: float | None = Field(None, exclude=True)

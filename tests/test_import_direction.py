@@ -67,12 +67,14 @@ ANALYSIS_LAYERS: list[tuple[str, tuple[str, ...]]] = [
                  "analysis.trial_inputs", "analysis.trajectory")),
     ("post-passes", ("analysis.provenance", "analysis.compare",
                      "analysis.consistency", "analysis.turns", "analysis.request_trace",
-                     "analysis.judge", "analysis.export", "analysis.shards")),
+                     "analysis.judge", "analysis.export", "analysis.shards",
+                     "analysis.integrity")),
     # summary and console compose the post-passes' per-level figures (metrics, provenance,
     # the judge's) into the table the report and the terminal show.
     ("report", ("analysis.summary", "analysis.console", "analysis.report",
                 "analysis.report_sections", "analysis.consistency_report",
-                "analysis.quality_report", "analysis.notebook_input")),
+                "analysis.quality_report", "analysis.notebook_input",
+                "analysis.integrity_report", "analysis.validity")),
 ]
 # Post-passes are siblings: none imports another. An exception is an entry (importing
 # post-pass, imported module or package) -> why it is allowed; there is none.

@@ -12,6 +12,7 @@ from analysis.metrics import (
     counts,
     goodput,
     host,
+    integrity,
     latency,
     quality,
     server,
@@ -22,7 +23,7 @@ from analysis.metrics.base import Metric
 
 ALL: tuple[Metric, ...] = (
     *latency.METRICS, *throughput.METRICS, *quality.METRICS, *goodput.METRICS, *usage.METRICS,
-    *server.METRICS, *host.METRICS, *counts.METRICS,
+    *server.METRICS, *host.METRICS, *counts.METRICS, *integrity.METRICS, integrity.N_REPLIES,
 )
 BY_KEY: dict[str, Metric] = {m.key: m for m in ALL}
 

@@ -8,7 +8,15 @@ import json
 
 import pytest
 
-from agents.sse import SSEReader, StreamErrorEvent, StreamParser, StreamReply, usage_tokens
+from agents.sse import (
+    SSEReader,
+    StreamErrorEvent,
+    StreamParser,
+    StreamReply,
+    tool_stream,
+    usage_tokens,
+)
+from contracts.llm_calls import ARGUMENTS_KEPT, CALLS_KEPT
 
 
 def _events(pieces: list[bytes]) -> list[tuple[str | None, bytes]]:
@@ -116,3 +124,37 @@ def test_error_inside_a_200_stream(body):
 def test_malformed_stream_is_a_value_error(body):
     with pytest.raises(ValueError):
         _read(body)
+
+
+def _call_delta(index: object, call_id: str | None, name: str = "", args: str = "") -> dict:
+    delta: dict = {"function": {"name": name, "arguments": args}}
+    if index is not None:
+        delta["index"] = index
+    if call_id is not None:
+        delta["id"] = call_id
+    return {"choices": [{"index": 0, "delta": {"tool_calls": [delta]}}]}
+
+
+def test_tool_stream_records_ids_indices_and_the_terminator():
+    finish = {"choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]}
+    body = _sse(_call_delta(0, "a", "get_balance", '{"x"'), _call_delta(0, None, "", ": 1}"),
+                _call_delta(1, "b", "f"), _call_delta(1, "c"), _call_delta(None, None, "", "!"),
+                finish)
+    stream = tool_stream(_read(body), {"tools": [{}, {}], "tool_choice": {
+        "type": "function", "function": {"name": "get_balance"}}})
+    assert stream.offered == 2 and stream.choice == "get_balance" and stream.done
+    assert [(c.index, c.ids, c.name, c.arguments) for c in stream.calls] == [
+        (0, ["a"], "get_balance", '{"x": 1}!'), (1, ["b", "c"], "f", "")]
+    assert stream.unindexed_deltas == 1 and stream.n_calls == 2
+    # the same stream without its terminator; a request without tools
+    assert not tool_stream(_read(body[:-len(b"data: [DONE]\n\n")]), {}).done
+    assert tool_stream(_read(body), {}).offered == 0
+
+
+def test_tool_stream_keeps_bounded_copies():
+    calls = [_call_delta(i, f"id{i}", "f", "x" * (ARGUMENTS_KEPT + 10)) for i in
+             range(CALLS_KEPT + 3)]
+    stream = tool_stream(_read(_sse(*calls), pieces=1), {"tools": [{}]})
+    assert len(stream.calls) == CALLS_KEPT and stream.n_calls == CALLS_KEPT + 3
+    assert len(stream.calls[0].arguments) == ARGUMENTS_KEPT
+    assert stream.calls[0].arguments_chars == ARGUMENTS_KEPT + 10

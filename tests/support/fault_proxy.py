@@ -17,6 +17,12 @@ every request that was in flight together with more than K requests (itself incl
 call arrives as cut-off text the client cannot parse and `finish_reason` is "length"
 (`proxy.degraded` counts them). Such replies are buffered whole before they are sent.
 
+With `FaultSchedule(integrity="<class>", integrity_above=K)` it breaks tool calls the way that
+tool-call integrity class names (tests/support/tool_call_faults.py · corrupt): every reply that
+carries a tool call and was in flight together with more than K requests (with probability
+`integrity_rate`, seeded by `seed`); `proxy.corrupted` counts them. Such replies are buffered
+whole too. Replies in flight with at most K others pass unchanged.
+
 With `FaultSchedule(rescript=f)` it changes decisions rather than breaking them: at the first
 request of each agent session (`x-dynamo-session-id`), `f(prefix, k, in_flight)` picks the
 response-replay script the real mocker replays for the whole session — `prefix` the script the
@@ -37,6 +43,8 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from aiohttp import ClientResponse, ClientSession, ClientTimeout, web
+
+from tests.support.tool_call_faults import FAULTS, corrupt
 
 Fault = Literal[
     "pass",
@@ -66,6 +74,21 @@ class FaultSchedule:
     degrade_above: int | None = None
     # Per-session script choice (see the module docstring): (prefix, k, in_flight) -> prefix.
     rescript: Callable[[str, int, int], str] | None = None
+    # Tool-call integrity faults under load: replies with a call that were in flight together
+    # with more than `integrity_above` requests are broken the way the class `integrity` names.
+    integrity: str | None = None
+    integrity_above: int = 0
+    integrity_rate: float = 1.0
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        if self.integrity is not None and self.integrity not in FAULTS:
+            raise ValueError(f"unknown integrity fault {self.integrity!r}")
+
+    @property
+    def judged(self) -> bool:
+        """Replies are buffered whole and judged by the load they met."""
+        return self.degrade_above is not None or self.integrity is not None
 
     @classmethod
     def seeded(cls, seed: int, n: int, faults: list[Fault], rate: float = 0.3,
@@ -90,7 +113,9 @@ class FaultProxy:
         self.requests: list[tuple[dict[str, str], bytes]] = []  # (headers, body) per POST
         self._open: list[list[int]] = []  # per request in flight: the most seen with it
         self.degraded = 0
+        self.corrupted = 0
         self.rescripted = 0
+        self._rng = random.Random(schedule.seed)
         self._scripts: dict[str, str] = {}  # session -> chosen prefix
         self._sessions_seen: dict[str, int] = {}  # prefix -> sessions so far
         self._runner: web.AppRunner | None = None
@@ -139,7 +164,7 @@ class FaultProxy:
             await asyncio.sleep(self.schedule.stall_s)
         if request.method == "POST" and self.schedule.rescript is not None:
             body = self._rescript(request, body)
-        if request.method != "POST" or (self.schedule.degrade_above is None
+        if request.method != "POST" or (not self.schedule.judged
                                          and self.schedule.rescript is None):
             return await self._forward(request, body, fault)
         peak = [0]
@@ -148,7 +173,7 @@ class FaultProxy:
             other[0] = max(other[0], len(self._open))
         try:
             return await self._forward(request, body, fault,
-                                       peak if self.schedule.degrade_above else None)
+                                       peak if self.schedule.judged else None)
         finally:
             self._open.remove(peak)
 
@@ -188,7 +213,7 @@ class FaultProxy:
             response = web.StreamResponse(status=upstream.status, headers=out_headers)
             try:
                 if peak is not None:
-                    await self._relay_judged(request, response, upstream, peak)
+                    await self._relay_judged(request, response, upstream, peak, body)
                 else:
                     await self._relay(request, response, upstream, fault)
             except (ConnectionResetError, RuntimeError):
@@ -225,17 +250,32 @@ class FaultProxy:
 
 
     async def _relay_judged(self, request: web.Request, response: web.StreamResponse,
-                            upstream: ClientResponse, peak: list[int]) -> None:
+                            upstream: ClientResponse, peak: list[int], sent: bytes) -> None:
         """The whole reply first (the load it met is known only at its end), then either as it
-        came or degraded."""
+        came, degraded, or with its tool calls broken."""
         body = await upstream.read()
-        limit = self.schedule.degrade_above
+        schedule = self.schedule
+        limit = schedule.degrade_above
         if limit is not None and peak[0] > limit and upstream.status == 200:
             self.degraded += 1
             body = _degrade(body)
+        if (schedule.integrity is not None and peak[0] > schedule.integrity_above
+                and upstream.status == 200 and self._rng.random() < schedule.integrity_rate):
+            broken = corrupt(body, schedule.integrity, _tools(sent))
+            if broken is not None:
+                self.corrupted += 1
+                body = broken
         await response.prepare(request)
         await response.write(body)
         await response.write_eof()
+
+
+def _tools(request_body: bytes) -> list | None:
+    try:
+        tools = json.loads(request_body).get("tools")
+    except (ValueError, AttributeError):
+        return None
+    return tools if isinstance(tools, list) else None
 
 
 def _degrade(body: bytes) -> bytes:

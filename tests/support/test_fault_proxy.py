@@ -21,9 +21,9 @@ async def _slow_sse(request: web.Request) -> web.StreamResponse:
     return response
 
 
-async def _start_upstream() -> tuple[web.AppRunner, int]:
+async def _start_upstream(handler=_slow_sse) -> tuple[web.AppRunner, int]:
     app = web.Application()
-    app.router.add_post("/v1/chat/completions", _slow_sse)
+    app.router.add_post("/v1/chat/completions", handler)
     runner = web.AppRunner(app, handle_signals=False)
     await runner.setup()
     site = web.TCPSite(runner, "127.0.0.1", 0)
@@ -67,3 +67,33 @@ async def test_client_timing_out_on_a_stall_logs_nothing(caplog):
         await runner.cleanup()
     assert proxy.seen == ["stall"]
     assert _errors(caplog) == []
+
+
+async def _reply_with_a_call(request: web.Request) -> web.StreamResponse:
+    from tests.support.tool_call_faults import frontend_reply
+
+    await asyncio.sleep(0.3)  # long enough for requests sent together to overlap
+    response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+    await response.prepare(request)
+    await response.write(frontend_reply([("get_account_balance", {"account_number": "1"})]))
+    await response.write_eof()
+    return response
+
+
+async def test_integrity_faults_hit_only_replies_in_flight_above_the_limit():
+    runner, port = await _start_upstream(_reply_with_a_call)
+    schedule = FaultSchedule(integrity="unknown_tool", integrity_above=1)
+    try:
+        async with FaultProxy(f"http://127.0.0.1:{port}", schedule) as proxy, \
+                ClientSession() as client:
+            async def ask() -> bytes:
+                async with client.post(f"{proxy.base_url}/chat/completions", json={}) as resp:
+                    return await resp.read()
+
+            alone = await ask()
+            together = await asyncio.gather(ask(), ask(), ask())
+    finally:
+        await runner.cleanup()
+    assert b'"get_account_balance"' in alone
+    assert all(b'"get_account_balance_v2"' in body for body in together)
+    assert proxy.corrupted == 3
