@@ -40,6 +40,7 @@ from agents.self_eval import (
 )
 from agents.trajectory import TrajectoryBuilder
 from contracts.agent_status import AgentStatus
+from contracts.llm_calls import EVALUATOR_ROLE, SESSION_CLOSE_ROLE
 
 _SETUP_REFUSALS = {401, 403, 404}
 
@@ -112,6 +113,7 @@ class Episode:
 
     async def run(self, instruction: str, environment: Any) -> EpisodeOutcome:
         status = self.outcome.status
+        cancelled = False
         try:
             await self._run(instruction, environment)
         except bank_bridge.BankUnavailable as exc:
@@ -122,6 +124,7 @@ class Episode:
         except LLMCallFailed as exc:
             status.status, status.reason = classify_llm_failure(exc)
         except asyncio.CancelledError:
+            cancelled = True  # nothing more is sent: the session then ends at its time-out
             # Harbor's agent timeout. Waiting on the server is the server's fault.
             waiting = self.client.cancelled_in_flight or self.eval_client.cancelled_in_flight
             status.status = "infra_error" if waiting else "agent_error"
@@ -129,6 +132,8 @@ class Episode:
                 "waiting for the LLM server" if waiting else "running tools")
             raise
         finally:
+            if not cancelled and self.opts.session_close:
+                await self._close_sessions()
             await self.client.aclose()
             if self.eval_client is not self.client:
                 await self.eval_client.aclose()
@@ -190,6 +195,22 @@ class Episode:
             extra={"role": "evaluator", "verdict": verdict.model_dump(mode="json")},
         )
         return verdict
+
+    async def _close_sessions(self) -> None:
+        """Once, at the trial's end: end its session on every endpoint that served a call of
+        it, so a session-affinity binding ends with the trial, not at its time-out."""
+        served = {r.role for r in self.log.measured()}
+        evaluator_apart = self.eval_client is not self.client
+        clients = []
+        if served - {EVALUATOR_ROLE} or (served and not evaluator_apart):
+            clients.append(self.client)
+        if EVALUATOR_ROLE in served and evaluator_apart:
+            clients.append(self.eval_client)
+        for client in clients:
+            await client.close_session(CallInfo(
+                self.ident.trial_name, self.ident.scenario_id, self.outcome.status.attempts or 1,
+                0, SESSION_CLOSE_ROLE, self.ident.session_id,
+                request_index=self.log.next_request_index()))
 
     def _publish(self) -> None:
         """Metadata, status file and trajectory as they stand now (a timeout keeps them)."""

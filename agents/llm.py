@@ -40,6 +40,7 @@ from contracts.llm_calls import CallError, LLMCallRecord
 
 DUMMY_API_KEY = "not-needed"  # local servers (Dynamo, llama.cpp) ignore the key
 SESSION_HEADER = "x-dynamo-session-id"
+SESSION_FINAL_HEADER = "x-dynamo-session-final"
 
 __all__ = ["CallInfo", "ChatResult", "ClientSettings", "LLMCallFailed", "StreamingClient",
            "ToolCallOut"]
@@ -57,6 +58,7 @@ class CallInfo:
     session_id: str | None
     request_index: int = 0
     turn: int = 0
+    session_final: bool = False  # the request that ends the session (`close_session`)
 
 
 @dataclass
@@ -160,9 +162,13 @@ class StreamingClient:
         headers = {"x-request-id": request_id, "Content-Type": "application/json"}
         if self.settings.session_header and info.session_id:
             headers[SESSION_HEADER] = info.session_id
+            if info.session_final:
+                headers[SESSION_FINAL_HEADER] = "true"
         nvext: dict[str, Any] = {}
         if self.settings.server_timing:
             nvext["extra_fields"] = ["worker_id", "timing"]
+        if info.session_final:  # no script turn or hint of the agent's is spent on it
+            return headers, ({"nvext": nvext} if nvext else {})
         if self.settings.nvext_annotations:
             values = {**info.__dict__}
             nvext["annotations"] = [t.format(**values) for t in self.settings.nvext_annotations]
@@ -178,9 +184,29 @@ class StreamingClient:
 
         Raises LLMCallFailed after writing the failure record.
         """
+        return await self._counted(messages, info, params, self.settings.max_attempts)
+
+    async def close_session(self, info: CallInfo) -> LLMCallRecord | None:
+        """End `info.session_id` on the server: one request of one token carrying
+        `x-dynamo-session-final: true`, tried once. Dynamo 1.6.1 reads the header only off a
+        request (into its agent context); the agent cannot know its last request before the
+        reply, so the close is a call of its own, as Dynamo's agent integrations send it.
+        Returns its record (a failure is recorded, never raised); None without a session."""
+        if not (self.settings.session_header and info.session_id):
+            return None
+        info.session_final = True
+        try:
+            reply = await self._counted([{"role": "user", "content": "."}], info,
+                                        {"max_tokens": 1}, 1)
+        except LLMCallFailed as exc:
+            return exc.record
+        return reply.record
+
+    async def _counted(self, messages: list[dict[str, Any]], info: CallInfo,
+                       params: dict[str, Any], max_attempts: int) -> ChatResult:
         self.in_flight += 1
         try:
-            return await self._chat(messages, info, params)
+            return await self._chat(messages, info, params, max_attempts)
         except asyncio.CancelledError:
             self.cancelled_in_flight = True
             raise
@@ -188,7 +214,7 @@ class StreamingClient:
             self.in_flight -= 1
 
     async def _chat(self, messages: list[dict[str, Any]], info: CallInfo,
-                    params: dict[str, Any]) -> ChatResult:
+                    params: dict[str, Any], max_attempts: int) -> ChatResult:
         request_id = uuid.uuid4().hex
         headers, extra_body = self._request_extras(info, request_id)
         body = json.dumps({"model": self.settings.model, "messages": messages, "stream": True,
@@ -211,7 +237,7 @@ class StreamingClient:
             return not exc.repeated
 
         retrying = AsyncRetrying(
-            stop=stop_after_attempt(s.max_attempts),
+            stop=stop_after_attempt(max_attempts),
             wait=wait_random_exponential(multiplier=s.backoff_initial_s, max=s.backoff_max_s),
             retry=retry_if_exception(retry_this),
             reraise=False,

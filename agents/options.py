@@ -30,6 +30,9 @@ class ClientOptions(_Options):
     backoff_initial_s: float = Field(0.5, ge=0, description="Back-off scale before a retry.")
     backoff_max_s: float = Field(8.0, ge=0, description="Longest back-off between tries.")
     session_header: bool = Field(True, description="Send x-dynamo-session-id per trial.")
+    session_close: bool = Field(
+        True, description="End the trial's session with one more one-token request carrying "
+        "x-dynamo-session-final: true, as Dynamo's agent integrations do (with session_header).")
     server_timing: bool = Field(True, description="Ask Dynamo for nvext worker ids and timing.")
     quick_ack: bool = Field(
         True, description="Acknowledge each response head at once (Linux TCP_QUICKACK), so a "

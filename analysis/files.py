@@ -91,6 +91,10 @@ class AttemptScores(BaseModel):
     end_reason: str | None = Field(
         None, description="`conversation.end_reason` (satisfied | turn_limit); None when the "
         "conversation did not end or the task is not a conversation.")
+    customer: str | None = Field(
+        None, description="`conversation.customer`: who played the customer, as the bank "
+        "named it ('mixed: …' when the attempt had several); None outside conversation mode "
+        "and from banks that predate the field.")
 
 
 def _read_json(path: Path, issues: list[Issue]) -> Any | None:
@@ -235,7 +239,14 @@ def read_attempt_scores(trial_dir: Path, issues: list[Issue]) -> AttemptScores |
     conversation = details.conversation  # conversation-mode verifiers only
     return AttemptScores(by_attempt=details.tsq_by_attempt(),
                          scored_attempt=details.scored_attempt,
-                         end_reason=conversation.end_reason if conversation else None)
+                         end_reason=conversation.end_reason if conversation else None,
+                         customer=_customer(conversation.customer) if conversation else None)
+
+
+def _customer(value: object) -> str | None:
+    if isinstance(value, list):
+        return "mixed: " + ", ".join(sorted(str(v) for v in value)) if value else None
+    return value if isinstance(value, str) and value else None
 
 
 def read_sweep_manifest(sweep_dir: Path, issues: list[Issue]) -> SweepManifest | None:

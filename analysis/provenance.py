@@ -36,14 +36,16 @@ from analysis.task_folder import NOT_MEASURED, UNKNOWN, TaskProvenance, read_tas
 from contracts.sweep import SweepManifest
 
 SAMPLE_FALLBACK = "bundled sample (hub unreachable)"
-# What TSQ is measured against: runs that differ here measure with different sticks.
-MEASURING_STICK = ("dataset", "dataset_revision", "labels")
+NO_CUSTOMER = "none (single-turn)"
+# What TSQ is measured against: runs that differ here measure with different sticks (in
+# conversation mode the simulated customer is part of the stick: it decides what is asked).
+MEASURING_STICK = ("dataset", "dataset_revision", "labels", "customer")
 # How the agent was asked: runs that differ here compare protocols (goals vs conversation).
 STATED = ("mode",)
 # The fields two runs must share for their TSQ to be compared (`--allow-mixed` overrides).
 COMPARABLE = (*MEASURING_STICK, *STATED)
 COLUMNS = ("dataset", "dataset_source", "dataset_revision", "labels", "label_quality",
-           "label_heldout_f1", "mode", "judge", "gold_perfect")
+           "label_heldout_f1", "mode", "customer", "judge", "gold_perfect")
 # The gold-perfect agent's figures (mean and CI per key), beside the provenance columns.
 GOLD_PERFECT_COLUMNS = tuple(f"gold_perfect_{key}_{part}" for key in GOLD_PERFECT_KEYS
                              for part in ("mean", "ci_low", "ci_high"))
@@ -87,10 +89,21 @@ def level_provenance(trials: pd.DataFrame, jobs: pd.DataFrame,
                     cache[path] = read_task(path)
                 if cache[path] is not None:
                     found[path] = cache[path]
-        rows.append({"source": source, "level": level,
-                     **_summarise(list(found.values()), manifest)})
+        summary = _summarise(list(found.values()), manifest)
+        level_trials = trials[(trials["source"] == source) & trials["job"].isin(group["job"])]
+        rows.append({"source": source, "level": level, **summary,
+                     "customer": _customer(level_trials, summary["mode"])})
     return pd.DataFrame(rows, columns=["source", "level", *COLUMNS, *GOLD_PERFECT_COLUMNS]
                         ).drop(columns="judge")
+
+
+def _customer(trials: pd.DataFrame, mode: str) -> str:
+    """Who played the customer at this level, as the bank named it in the verifier's summary;
+    unknown for a conversation whose bank predates the name, none outside conversation mode."""
+    named = [c for c in trials.get("customer", pd.Series(dtype=object)) if isinstance(c, str)]
+    if named:
+        return _one(named)
+    return UNKNOWN if "conversation" in mode or mode == UNKNOWN else NO_CUSTOMER
 
 
 def _summarise(found: list[TaskProvenance], manifest: SweepManifest | None) -> dict[str, Any]:
@@ -134,7 +147,7 @@ def mixed_fields(provenance: pd.DataFrame, fields: tuple[str, ...] = COMPARABLE)
     a run whose tasks are gone cannot be checked, and the report says so)."""
     out = []
     for field in fields:
-        per_source = (provenance[provenance[field] != UNKNOWN]
+        per_source = (provenance[~provenance[field].isin((UNKNOWN, NO_CUSTOMER))]
                       .groupby("source", sort=False)[field].agg(lambda s: _one(list(s))))
         if per_source.nunique() > 1:
             out.append(f"{field} ({'; '.join(f'{s}: {v}' for s, v in per_source.items())})")

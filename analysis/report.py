@@ -294,7 +294,8 @@ def _provenance(tables: Tables) -> str:
             "source": source, "kind": "sweep" if m or len(jobs) > 1 else "job",
             "levels": ", ".join(str(v) for v in sorted(set(jobs["level"]))),
             "model": m.model if m else "", "server": m.server_profile if m else "",
-            "router": m.router if m else "", "git": (m.git_sha or "")[:10] if m else "",
+            "router": (m.router_setup.summary() if m.router_setup else m.router or "")
+            if m else "", "git": (m.git_sha or "")[:10] if m else "",
             "versions": ", ".join(f"{k} {v}" for k, v in m.versions.items()) if m else "",
             "started": f"{m.started_at:%Y-%m-%d %H:%M}" if m else "",
             "finished": f"{m.finished_at:%Y-%m-%d %H:%M}" if m and m.finished_at else

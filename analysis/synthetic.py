@@ -252,7 +252,8 @@ def synthetic_sweep(sweep_dir: Path, levels: list[int], trials_per_level: int,
 def conversation_sweep(sweep_dir: Path, levels: list[int], *, scenarios: int = 4,
                        turns: int = 3, mode: str = "conversation", router: str = "kv",
                        cached_share: float = 0.8, simulator: bool = True,
-                       seed: int = 0) -> Path:
+                       seed: int = 0, customer: str | None = "scripted customer.py "
+                       "sha256:000000000000") -> Path:
     """A sweep of conversation-mode (or, with `mode="goals"`, single-turn) trials over
     `scenarios` task stubs in `<sweep>/tasks`: per turn two agent calls whose prompt grows with
     the conversation, of which a turn after the first finds `cached_share` of the previous
@@ -304,5 +305,6 @@ def conversation_sweep(sweep_dir: Path, levels: list[int], *, scenarios: int = 4
                             "scored_attempt": 1, "attempts": [
                                 {"attempt": 1, "reward": {"tsq": tsq}}],
                             "conversation": {"attempt": 1, "turns": n_turns, "ended": True,
-                                             "end_reason": "satisfied"}})
+                                             "end_reason": "satisfied",
+                                             "customer": customer}})
     return sweep_dir

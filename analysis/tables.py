@@ -308,7 +308,7 @@ def _add_trial_aggregates(trials: pd.DataFrame, requests: pd.DataFrame,
 
 _TRIAL_COLUMNS = [
     "source", "job", "level", "trial", "scenario_id", "status", "status_reason",
-    "exception_type", "agent_status", "mode", *REWARD_KEYS, "end_reason",
+    "exception_type", "agent_status", "mode", *REWARD_KEYS, "end_reason", "customer",
     "in_quality", "reward_imputed",
     "n_attempts", "scored_attempt", "tsq_first_attempt", "tsq_scored_attempt",
     "started_at", "finished_at", "env_setup_s", "agent_setup_s", "setup_s", "agent_s",

@@ -230,6 +230,7 @@ def _read_trial(task: TrialTask, rows: Rows, issues: list[files.Issue]) -> None:
     row.update(_attempt_columns(attempts, records, row["tsq"],
                                 agent_status.attempts if agent_status else None))
     row["end_reason"] = attempts.end_reason if attempts else None
+    row["customer"] = attempts.customer if attempts else None
     row.update(_timing_columns(result))
     rows.trials.append(row)
     _add_requests(len(rows.trials) - 1, records, rows, _integrity_inputs(trial_dir, records,

@@ -24,6 +24,9 @@ LLM_CALLS_FILE = "llm_calls.jsonl"
 # Who calls the LLM. The set is open (a simulated customer, a judge …); analysis keeps each
 # role apart and measures the system under test on the first two only.
 AGENT_ROLE, EVALUATOR_ROLE, USER_SIMULATOR_ROLE = "agent", "evaluator", "user_simulator"
+# The one request that ends a trial's server session (`x-dynamo-session-final: true`): the
+# harness's, not the agent's, so never measured.
+SESSION_CLOSE_ROLE = "session_close"
 MEASURED_ROLES = frozenset({AGENT_ROLE, EVALUATOR_ROLE})
 
 # Bounds on what a record keeps of a reply's tool calls: enough for any real call, while a

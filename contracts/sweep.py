@@ -27,7 +27,7 @@ import json
 import re
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field, field_validator, model_validator
 
@@ -246,6 +246,42 @@ class ShardRecord(BaseModel):
     finished_at: datetime | None = None
 
 
+class RouterSetup(BaseModel):
+    """How the frontend of a stack bankbench launched routes and queues requests, read off its
+    command line: the router mode, session affinity, the queue flags and the
+    `--router-policy-config` file (its SHA-256 and its text, kept so the run says exactly what
+    routed it). Flags left out are None: Dynamo's own defaults then apply (1.6.1: queue policy
+    fcfs, and no router queueing unless a threshold or a policy config sets one)."""
+
+    mode: str | None = None
+    session_affinity_ttl_secs: int | None = None
+    queue_policy: str | None = Field(
+        None, description="The queue policy in force: the policy config's classes' (which "
+        "replace the flag when the config has a profile), else --router-queue-policy.")
+    queue_policy_from: Literal["flag", "policy config"] | None = None
+    queue_threshold: float | None = Field(None, description="--router-queue-threshold.")
+    policy_config_path: str | None = None
+    policy_config_sha256: str | None = None
+    policy_config: str | None = Field(None, description="The policy config file's text.")
+    note: str | None = Field(None, description="Why a named policy config could not be read.")
+
+    def summary(self) -> str:
+        """One line for a report: `kv; affinity 600 s; queue wspt; policy sha256:1a2b3c4d5e6f`."""
+        parts = [self.mode or "router mode unknown"]
+        if self.session_affinity_ttl_secs is not None:
+            parts.append(f"affinity {self.session_affinity_ttl_secs} s")
+        if self.queue_policy or self.queue_threshold is not None:
+            parts.append(f"queue {self.queue_policy or 'fcfs (default)'}"
+                         + (f" at {self.queue_threshold:g}" if self.queue_threshold is not None
+                            else "")
+                         + (" (policy config)" if self.queue_policy_from == "policy config"
+                            else ""))
+        if self.policy_config_path:
+            parts.append(f"policy sha256:{self.policy_config_sha256[:12]}"
+                         if self.policy_config_sha256 else f"policy {self.note or 'unread'}")
+        return "; ".join(parts)
+
+
 class SweepManifest(BaseModel):
     name: str
     config: SweepConfig = Field(description="The sweep's configuration, as given.")
@@ -261,6 +297,9 @@ class SweepManifest(BaseModel):
     )
     model: str
     router: str | None = None
+    router_setup: RouterSetup | None = Field(
+        None, description="The launched stack's routing and queueing (None for --base-url: "
+        "a server bankbench did not start tells nothing of its own).")
     tasks_dir: str
     n_tasks: int
     dataset: str | None = Field(None, description="Dataset source and revision of the tasks.")

@@ -84,6 +84,10 @@ class ConversationSummary(_Open):
     ended: bool = Field(description="The customer ended the conversation.")
     end_reason: Literal["satisfied", "turn_limit"] | None = None
     customer_kind: Any = Field(None, description="'scripted' or 'llm' (a list if mixed).")
+    customer: Any = Field(
+        None, description="Who answered, as the bank named it: 'scripted customer.py "
+        "sha256:…' or 'llm <model> @ <host> prompt sha256:…' (a list if mixed; null from "
+        "banks that predate it).")
     goals_revealed: list[int] | None = Field(
         None, description="Indexes of the goals the scripted customer brought up; null for "
         "an llm customer, whose lines are not tied to goals.")

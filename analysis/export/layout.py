@@ -1,9 +1,11 @@
 """Where an export's files go, and the bookkeeping every format shares.
 
 An export reads a job, a sweep, or a comparison of sweeps (a multi-router sweep: one sweep per
-arm in `r-<router>/`, named in `routers.json`). Each arm is read on its own; inside an arm a
-sweep gives one file set per level in `c<level>/`, a job one file set in the arm's folder.
-So `OUT/c8/` (a sweep), `OUT/r-kv/c8/` (one arm of a router comparison), `OUT/` (a job).
+arm in `r-<router>/`, named in `routers.json`; a sweep with a batch-invariant control arm, an
+ordinary sweep in its `control/` folder). Each arm is read on its own; inside an arm a sweep
+gives one file set per level in `c<level>/`, a job one file set in the arm's folder. So
+`OUT/c8/` (a sweep), `OUT/r-kv/c8/` (one arm of a router comparison), `OUT/control/c8/` (the
+control arm at that level), `OUT/` (a job).
 
 Every format hands over, per file set, file name → text; this module writes them atomically,
 removes what an earlier export into the same folder wrote for file sets no longer there (only
@@ -21,9 +23,11 @@ from pydantic import BaseModel, Field, ValidationError
 
 from analysis.files import Issue
 from analysis.tables import AnalysisInputError, Tables, is_sweep_dir, load
-from contracts.sweep import ROUTERS_FILE, RouterSweepManifest, level_of_dir
+from contracts.sweep import ROUTERS_FILE, SWEEP_FILE, RouterSweepManifest, level_of_dir
 
 MANIFEST_FILE = "export.json"
+# A sweep's batch-invariant control arm: an ordinary sweep folder inside it.
+CONTROL_DIR = "control"
 
 
 class ExportManifest(BaseModel):
@@ -48,7 +52,9 @@ def arms(path: Path) -> list[Arm]:
     path = Path(path)
     manifest_path = path / ROUTERS_FILE
     if not manifest_path.exists():
-        return [Arm(folder=".", path=path)]
+        control = path / CONTROL_DIR
+        return [Arm(folder=".", path=path)] + (
+            [Arm(folder=CONTROL_DIR, path=control)] if (control / SWEEP_FILE).exists() else [])
     try:
         manifest = RouterSweepManifest.model_validate_json(manifest_path.read_bytes())
     except (OSError, ValidationError) as exc:

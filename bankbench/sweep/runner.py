@@ -19,6 +19,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from bankbench import sweep_neighbours
+from bankbench.serve import router_setup
 from bankbench.serve.replay import scripted_sweep_config
 from bankbench.sweep import harbor_job, lock, preflight, progress
 from bankbench.sweep.errors import SweepError
@@ -165,6 +166,7 @@ def _open_locked(config: SweepConfig, sweep_dir: Path, *, resume: bool, resume_c
                     fingerprint=config.fingerprint(), levels=config.levels,
                     attempts=config.attempts, server_profile=config.profile,
                     base_url=base_url, model=model, router=server.router if server else None,
+                    router_setup=router_setup.of_state(server) if server else None,
                     tasks_dir=str(tasks_dir), n_tasks=n_tasks, dataset=prepared.dataset,
                     dataset_fallback=prepared.fallback,
                     versions=versions(server.versions if server else None),

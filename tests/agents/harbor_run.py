@@ -51,3 +51,11 @@ def trials(job: Path) -> dict[str, Path]:
 
 def read_jsonl(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def agent_calls(trial: Path) -> list[dict]:
+    """The trial's LLM call records without the harness's session-closing request."""
+    from contracts.llm_calls import SESSION_CLOSE_ROLE
+
+    return [r for r in read_jsonl(trial / "agent/llm_calls.jsonl")
+            if r["role"] != SESSION_CLOSE_ROLE]

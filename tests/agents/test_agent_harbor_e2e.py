@@ -18,9 +18,9 @@ from harbor.models.trajectories.trajectory import Trajectory
 from harbor.models.trial.result import TrialResult
 
 from analysis.metrics.latency import timing_ms
-from contracts.llm_calls import LLMCallRecord
+from contracts.llm_calls import SESSION_CLOSE_ROLE, LLMCallRecord
 from tests.agents import scripts
-from tests.agents.harbor_run import read_jsonl, run_job, token_count, trials
+from tests.agents.harbor_run import agent_calls, read_jsonl, run_job, token_count, trials
 
 pytestmark = [pytest.mark.dynamo, pytest.mark.harbor]
 
@@ -112,8 +112,12 @@ def test_every_request_is_recorded_with_the_servers_token_counts(native_job):
     job, (server_prompt, server_completion) = native_job
     all_records: list[LLMCallRecord] = []
     for scenario, trial in trials(job).items():
-        records = [LLMCallRecord.model_validate(r)
-                   for r in read_jsonl(trial / "agent/llm_calls.jsonl")]
+        every = [LLMCallRecord.model_validate(r)
+                 for r in read_jsonl(trial / "agent/llm_calls.jsonl")]
+        # the session's closing request comes last, once, and is the server's work too
+        assert [r.role for r in every].count(SESSION_CLOSE_ROLE) == 1
+        assert every[-1].role == SESSION_CLOSE_ROLE
+        records = every[:-1]
         turns = scripts.NATIVE[scenario]
         assert len(records) == len(turns)
         assert [r.completion_tokens for r in records] == [token_count(t) for t in turns]
@@ -127,7 +131,7 @@ def test_every_request_is_recorded_with_the_servers_token_counts(native_job):
         assert result.agent_result.n_input_tokens == sum(r.prompt_tokens for r in records)
         assert result.agent_result.n_output_tokens == sum(r.completion_tokens for r in records)
         Trajectory.model_validate_json((trial / "agent/trajectory.json").read_text())
-        all_records += records
+        all_records += every
     assert sum(r.prompt_tokens for r in all_records) == server_prompt
     assert sum(r.completion_tokens for r in all_records) == server_completion
 
@@ -155,7 +159,7 @@ def test_self_eval_retries_until_accepted(sample_tasks, scripted_stack, tmp_path
         reward = json.loads((trial / "verifier/reward.json").read_text())
         assert reward["tsq"] == pytest.approx(set_f1(second, expected_tools(sample_tasks,
                                                                             scenario)))
-        records = read_jsonl(trial / "agent/llm_calls.jsonl")
+        records = agent_calls(trial)
         assert len(records) == len(turns)
         judge = [r for r in records if r["role"] == "evaluator"]
         assert [(r["attempt"], r["step"]) for r in judge] == [(1, 0), (2, 0)]
@@ -181,7 +185,7 @@ def test_text_mode(sample_tasks, scripted_stack, tmp_path, secret_key):
     reward = json.loads((trial / "verifier/reward.json").read_text())
     assert reward["tsq"] == pytest.approx(set_f1(scripted_calls(turns),
                                                  expected_tools(sample_tasks, "banking-003")))
-    assert len(read_jsonl(trial / "agent/llm_calls.jsonl")) == len(turns)
+    assert len(agent_calls(trial)) == len(turns)
 
 
 @pytest.mark.harbor

@@ -20,7 +20,7 @@ from agents.options import parse_options
 from agents.react import EMPTY_SAY_NUDGE
 from agents.self_eval import evaluator_messages
 from contracts.conversation import CUSTOMER_ENV, EXIT_CUSTOMER_MODEL_FAILED
-from contracts.llm_calls import LLMCallRecord
+from contracts.llm_calls import SESSION_CLOSE_ROLE, LLMCallRecord
 from tests.agents import scripts
 from tests.agents.conversation_standin import (
     ConversationBankStandIn,
@@ -45,8 +45,10 @@ async def _run(stack, tmp_path: Path, scenario: str, env: ConversationBankStandI
 
 
 def _records(logs: Path) -> list[LLMCallRecord]:
-    return [LLMCallRecord.model_validate_json(line)
-            for line in (logs / "llm_calls.jsonl").read_text().splitlines()]
+    """The calls of the agent, evaluator and customer (not the session's closing request)."""
+    records = [LLMCallRecord.model_validate_json(line)
+               for line in (logs / "llm_calls.jsonl").read_text().splitlines()]
+    return [r for r in records if r.role != SESSION_CLOSE_ROLE]
 
 
 def _status(logs: Path) -> dict:

@@ -17,7 +17,7 @@ from contracts.conversation import CUSTOMER_FILE, ConversationEntry, CustomerBri
 from contracts.llm_calls import LLMCallRecord
 from contracts.tsq import TsqDetails
 from tests.agents import scripts
-from tests.agents.harbor_run import read_jsonl, run_job, token_count, trials
+from tests.agents.harbor_run import agent_calls, read_jsonl, run_job, token_count, trials
 from tests.agents.test_agent_harbor_e2e import scripted_calls
 from tests.support.built_tasks import build_sample
 
@@ -41,7 +41,7 @@ def conversation_trial(scripted_stack, conversation_tasks, tmp_path_factory) -> 
 
 
 def _records(trial: Path) -> list[LLMCallRecord]:
-    return [LLMCallRecord.model_validate(r) for r in read_jsonl(trial / "agent/llm_calls.jsonl")]
+    return [LLMCallRecord.model_validate(r) for r in agent_calls(trial)]
 
 
 def test_the_customer_reveals_one_goal_per_turn(conversation_trial):

@@ -200,3 +200,21 @@ def test_sweep_progress_lines_leave_the_customer_out(convo_job):
     # A's 10/20/30, B's 14/40 and C's 12 ms; the customer's 5,000 ms call is not the server's.
     assert progress["n_requests"] == 6
     assert progress["ttft_ms_mean"] == pytest.approx((10 + 20 + 30 + 14 + 40 + 12) / 6)
+
+
+def test_the_report_names_the_customer_and_compare_refuses_another_one(tmp_path):
+    scripted = conversation_sweep(tmp_path / "scripted", [1], turns=2)
+    llm = conversation_sweep(tmp_path / "llm", [1], turns=2,
+                             customer="llm m7 @ 127.0.0.1:9000 prompt sha256:0123456789ab")
+    alone = write_report(scripted, out=tmp_path / "one", draw=False).read_text()
+    assert "scripted customer.py sha256:000000000000" in alone
+    with pytest.raises(MixedRunsError, match="differ in customer"):
+        write_report(scripted, out=tmp_path / "r", compare=[llm], draw=False)
+    text = write_report(scripted, out=tmp_path / "r", compare=[llm], draw=False,
+                        allow_mixed=True).read_text()
+    assert "llm m7 @ 127.0.0.1:9000 prompt sha256:0123456789ab" in text
+    assert "differ in customer" in text
+    # The same customer on both sides compares without a word about it.
+    again = conversation_sweep(tmp_path / "again", [1], turns=2)
+    same = write_report(scripted, out=tmp_path / "s", compare=[again], draw=False).read_text()
+    assert "differ in customer" not in same

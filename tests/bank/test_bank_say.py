@@ -4,6 +4,7 @@ limit, and bad input."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -55,6 +56,9 @@ def test_say_prints_the_customers_answer_and_logs_both_sides(talk: Bank) -> None
         (1, 0, "customer"), (2, 0, "agent"), (3, 1, "customer")]
     assert lines[0].text == "Hi, I got paid." and lines[2].goal_index == 0
     assert lines[1].text == "Hello, how can I help you today?"
+    # who answered: the scripted customer, named by the hash of its own file
+    digest = hashlib.sha256((BANK_SCRIPT.parent / "customer.py").read_bytes()).hexdigest()
+    assert lines[2].model_extra["customer"] == f"scripted customer.py sha256:{digest[:12]}"
 
 
 def test_every_call_record_carries_the_turn_it_was_made_in(talk: Bank) -> None:

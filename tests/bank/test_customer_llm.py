@@ -133,6 +133,10 @@ def test_the_customer_speaks_through_the_endpoint_and_the_call_is_timed(talk, fa
                  "Agent: Good afternoon, how may I help?", "CONVERSATION_COMPLETE"):
         assert text in prompt
     assert conversation(talk)[-1]["customer_kind"] == "llm"
+    # named by model, endpoint host and prompt hash; never the key or the URL's path
+    host = fake.url.split("//")[1].split("/")[0]
+    named = conversation(talk)[-1]["customer"]
+    assert named.startswith(f"llm sim-model @ {host} prompt sha256:") and KEY not in named
 
 
 def test_the_end_signal_ends_the_conversation_satisfied(talk, fake):

@@ -64,7 +64,7 @@ def test_the_intents_log_is_where_the_contract_puts_it(rel: str) -> None:
 def test_the_conversation_log_fields_are_the_contracts() -> None:
     """Every field of the contract, plus the scripted customer's extras (kept as extras)."""
     fields = template_module("environment/convlog.py").FIELDS
-    extras = {"kind", "customer_kind"}
+    extras = {"kind", "customer_kind", "customer"}
     assert set(fields) == set(conversation.ConversationEntry.model_fields) | extras
 
 

@@ -24,6 +24,7 @@ from harbor.models.trial.result import TrialResult
 
 from bankbench.serve.replay import tool_call_text as tc
 from contracts.llm_calls import LLMCallRecord
+from tests.agents.harbor_run import agent_calls
 from tests.agents.test_agent_harbor_e2e import read_jsonl, run_job, trials
 from tests.support.built_tasks import build_sample
 
@@ -165,7 +166,7 @@ def test_every_trial_ends_scored_and_bounded(jobs, scenario):
         assert status["status"] == "ok", (behaviour, status)
 
     # One record per request, all answered; never more turns than max_steps.
-    records = [LLMCallRecord.model_validate(r) for r in read_jsonl(trial / "agent/llm_calls.jsonl")]
+    records = [LLMCallRecord.model_validate(r) for r in agent_calls(trial)]
     expected = requests_made(turns, text_mode)
     assert len(records) == expected == status["llm_calls"]
     assert [r.step for r in records] == list(range(1, expected + 1))

@@ -62,6 +62,7 @@ def test_turns_and_the_conversation_come_from_the_banks_log(talk: Trial) -> None
     assert conversation is not None
     assert (conversation.turns, conversation.ended, conversation.end_reason) == (3, False, None)
     assert conversation.goals_revealed == [0, 1] and conversation.customer_kind == "scripted"
+    assert conversation.customer.startswith("scripted customer.py sha256:")
     assert conversation.max_turns == 10 and conversation.n_lines == 7
     assert [c.turn for c in details.attempts[0].calls] == [1, 2]
 

@@ -148,3 +148,12 @@ def test_nel_compare_reads_two_levels_and_counts_the_flips(tmp_path):
     valid = subprocess.run([str(python), "-c", check, *bundles], capture_output=True, text=True,
                            timeout=120)
     assert valid.returncode == 0, valid.stderr[-2000:]
+
+
+def test_a_control_arm_beside_the_levels_is_exported_as_an_arm(tmp_path):
+    sweep = flips_sweep(tmp_path / "sweep")
+    flips_sweep(sweep / "control", {4: [1, 1, 1, 0, 1, 1]})
+    manifest = export_nel(sweep)
+    assert list(manifest.levels) == ["c1", "c4", "control/c4"]
+    assert [r["reward"] for r in results(sweep / "nel" / "control" / "c4")] == [
+        1.0, 1.0, 1.0, 0.0, 1.0, 1.0]

@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 
 CONVERSATION_FILE = "conversation.jsonl"
 FIELDS = ("seq", "attempt", "turn", "speaker", "text", "ended", "end_reason", "goal_index",
-          "kind", "customer_kind", "ts")
+          "kind", "customer_kind", "customer", "ts")
 
 
 def conversation_path() -> str:

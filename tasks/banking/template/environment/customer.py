@@ -22,7 +22,9 @@ runs on Python 3.8+.
 
 from __future__ import annotations
 
+import hashlib
 import json
+import os
 import re
 
 TYPE_CHECKING = False  # typing is imported by type checkers only (start-up cost)
@@ -34,6 +36,14 @@ END_SIGNAL = "CONVERSATION_COMPLETE"
 LLM_TIMEOUT_SEC = 60.0  # per request, as the leaderboard's simulator
 LLM_MAX_TOKENS = 512
 MAX_ERROR_CHARS = 300
+
+
+def scripted_identity() -> str:
+    """Who the scripted customer is: this file's own hash, so two runs name the same customer
+    only when its every rule is the same."""
+    with open(os.path.abspath(__file__), "rb") as fh:
+        digest = hashlib.sha256(fh.read()).hexdigest()
+    return "scripted customer.py sha256:" + digest[:12]
 
 
 class CustomerError(Exception):

@@ -17,6 +17,7 @@ only; runs on Python 3.8+.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import time
 import urllib.error
@@ -56,6 +57,15 @@ USER_PROMPT = """The conversation so far:
 {transcript}
 
 Write the customer's next message."""
+
+
+def llm_identity(settings: dict[str, str]) -> str:
+    """Who the llm customer is: its model, the endpoint's host (no path, no credentials) and
+    the hash of the prompts that make it a customer."""
+    prompt = hashlib.sha256((SYSTEM_PROMPT + "\n" + USER_PROMPT).encode("utf-8")).hexdigest()
+    host = urllib.parse.urlsplit(shown_url(settings.get("BANK_USER_BASE_URL", ""))).netloc
+    return "llm {} @ {} prompt sha256:{}".format(settings.get("BANK_USER_MODEL", ""), host,
+                                                  prompt[:12])
 
 
 def settings_error(settings: dict[str, str]) -> str | None:

@@ -260,12 +260,24 @@ def command_say(argv: list[str], reply: Reply, context: dict[str, Any]) -> None:
             lines.append({"attempt": attempt, "turn": turn - 1, "speaker": "agent",
                           "text": clip_message(message)})
             lines.append(dict(line, attempt=attempt, turn=turn, speaker="customer",
-                              customer_kind=kind))
+                              customer_kind=kind, customer=customer_identity(kind, settings)))
             written = log.append(lines)
     except OSError as exc:
         raise LogError(f"cannot write the conversation log {conversation_path()}: {exc}"
                        ) from None
     reply.emit(say_reply(written[-1], kind, calls))
+
+
+def customer_identity(kind: str, settings: dict[str, str]) -> str:
+    """The customer as a report names it: the scripted one's code hash, or the llm one's model,
+    endpoint host and prompt hash (never its key)."""
+    if kind == "llm":
+        from customer_llm import llm_identity
+
+        return llm_identity(settings)
+    from customer import scripted_identity
+
+    return scripted_identity()
 
 
 def customer_line(kind: str, brief: dict[str, Any], history: list[dict[str, Any]],

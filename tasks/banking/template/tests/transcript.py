@@ -63,6 +63,7 @@ def summary(spec: dict[str, Any], log: dict[str, Any], attempt: int) -> dict[str
     answers = [e for e in lines if e["speaker"] == "customer" and _int(e.get("turn")) > 0]
     last = answers[-1] if answers else None
     kinds = sorted({str(e.get("customer_kind") or "scripted") for e in answers})
+    who = sorted({e["customer"] for e in answers if isinstance(e.get("customer"), str)})
     scripted = kinds == ["scripted"]
     revealed = sorted({e["goal_index"] for e in answers if e.get("kind") == "goal"
                        and isinstance(e.get("goal_index"), int)})
@@ -77,6 +78,7 @@ def summary(spec: dict[str, Any], log: dict[str, Any], attempt: int) -> dict[str
         "ended": bool(last and last.get("ended")),
         "end_reason": last.get("end_reason") if last else None,
         "customer_kind": kinds[0] if len(kinds) == 1 else (kinds or None),
+        "customer": who[0] if len(who) == 1 else (who or None),
         "goals_revealed": revealed if scripted else None,
         "n_goals_revealed": len(revealed) if scripted else None,
         "n_lines": len(lines),
