@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from bankbench.sweep.preflight import DEFAULT_TIMEOUT_S
 from contracts.reward import REWARD_KEYS
 from tests.reliability.helpers import assert_one_line_error, bankbench, closed_port
 from tests.support.built_tasks import copy_tasks
@@ -164,20 +165,20 @@ def test_check_names_an_unreachable_url():
     assert "cannot run" in done.stdout
 
 
-def _sweep_at(url: str, tmp_path: Path) -> tuple[subprocess.CompletedProcess, float]:
-    t0 = time.monotonic()
-    done = bankbench("sweep", "--levels", "1", "--base-url", url, "--model", "m",
-                     "--source", "sample", "--out", str(tmp_path), "--name", "s", timeout=60)
-    return done, time.monotonic() - t0
+def _sweep_at(url: str, tmp_path: Path) -> subprocess.CompletedProcess:
+    # The timeout only keeps a hung CLI from hanging the suite: on a loaded host the CLI's
+    # imports alone can take a minute, so the checks below are on what it did, not how fast.
+    return bankbench("sweep", "--levels", "1", "--base-url", url, "--model", "m",
+                     "--source", "sample", "--out", str(tmp_path), "--name", "s", timeout=300)
 
 
 def test_sweep_at_a_closed_port_fails_before_any_trial(tmp_path):
     url = f"http://127.0.0.1:{closed_port()}/v1"
-    done, took = _sweep_at(url, tmp_path)
+    done = _sweep_at(url, tmp_path)
     line = assert_one_line_error(done, f"{url}/models", "no trial was run")
     assert done.returncode == 1 and "cannot reach" in line
-    assert took < 20
-    assert not (tmp_path / "s").exists()  # nothing built, no Harbor job
+    assert done.stdout == ""  # no progress line: no task was built, no level started
+    assert list(tmp_path.iterdir()) == []  # nothing built, no Harbor job, no sweep folder
 
 
 class _NotAnAPI(BaseHTTPRequestHandler):
@@ -194,7 +195,7 @@ def test_sweep_at_a_wrong_path_says_so(tmp_path):
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
         url = f"http://127.0.0.1:{server.server_address[1]}/api"
-        done, _ = _sweep_at(url, tmp_path)
+        done = _sweep_at(url, tmp_path)
     finally:
         server.shutdown()
         server.server_close()
@@ -202,16 +203,25 @@ def test_sweep_at_a_wrong_path_says_so(tmp_path):
     assert not (tmp_path / "s").exists()
 
 
-def test_sweep_at_a_silent_server_times_out_quickly(tmp_path):
+def test_sweep_at_a_silent_server_gives_up_after_one_bounded_request(tmp_path):
     # Listens (connections complete in the backlog) but never answers.
     with socket.socket() as silent:
         silent.bind(("127.0.0.1", 0))
         silent.listen(8)
         url = f"http://127.0.0.1:{silent.getsockname()[1]}/v1"
-        done, took = _sweep_at(url, tmp_path)
-    assert_one_line_error(done, f"{url}/models", "did not answer within")
-    assert took < 30
-    assert not (tmp_path / "s").exists()
+        done = _sweep_at(url, tmp_path)
+        silent.setblocking(False)
+        connections = 0
+        while True:  # every connection the CLI opened is still in the backlog
+            try:
+                silent.accept()[0].close()
+            except BlockingIOError:
+                break
+            connections += 1
+    line = assert_one_line_error(done, f"{url}/models", "did not answer within")
+    assert f"within {DEFAULT_TIMEOUT_S:g} s" in line  # the one wait is bounded, and says by what
+    assert connections == 1  # one request, not retried: the wait is that bound, once
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_check_without_v1_asks_for_the_api_root():
