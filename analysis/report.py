@@ -205,11 +205,16 @@ def render_markdown(tables: Tables, summary: pd.DataFrame, comparison: pd.DataFr
         parts += [f"**{metric.label}**", "",
                   section(summary, {f"{metric.key}_{s}": s for s in stats}), ""]
     parts += ["## Throughput and concurrency", "", section(summary, labels(
-        *(m.key for m in (throughput.WINDOW, throughput.OUTPUT_THROUGHPUT,
+        *(m.key for m in (throughput.WINDOW, throughput.STEADY, throughput.RESUMED,
+                          throughput.OUTPUT_THROUGHPUT,
                           throughput.REQUEST_THROUGHPUT, throughput.CONFIGURED_CONCURRENCY,
                           throughput.ACHIEVED_CONCURRENCY, throughput.TRIAL_CONCURRENCY,
-                          counts.REQUESTS, throughput.ERROR_RATE, counts.CANCELLED_REQUESTS,
-                          counts.TOKEN_COUNTS)))), "",
+                          throughput.ACHIEVED_SHARE, counts.REQUESTS, throughput.ERROR_RATE,
+                          counts.CANCELLED_REQUESTS, counts.TOKEN_COUNTS)))), "",
+        "Rates, in-flight figures and the request percentiles above are over each level's "
+        "measured window: every run of the level from warm-up end to drain start (steady "
+        "state), the pause of a resume left out; a level without such a stretch (`steady` "
+        "no) is measured over its whole runs. Definitions: *Metric definitions*.", "",
         "Tokens counted by `server`: its usage; `client`: the agent's `--ak tokenizer` for a "
         "server that sends no usage (message text and tool schemas, without the chat "
         "template's tokens); `unknown`: neither, and token figures stay empty.", ""]
