@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from analysis.markdown import fmt_excluded
 from analysis.metrics.host import saturation_warnings
 from analysis.provenance import SAMPLE_FALLBACK
 
@@ -18,8 +19,8 @@ from analysis.provenance import SAMPLE_FALLBACK
 COLUMNS: tuple[tuple[str, str, str], ...] = (
     ("level", "level", "{:.0f}"),
     ("trials", "n_trials", "{:.0f}"),
-    ("excluded", "n_excluded", "{:.0f}"),
     ("TSQ", "tsq_mean", "{:.3f}"),
+    ("excluded", "excluded_share", ""),
     ("TSQ 95% CI", "", ""),
     ("TSQ infra=0", "tsq_infra0_mean", "{:.3f}"),
     ("solved", "solved_mean", "{:.3f}"),
@@ -38,6 +39,8 @@ COLUMNS: tuple[tuple[str, str, str], ...] = (
 
 
 def _cell(row: pd.Series, column: str, fmt: str) -> str:
+    if column == "excluded_share":  # beside TSQ: how many trials it leaves out, and the share
+        return fmt_excluded(row)
     if column == "":  # the CI column is built from two fields
         low, high = row.get("tsq_ci_low"), row.get("tsq_ci_high")
         if _missing(row.get("tsq_mean")):

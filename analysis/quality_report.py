@@ -16,7 +16,7 @@ from collections.abc import Sequence
 import pandas as pd
 
 from analysis.judge.figures import NO_JUDGE
-from analysis.markdown import fmt_ci, table
+from analysis.markdown import fmt_ci, fmt_excluded, table
 from analysis.provenance import COLUMNS as PROVENANCE_COLUMNS
 from analysis.provenance import NOT_MEASURED, SAMPLE_FALLBACK
 
@@ -79,6 +79,7 @@ def quality_row(row: pd.Series) -> dict[str, object]:
     bound = (lambda text: text) if shown else (lambda text: HIDDEN)
     return {
         "source": row["source"], "level": row["level"], "counted": row["n_counted"],
+        "excluded": fmt_excluded(row),
         "scenarios": row.get("n_scenarios"), "infra failed": row.get("n_infra_failed"),
         "TSQ (infra excl.)": fmt_ci(row, "tsq"), "TSQ gold-perfect": _gold(row, "tsq"),
         "TSQ (infra as 0)": fmt_ci(row, "tsq_infra0"),
@@ -113,7 +114,10 @@ def quality_section(summary: pd.DataFrame) -> list[str]:
         table(frame), "",
         "Intervals resample scenarios with all their repeated trials (repeats of a scenario "
         "are correlated; resampling single trials would give too narrow an interval); `[—]`: "
-        "no interval, because the level has one scenario or one trial. *infra excl.* leaves "
+        "no interval, because the level has one scenario or one trial. *excluded*: finished "
+        "trials left out of every figure here (infra, harness, interrupted; their share of the "
+        "finished ones) — only failures of code the agent cannot reach leave a trial out. "
+        "*infra excl.* leaves "
         "`infra_failed` trials out (as the status table shows); *infra as 0* counts each as a "
         "failed scenario run — a gap between the two means the server's failures hid "
         "scenarios from quality. *gold-perfect*: what an agent making exactly the gold calls "

@@ -34,7 +34,12 @@ def status_counts(trials: pd.DataFrame) -> dict[str, float]:
         out[f"n_{status}"] = float(counts.get(status, 0))
     out["n_counted"] = float(trials["in_quality"].astype(bool).sum())
     out["n_excluded"] = out["n_infra_failed"] + out["n_harness_failed"] + out["n_interrupted"]
+    finished = out["n_counted"] + out["n_excluded"]
+    out["excluded_share"] = out["n_excluded"] / finished if finished else np.nan
     out["n_reward_imputed"] = float(trials["reward_imputed"].astype(bool).sum())
+    out["n_requests_unreadable"] = float(
+        pd.to_numeric(trials.get("requests_unreadable"), errors="coerce").fillna(0).sum()
+        if "requests_unreadable" in trials else 0)
     return out
 
 

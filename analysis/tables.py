@@ -233,8 +233,8 @@ def _build(sink: _Sink) -> Tables:
          for s, i in [*sink.issues, *rows.issues]],
         columns=["source", "path", "line", "message"])
     jobs = pd.DataFrame(sink.jobs, columns=_JOB_COLUMNS)
-    task_dirs = {(t["source"], t["job"], t["trial"]): Path(t["task_dir"]) if t["task_dir"]
-                 else None for t in rows.trials}
+    task_dirs = {(t["source"], t["job"], t["trial"]): Path(t["task_dir"])
+                 if t.get("task_dir") else None for t in rows.trials}
     return Tables(trials, requests, itl, jobs, issues, sink.sweeps, task_dirs)
 
 
@@ -311,7 +311,7 @@ def _add_trial_aggregates(trials: pd.DataFrame, requests: pd.DataFrame,
 _TRIAL_COLUMNS = [
     "source", "job", "level", "trial", "scenario_id", "status", "status_reason",
     "exception_type", "agent_status", "mode", *REWARD_KEYS, "end_reason", "customer",
-    "in_quality", "reward_imputed",
+    "in_quality", "reward_imputed", "requests_unreadable",
     "n_attempts", "scored_attempt", "tsq_first_attempt", "tsq_scored_attempt",
     "started_at", "finished_at", "env_setup_s", "agent_setup_s", "setup_s", "agent_s",
     "verifier_s", "total_s", "harbor_input_tokens", "harbor_output_tokens",

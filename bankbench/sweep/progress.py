@@ -47,7 +47,8 @@ def _since_last_finish(finished: list[Path]) -> float:
 
 def line(level: int, job_dir: Path, *, total: int | None = None,
          started: float | None = None, done_before: int = 0) -> str | None:
-    """`c4: 6/20 done, 4 running, 1 failed (1 infra_failed) | ETA 1 min 10 s | TSQ … | TTFT …`.
+    """`c4: 6/20 done, 4 running, 1 failed (1 infra_failed) | ETA 1 min 10 s | TSQ 0.512 (n=5,
+    1 excluded) | TTFT …`.
     `started` is the level's time.monotonic() start; `done_before` the trials a resumed level
     already held."""
     started_trials = len(trial_dirs(job_dir))
@@ -74,7 +75,9 @@ def line(level: int, job_dir: Path, *, total: int | None = None,
         text += f" | ETA {left}"
     tsq, ttft = summary.get("tsq_mean"), summary.get("ttft_ms_mean")
     if tsq is not None:
-        text += f" | TSQ {tsq:.3f} (n={summary.get('n_tsq')})"
+        excluded = summary.get("trials_excluded") or 0
+        text += f" | TSQ {tsq:.3f} (n={summary.get('n_tsq')}" + (
+            f", {excluded} excluded)" if excluded else ")")
     elif done:
         text += " | TSQ – (no scored trial yet)"
     if ttft is not None:

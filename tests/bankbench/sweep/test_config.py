@@ -6,6 +6,7 @@ from pydantic import ValidationError
 from bankbench.sweep import harbor_job
 from bankbench.sweep.errors import SweepError
 from bankbench.sweep.manifest import check_resumable, save_manifest
+from contracts.agent_status import PROJECT_AGENT
 from contracts.sweep import SweepConfig, SweepManifest
 
 
@@ -92,8 +93,10 @@ def _trial(job, name, finished):
 
 
 def _result(name, **fields):
-    """A result.json as Harbor writes it (trial and task name always), with `fields`."""
-    return {"trial_name": name, "task_name": name.split("__")[0], **fields}
+    """A result.json as Harbor writes it (trial and task name always, the project's agent),
+    with `fields`."""
+    return {"trial_name": name, "task_name": name.split("__")[0],
+            "config": {"agent": {"import_path": PROJECT_AGENT}}, **fields}
 
 
 def test_job_state_from_disk(tmp_path):
@@ -160,7 +163,7 @@ def test_the_sweep_reruns_exactly_what_analysis_calls_interrupted(tmp_path, exce
                                                                  agent):
     """One rule: the sweep moves a trial aside for a rerun iff the report's status says
     interrupted (analysis.status.is_interrupted)."""
-    from analysis.progress import trial_status
+    from analysis.status import trial_status
 
     trial = tmp_path / "c1" / "banking-000__a"
     trial.mkdir(parents=True)

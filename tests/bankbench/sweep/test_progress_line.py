@@ -37,7 +37,7 @@ def test_tsq_is_the_mean_of_quality_trials_with_its_count(tmp_path):
                 rewards={**ZERO, "tsq": 0.8}, agent_status={"status": "ok"})
     text = progress.line(1, job)
     assert "3/6 done" in text and "2 failed (2 infra_failed)" in text
-    assert "TSQ 0.800 (n=1)" in text
+    assert "TSQ 0.800 (n=1, 2 excluded)" in text  # beside it, what it leaves out
 
 
 def test_eta_from_the_pace_of_this_run():
