@@ -3,7 +3,6 @@ atomically, checked before a resume, and pointed at a server that came back else
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 from pydantic import BaseModel
@@ -11,6 +10,7 @@ from pydantic import BaseModel
 from bankbench.sweep import harbor_job
 from bankbench.sweep.errors import SweepError
 from bankbench.sweep.server_checks import check_server_or_fail
+from contracts.atomic import write_atomic
 from contracts.sweep import SWEEP_FILE, SweepConfig, SweepManifest
 
 
@@ -25,9 +25,7 @@ def load_model[M: BaseModel](path: Path, model: type[M], what: str) -> M:
 
 
 def save_model(path: Path, data: BaseModel) -> None:
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(data.model_dump_json(indent=2))
-    os.replace(tmp, path)  # never leave a half-written file behind
+    write_atomic(path, data.model_dump_json(indent=2))
 
 
 def load_manifest(sweep_dir: Path) -> SweepManifest:

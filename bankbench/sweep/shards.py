@@ -19,6 +19,7 @@ from pathlib import Path
 
 from bankbench import procs
 from bankbench.sweep import harbor_job, progress
+from contracts.atomic import write_atomic
 from contracts.sweep import (
     SHARD_FILE,
     ShardRecord,
@@ -76,9 +77,7 @@ def read_record(job: Path) -> ShardRecord | None:
 
 def write_record(job: Path, record: ShardRecord) -> None:
     job.mkdir(parents=True, exist_ok=True)
-    tmp = job / (SHARD_FILE + ".tmp")
-    tmp.write_text(record.model_dump_json(indent=2))
-    os.replace(tmp, job / SHARD_FILE)
+    write_atomic(job / SHARD_FILE, record.model_dump_json(indent=2))
 
 
 @dataclass
