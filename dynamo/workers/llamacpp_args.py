@@ -7,6 +7,9 @@ import argparse
 
 from dynamo.common.configuration.groups.runtime_args import DynamoRuntimeArgGroup
 
+# KV cache types llama.cpp's CPU backend stores and attends over (ggml type names).
+KV_TYPES = ("f16", "bf16", "q8_0", "q4_0")
+
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
@@ -36,7 +39,31 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "in llama.cpp's queue",
     )
     parser.add_argument(
-        "--threads", type=int, default=None, help="CPU threads (default: usable cores, at most 8)"
+        "--threads", type=int, default=None,
+        help="CPU threads for decoding (default: usable cores, at most 8)",
+    )
+    parser.add_argument(
+        "--threads-batch", type=int, default=None,
+        help="CPU threads for reading prompts (default: --threads)",
+    )
+    parser.add_argument(
+        "--thread-wait", choices=("sleep", "spin"), default=None,
+        help="what llama.cpp's threads do while they wait for each other inside a step: "
+        "sleep at once (OpenMP's passive policy) or spin first (OpenMP's default: many times "
+        "slower when another process takes a core); default: sleep, unless OMP_WAIT_POLICY "
+        "is set",
+    )
+    parser.add_argument(
+        "--cache-type-k", choices=KV_TYPES, default="f16",
+        help="KV cache type of keys (default f16; q8_0 halves the cache and its copies)",
+    )
+    parser.add_argument(
+        "--cache-type-v", choices=KV_TYPES, default="f16",
+        help="KV cache type of values (default f16; anything but f16 needs flash attention)",
+    )
+    parser.add_argument(
+        "--flash-attn", choices=("auto", "on", "off"), default="auto",
+        help="llama.cpp's fused attention kernel (default auto: on where the backend has it)",
     )
     parser.add_argument(
         "--seed",
@@ -76,6 +103,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         help="kept prompts in --prompt-cache-dir, newest first (default 2; ~23 KB per token "
         "for SmolLM2-135M)",
     )
+    parser.add_argument(
+        "--timings-log",
+        default=None,
+        help="append one JSON line per request with llama.cpp's own timings (prefill and "
+        "decode tokens and ms, cached tokens, whether a grammar applied, requests in flight) "
+        "to this file (default: none)",
+    )
     parser.add_argument("--component", default="backend", help="Dynamo component name")
     parser.add_argument(
         "--shutdown-grace-s",
@@ -87,7 +121,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     )
     DynamoRuntimeArgGroup().add_arguments(parser)
     args = parser.parse_args(argv)
-    for name in ("n_ctx", "parallel"):
-        if getattr(args, name) < 1:
+    for name in ("n_ctx", "parallel", "threads", "threads_batch"):
+        value = getattr(args, name)
+        if value is not None and value < 1:
             parser.error(f"--{name.replace('_', '-')} must be ≥ 1")
+    if args.cache_type_v != "f16" and args.flash_attn == "off":
+        parser.error("--cache-type-v other than f16 needs --flash-attn auto or on")
     return args

@@ -22,7 +22,9 @@ native `/completion` endpoint, which takes a token-id prompt and returns token i
 - usage on the final chunk (prompt, completion, cached prompt tokens);
 - cancellation: a client disconnect stops generation;
 - with --prompt-cache-dir, a long prompt's slot KV kept across worker starts
-  (llamacpp_prompt_cache.py) and restored into every slot at start.
+  (llamacpp_prompt_cache.py) and restored into every slot at start;
+- with --timings-log, llama.cpp's own timings of each request (llamacpp_timings.py).
+The engine's parameters and its threads' wait policy come from llamacpp_setup.py.
 
 Usage (environment variables such as DYN_DISCOVERY_BACKEND are read as usual):
   python llamacpp_worker.py --model-path model.gguf --model-name NAME --tokenizer-path DIR
@@ -60,6 +62,8 @@ from llamacpp_args import parse_args  # sibling files: run as a script
 from llamacpp_fanout import PrefixFanOut, slot_file_dir
 from llamacpp_grammar import guided_grammar
 from llamacpp_prompt_cache import PromptCache, engine_key
+from llamacpp_setup import engine_params, set_thread_wait
+from llamacpp_timings import TimingsLog
 
 logger = logging.getLogger("llamacpp_worker")
 
@@ -119,10 +123,12 @@ class LlamaCppEngine(LLMEngine):
         # Slot KV copies go through files: a RAM-backed folder where there is one with room.
         self.slot_dir = tempfile.TemporaryDirectory(prefix="llamacpp-slots-", dir=slot_file_dir())
         self.fanout = PrefixFanOut(args.parallel, args.fanout_min_tokens, self.slot_dir.name)
+        self.timings = TimingsLog(args.timings_log)
 
     @classmethod
     async def from_args(cls, argv: list[str] | None = None) -> tuple[LlamaCppEngine, WorkerConfig]:
         args = parse_args(argv)
+        set_thread_wait(args.thread_wait)  # before llama.cpp's library loads (in start)
         os.environ.setdefault(
             "DYN_GRACEFUL_SHUTDOWN_GRACE_PERIOD_SECS", f"{args.shutdown_grace_s:g}"
         )
@@ -197,28 +203,8 @@ class LlamaCppEngine(LLMEngine):
     def _load(self) -> Any:
         import xllamacpp
 
-        # Usable cores (cgroup/affinity aware), at most 8: a small model gains nothing from more
-        # and loses to thread synchronisation.
-        threads = self.args.threads or min(8, len(os.sched_getaffinity(0)))
-        params = xllamacpp.CommonParams()
-        params.model.path = self.args.model_path
-        params.n_parallel = self.args.parallel
-        # Not unified: each slot owns n_ctx tokens, so one long prompt never starves the others.
-        params.kv_unified = False
-        params.n_ctx = self.args.n_ctx * self.args.parallel
-        params.cpuparams.n_threads = threads
-        params.cpuparams_batch.n_threads = threads
-        params.cache_ram_mib = self.args.cache_ram_mib
-        params.cache_prompt = True
-        params.ctx_shift = False  # a reply that reaches the window ends there (finish "length")
-        params.hostnames = ["127.0.0.1"]
-        params.port = 0  # an ephemeral port, loopback only
-        params.endpoint_metrics = False  # /metrics are the Dynamo frontend's
-        params.endpoint_slots = True  # slot save/restore for the prefix copies (loopback only)
-        params.slot_save_path = self.slot_dir.name + "/"
-        params.ui = False
-        self.params = params
-        return xllamacpp.Server(params)
+        self.params = engine_params(self.args, self.slot_dir.name + "/")
+        return xllamacpp.Server(self.params)
 
     def _job(self, request: GenerateRequest) -> Job:
         prompt = [int(t) for t in request.get("token_ids", [])]
@@ -245,6 +231,9 @@ class LlamaCppEngine(LLMEngine):
             "stream": True,
             "return_tokens": True,
             "cache_prompt": True,
+            # Every event carries the running timings: a reply the worker ends at a stop id
+            # (llama.cpp never sends its final event then) still has them.
+            "timings_per_token": True,
             "seed": int(seed),
             "ignore_eos": bool(stop.get("ignore_eos")),
             **sampling_fields(options),
@@ -287,9 +276,10 @@ class LlamaCppEngine(LLMEngine):
         job = self._job(request)
         request_id = context.id() or str(id(job))
         produced: list[int] = []
-        cached: int | None = None
+        timing = self.timings.begin(request_id, len(job.prompt), "grammar" in job.body)
         hidden = 0  # generated but not streamed: the EOS token, a cut UTF-8 tail
         finish = "length"
+        outcome = "error"  # what the timings line says if the request ends by an exception
         try:
             for body in self._phases(job):
                 if produced:
@@ -297,14 +287,15 @@ class LlamaCppEngine(LLMEngine):
                 start = len(produced)
                 stop_type = None
                 slot: int | None = None
+                timings: dict[str, Any] | None = None
                 try:
                     async with aclosing(self._stream(body, request_id)) as events:
                         async for event in events:
                             if int(event.get("id_slot", -1)) >= 0:  # known by the end
                                 slot = int(event["id_slot"])
-                            if cached is None and "timings" in event:
-                                cached = int(event["timings"].get("cache_n", 0))
+                            timings = event.get("timings") or timings
                             for token in await self._tokens(event, len(produced) - start):
+                                timing.token_seen()
                                 if token in job.stop_ids:
                                     stop_type = "eos"
                                     break
@@ -317,6 +308,8 @@ class LlamaCppEngine(LLMEngine):
                                 n = int(event.get("tokens_predicted") or 0)
                                 hidden += max(0, n - (len(produced) - start))
                 finally:
+                    if timings is not None:
+                        timing.phase_ended(timings)
                     if slot is not None:
                         self.fanout.ended(slot, body["prompt"] + produced[start:],
                                           self.session, self.base_url)
@@ -326,11 +319,17 @@ class LlamaCppEngine(LLMEngine):
                 finish = FINISH.get(stop_type or "", "length")
                 if finish == "stop":
                     break
+            outcome = finish
         except aiohttp.ClientConnectionError:
             if context.is_stopped() or request_id not in self.streams:
-                finish = "cancelled"  # aborted: abort() closed the stream
+                finish = outcome = "cancelled"  # aborted: abort() closed the stream
             else:
                 raise RuntimeError("llama.cpp engine connection lost") from None
+        except (GeneratorExit, asyncio.CancelledError):
+            outcome = "cancelled"
+            raise
+        finally:
+            self.timings.end(timing, outcome)
         completion = len(produced) + hidden
         prompt_n = len(job.prompt)
         yield {
@@ -341,7 +340,7 @@ class LlamaCppEngine(LLMEngine):
                 "prompt_tokens": prompt_n,
                 "completion_tokens": completion,
                 "total_tokens": prompt_n + completion,
-                "prompt_tokens_details": {"cached_tokens": cached or 0},
+                "prompt_tokens_details": {"cached_tokens": timing.cached_tokens or 0},
             },
         }
 

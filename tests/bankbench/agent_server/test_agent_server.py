@@ -12,6 +12,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from contracts.llm_calls import MEASURED_ROLES
 from tests.bankbench.agent_server.conftest import LONG_TURNS, MAX_CONCURRENCY, SECRET, Served
 
 pytestmark = [pytest.mark.dynamo, pytest.mark.slow, pytest.mark.timeout(600)]
@@ -58,7 +59,11 @@ def test_generic_invoke_answers_with_the_trajectory_the_bank_recorded(served: Se
     assert [(i["tool"], i["arguments"]) for i in recorded] == served.calls[sid]
     folder = served.out / body["records"]
     calls = [json.loads(line) for line in (folder / "llm_calls.jsonl").read_text().splitlines()]
-    assert len(calls) == body["llm_calls"] == 2
+    # The agent's reply and its self-evaluation are measured; the session's close is a call of
+    # its own, recorded under its role and never measured.
+    measured = [c for c in calls if c["role"] in MEASURED_ROLES]
+    assert len(measured) == body["llm_calls"] == 2
+    assert [c["role"] for c in calls if c not in measured] == ["session_close"]
     assert {c["trial_name"] for c in calls} == {body["request_id"]}
     assert json.loads((folder / "agent_status.json").read_text())["status"] == "ok"
     assert (folder / "trajectory.json").is_file()

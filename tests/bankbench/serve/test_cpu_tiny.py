@@ -253,6 +253,30 @@ def test_concurrent_requests_are_decoded_together(stack):
         assert chunks[-1]["usage"]["completion_tokens"] == 48
 
 
+def test_the_worker_logs_llamacpps_own_timings_per_request(stack):
+    """One line per request, agreeing with the usage the client got: prompt and cached tokens,
+    the decoded ones, whether a grammar applied; with prefill and decode times to rate."""
+    from bankbench.serve.engine_speed import stack_timings, summarise
+
+    before = len(stack_timings(stack.state_dir))
+    guided = chat(stack, messages=ASK_BALANCE, tools=list(TOOLS.values()),
+                  tool_choice="required", parallel_tool_calls=False, max_tokens=120, seed=5)
+    free = chat(stack, messages=ASK_BALANCE, max_tokens=24, min_tokens=24, seed=5)
+    rows = stack_timings(stack.state_dir)[before:]
+    assert [r.guided for r in rows] == [True, False]
+    for row, out in zip(rows, (guided, free), strict=True):
+        usage = out["usage"]
+        assert row.prompt_tokens == usage["prompt_tokens"]
+        assert row.cached_tokens == usage["prompt_tokens_details"]["cached_tokens"]
+        assert row.prefill_tokens == row.prompt_tokens - row.cached_tokens
+        assert row.decode_tokens == usage["completion_tokens"]
+        assert row.prefill_ms > 0 and row.decode_ms > 0 and row.in_flight_max == 1
+        assert row.prefill_ms <= row.first_token_ms <= row.worker_ms
+    # decode is timed from the first token to the last: 23 steps for 24 tokens
+    assert rows[1].decode_steps == 23 and rows[1].decode_rate > 0
+    assert summarise(rows).decode_alone is not None
+
+
 def test_the_prebuilt_engine_is_recorded(stack):
     assert stack.versions.get("xllamacpp") == llamacpp.XLLAMACPP_VERSION
 

@@ -1,0 +1,219 @@
+"""The sweep's own requests against the cpu-tiny engine: where one request's time goes.
+
+`benchmarks/cpu_tiny_engine.py --sweep-shaped` runs this. It builds the sample tasks
+`./benchmark.sh` runs and sends, per scenario, what one attempt of the banking agent sends (its
+own opening messages, tools and request parameters, `agents/react.py`), one request at a time:
+
+- `turn 1 guided`: tool_choice "required" (the frontend's structural tag, compiled by the worker
+  into one grammar over the 20 tools), greedy, max_tokens as the sweep's;
+- `turn 1 free`: the same messages and tools with tool_choice "auto" (no grammar) and
+  min_tokens = max_tokens = --tokens: the bare engine decoding at the sweep's context length;
+- `turn 2`: that history plus the guided call and the bank's own mock reply to it, tool_choice
+  "auto", as the sweep's second step.
+
+Each row is one request split by the worker's timings line (llamacpp_timings.py): `wait` (from
+the worker's send to the first token, less llama.cpp's prompt time: queueing, grammar set-up,
+the loopback hop), `prefill` (new prompt tokens), `decode` (per token after the first), and
+`outside` (the client's end-to-end time less the worker's: the frontend and the client). The
+stack keeps the tool prompt as `./benchmark.sh` does (`prompt_cache=true`): the first row is
+its first request, a read from the kept copy, or a cold read (prefill at a growing context)
+for a setting whose copy is not kept yet.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from agents.options import LoopOptions
+from agents.react import opening_messages, request_params
+from bankbench.serve.engine_speed import TIMINGS_FILE, EngineTiming, read_timings
+
+# The sweep's agent options (benchmark.sh): one forced call on the first turn, then free turns.
+SWEEP_LOOP = LoopOptions(tool_choice="first", parallel_tool_calls=False, max_tokens=96,
+                         max_steps=4)
+
+
+class TimingsTail:
+    """The worker's timings lines written since the last read."""
+
+    def __init__(self, state_dir: Path) -> None:
+        self.path = state_dir / TIMINGS_FILE.format(index=0)
+        self.seen = len(read_timings([self.path]))
+
+    def new(self) -> list[EngineTiming]:
+        rows = read_timings([self.path])
+        fresh, self.seen = rows[self.seen:], len(rows)
+        return fresh
+
+
+def sweep_tasks(out: Path, limit: int) -> list[Path]:
+    """The sample tasks `./benchmark.sh` runs where the hub is out of reach (labels from the
+    sample's gold file: labels do not change a request)."""
+    from tasks.banking.build import build_tasks
+    from tasks.banking.sample import GOLD_GOALS_PATH
+
+    build_tasks("sample", out, labels=f"file:{GOLD_GOALS_PATH}", limit=limit,
+                log=lambda line: None)
+    return sorted(p for p in out.iterdir() if (p / "task.toml").is_file())
+
+
+def bank_reply(task: Path, tool: str, arguments: str) -> str:
+    """What the task's mock bank answers to a call (its own reply code, stdlib only)."""
+    env = str(task / "environment")
+    sys.path.insert(0, env)
+    try:
+        import mockreplies
+
+        responses = json.loads((task / "environment" / "responses.json").read_text())
+        try:
+            args = json.loads(arguments or "{}")
+        except json.JSONDecodeError:
+            args = {}
+        return json.dumps(mockreplies.mock_response(tool, args, responses))
+    finally:
+        sys.path.remove(env)
+        sys.modules.pop("mockreplies", None)
+        sys.modules.pop("toolschema", None)
+
+
+def first_turn(task: Path) -> tuple[list[dict], list[dict]]:
+    tools = json.loads((task / "environment" / "tools.json").read_text())
+    instruction = (task / "instruction.md").read_text()
+    return opening_messages(instruction, tools, "native"), tools
+
+
+Send = Callable[[dict[str, Any]], dict[str, Any]]
+
+
+def scenario_rows(send: Send, tail: TimingsTail, task: Path, tokens: int) -> list[dict]:
+    """The three requests of one scenario, each with its client figures and timings line."""
+    messages, tools = first_turn(task)
+    rows = []
+
+    def one(kind: str, body: dict[str, Any]) -> dict[str, Any]:
+        reply = send(body)
+        lines = tail.new()
+        row = {"kind": kind, "scenario": task.name, **reply,
+               "timing": lines[-1] if lines else None}
+        rows.append(row)
+        return row
+
+    guided = one("turn 1 guided",
+                 {"messages": messages, **request_params(tools, SWEEP_LOOP, step=1)})
+    free = {"messages": messages, **request_params(tools, SWEEP_LOOP, step=2)}
+    one("turn 1 free", {**free, "max_tokens": tokens, "min_tokens": tokens})
+    call = (guided.get("tool_calls") or [None])[0]
+    if call is not None:
+        history = messages + [
+            {"role": "assistant", "content": None, "tool_calls": [
+                {"id": "call-1", "type": "function",
+                 "function": {"name": call["name"], "arguments": call["arguments"]}}]},
+            {"role": "tool", "tool_call_id": "call-1",
+             "content": bank_reply(task, call["name"], call["arguments"])},
+        ]
+        one("turn 2", {"messages": history, **request_params(tools, SWEEP_LOOP, step=2)})
+    return rows
+
+
+def _median(values: list[float]) -> float | None:
+    return statistics.median(values) if values else None
+
+
+def _fmt(value: float | None, spec: str) -> str:
+    return "" if value is None else format(value, spec)
+
+
+def breakdown_table(rows: list[dict]) -> list[str]:
+    """One line per request kind: medians of its rows' parts (the worker's own timings)."""
+    out = ["| request | n | context | new tokens | wait ms | prefill ms | prefill tok/s | "
+           "decode tokens | decode ms/token | decode tok/s | worker ms | outside ms |",
+           "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    kinds = list(dict.fromkeys(r["kind"] for r in rows))
+    for kind in kinds:
+        timed = [r for r in rows if r["kind"] == kind and r["timing"] is not None
+                 and r["timing"].prefill_ms is not None]
+        t = [r["timing"] for r in timed]
+        if not t:
+            out.append(f"| {kind} | 0 | | | | | | | | | | |")
+            continue
+        wait = [x.first_token_ms - x.prefill_ms for x in t if x.first_token_ms is not None]
+        outside = [r["e2e_ms"] - r["timing"].worker_ms for r in timed]
+        out.append(
+            f"| {kind} | {len(t)} | {_fmt(_median([x.prompt_tokens for x in t]), '.0f')} | "
+            f"{_fmt(_median([x.prefill_tokens for x in t]), '.0f')} | "
+            f"{_fmt(_median(wait), '.0f')} | {_fmt(_median([x.prefill_ms for x in t]), '.0f')} | "
+            f"{_fmt(_median([x.prefill_rate for x in t if x.prefill_rate]), '.0f')} | "
+            f"{_fmt(_median([x.decode_tokens for x in t]), '.0f')} | "
+            f"{_fmt(_median([x.decode_ms_per_token for x in t if x.decode_rate]), '.1f')} | "
+            f"{_fmt(_median([x.decode_rate for x in t if x.decode_rate]), '.1f')} | "
+            f"{_fmt(_median([x.worker_ms for x in t]), '.0f')} | {_fmt(_median(outside), '.0f')} |")
+    return out
+
+
+def grammar_cost(rows: list[dict]) -> str:
+    """Decode ms per token with and without the grammar, same prompts, same engine."""
+    def per_token(kind: str) -> float | None:
+        return _median([r["timing"].decode_ms_per_token for r in rows
+                        if r["kind"] == kind and r["timing"] is not None
+                        and r["timing"].decode_rate])
+
+    def wait(kind: str) -> float | None:
+        return _median([r["timing"].first_token_ms - r["timing"].prefill_ms for r in rows
+                        if r["kind"] == kind and r["timing"] is not None
+                        and r["timing"].prefill_ms is not None
+                        and r["timing"].first_token_ms is not None])
+
+    g, f = per_token("turn 1 guided"), per_token("turn 1 free")
+    gw, fw = wait("turn 1 guided"), wait("turn 1 free")
+    if g is None or f is None:
+        return "grammar: not measured (no timed guided and free pair)"
+    wait_part = "" if gw is None or fw is None else f"; set-up before the first token " \
+        f"{gw:.0f} ms guided vs {fw:.0f} ms free"
+    return (f"grammar: decode {g:.1f} ms/token guided vs {f:.1f} ms/token free "
+            f"({g / f:.2f}×){wait_part}")
+
+
+def run_setting(stream: Callable[..., dict], state: Any, tasks: list[Path], rounds: int,
+                tokens: int) -> list[dict]:
+    """The tool prompt's first request, then `rounds` passes over the scenarios."""
+    tail = TimingsTail(state.state_dir)
+
+    def send(body: dict[str, Any]) -> dict[str, Any]:
+        return stream(state.base_url, state.model, body)
+
+    messages, tools = first_turn(tasks[0])
+    send({"messages": messages, "tools": tools, "tool_choice": "auto", "max_tokens": 1})
+    cold = tail.new()
+    rows = [{"kind": "tool prompt, first", "scenario": tasks[0].name, "e2e_ms": 0.0,
+             "timing": cold[-1] if cold else None}]
+    if rows[0]["timing"] is not None:
+        rows[0]["e2e_ms"] = rows[0]["timing"].worker_ms
+    for _ in range(rounds):
+        for task in tasks:
+            rows += scenario_rows(send, tail, task, tokens)
+    return rows
+
+
+def run(stream: Callable[..., dict], settings: list[str], limit: int, rounds: int,
+        tokens: int) -> None:
+    from bankbench.serve import api
+
+    with tempfile.TemporaryDirectory(prefix="bankbench-engine-") as tmp:
+        tasks = sweep_tasks(Path(tmp) / "tasks", limit)
+        for worker_args in settings:
+            started = time.perf_counter()
+            options = {"worker_args": worker_args, "prompt_cache": "true"}
+            with api.running("cpu-tiny", options=options) as state:
+                print(f"\n### worker args: {worker_args or '(defaults)'} "
+                      f"(stack up in {time.perf_counter() - started:.1f} s)", flush=True)
+                rows = run_setting(stream, state, tasks, rounds, tokens)
+            for line in breakdown_table(rows):
+                print(line)
+            print(grammar_cost(rows), flush=True)
