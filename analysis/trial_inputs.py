@@ -20,7 +20,6 @@ Missing or broken files add an `Issue` and leave the field empty; nothing here r
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +31,7 @@ from analysis.trajectory import Turn, conversation, read_trajectory, reply_count
 from contracts.conversation import CONVERSATION_FILE, ConversationEntry, read_conversation_log
 from contracts.expected import EXPECTED_FILE, Expected
 from contracts.intents import INTENTS_FILE, Acceptance, Intent, scored_attempt
+from contracts.tools import TOOLS_FILE, read_tools
 from contracts.tsq import RecordedCall, TsqDetails
 
 __all__ = ["BankCall", "Goal", "TrialInputs", "Turn", "intents_log", "read_scored_calls",
@@ -225,19 +225,14 @@ def _expected(expected: Expected | None, tsq: TsqDetails | None, trial_dir: Path
 
 
 def _known_tools(task: Path | None, issues: list[Issue]) -> list[str]:
-    if task is None or not (task / "environment" / "tools.json").is_file():
+    path = task / "environment" / TOOLS_FILE if task is not None else None
+    if path is None or not path.is_file():
         return []
     try:
-        data = json.loads((task / "environment" / "tools.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        issues.append(Issue(str(task / "environment" / "tools.json"), f"unreadable ({exc})"))
+        return [tool.function.name for tool in read_tools(path)]
+    except ValueError as exc:
+        issues.append(Issue(str(path), str(exc).removeprefix(f"{path}: ")))
         return []
-    names = []
-    for item in data if isinstance(data, list) else []:
-        function = item.get("function", item) if isinstance(item, dict) else {}
-        if isinstance(function, dict) and isinstance(function.get("name"), str):
-            names.append(function["name"])
-    return names
 
 
 def _read_text(path: Path) -> str | None:
