@@ -5,17 +5,25 @@ runs have, and its 95% interval comes from a bootstrap that draws one set of sce
 both runs at once. Quality is averaged per scenario first, then differenced
 (`paired_cluster_bootstrap_diff_ci` on one mean per scenario): every scenario weighs the same
 in both runs, so trials lost to infra failures in one run cannot shift the weights and pass
-for a quality difference. Per-request latency percentiles and the error rate are compared over
+for a quality difference. Per-request latency percentiles and the error rate are shown over
 the requests of the drawn scenarios (`paired_cluster_bootstrap_quantile_diff_ci`); those
 intervals are *within-run*: they resample the scenarios of these two runs and hold no
 run-to-run variation of the server (repeat the runs to see that).
 
 A compare prints many verdicts (metrics × levels × sources), so they are one family: a row is
 called better or worse only when its interval excludes 0 *and* Holm's step-down procedure over
-every verdict-bearing row of the table rejects "no difference" at 5 % (p from the bootstrap
-standard error, `bootstrap_p`); otherwise "no clear difference". Figures with no interval
-(pooled ITL gaps, throughput and concurrency over a run's window, token shares) show the delta
-and are not called.
+every test of the table rejects "no difference" at 5 %; otherwise "no clear difference". Each
+test is counted once: a quality row whose paired values are another's (TSQ and TSQ infra-as-0
+when no trial was lost) shares that row's test (`tested_with`). Quality's p comes from the
+bootstrap standard error (`bootstrap_p`); a request row's p, and its direction, from tests on
+each trial's own figure that hold trials of one scenario, and trials that shared the server at
+one moment, together (`analysis.metrics.signflip`): with requests treated as independent,
+identical runs were called different in 12-20 % of compares (benchmarks/compare_small_n.py
+measures the rule now). The request row's interval, of the pooled percentile, shows its scale. Beside each quality verdict stand the
+smallest difference the pair could have detected and "underpowered" where a 10-point one would
+be missed more than 20 % of the time (`analysis.metrics.power`, simulated through this rule).
+Figures with no interval (pooled ITL gaps, throughput and concurrency over a run's window,
+token shares) show the delta and are not called.
 """
 
 from __future__ import annotations
@@ -31,7 +39,9 @@ from analysis.metrics.base import (
 )
 from analysis.metrics.integrity import COLUMNS as INTEGRITY_COLUMNS
 from analysis.metrics.integrity import summary_key
+from analysis.metrics.power import DETECT, GRID, detectable, power_curve
 from analysis.metrics.quality import PAIRED_KEYS, values_for
+from analysis.metrics.signflip import paired_wave_tests
 
 COMPARE_KEYS = (
     "ttft_ms_p50", "ttft_ms_p99", "itl_ms_p50", "itl_ms_p99", "tpot_ms_p50", "e2e_ms_p50",
@@ -46,7 +56,8 @@ COMPARE_KEYS = (
 INTEGRITY_KEYS = {summary_key(c): c for c in INTEGRITY_COLUMNS}
 COLUMNS = ["level", "metric", "unit", "baseline", "source", "value", "delta", "delta_pct",
            "delta_ci_low", "delta_ci_high", "n_paired", "interval", "p_value", "holm_reject",
-           "verdict", "better"]
+           "verdict", "better", "tested_with", "detectable", "power_at", "power_note"]
+POWER_AT = 0.10  # the difference a quality verdict should see: 10 points of TSQ
 FAMILY_ALPHA = 0.05  # Holm, over every verdict-bearing row of one compare table
 QUALITY_INTERVAL = "per-scenario means, scenario bootstrap"
 REQUEST_INTERVAL = "within-run scenario bootstrap"
@@ -100,21 +111,27 @@ def verdict(low: float, high: float, larger_is_better: bool | None) -> tuple[str
 
 def compare_table(summary: pd.DataFrame, trials: pd.DataFrame | None = None,
                   requests: pd.DataFrame | None = None,
-                  keys: tuple[str, ...] = COMPARE_KEYS) -> pd.DataFrame:
+                  keys: tuple[str, ...] = COMPARE_KEYS, power: bool = True) -> pd.DataFrame:
     """Long table, one row per (level pair, metric, other source); see `COLUMNS`.
 
     With `trials` and `requests` (the tables behind `summary`), quality and request keys get a
-    paired interval and a verdict; without, or for other keys, the verdict stays empty."""
+    paired interval and a verdict; without, or for other keys, the verdict stays empty. A
+    quality row whose paired values are another row's (TSQ and TSQ infra-as-0 when nothing was
+    lost) is tested once, with that row (`tested_with`). With `power`, each quality verdict
+    gets the smallest difference the pair could have detected and its power at `POWER_AT`
+    (`analysis.metrics.power`)."""
     sources = list(dict.fromkeys(summary["source"]))
     if len(sources) < 2:
         return pd.DataFrame(columns=COLUMNS)
     baseline, rows = sources[0], []
+    spreads: dict[int, np.ndarray] = {}  # row → per-scenario differences (quality rows)
     indexed = summary.set_index(["source", "level"])
     for other in sources[1:]:
         for base_level, other_level, label in _pairs(summary, baseline, other):
             sides = ((baseline, base_level), (other, other_level))
             per_request = (_paired_requests(requests, keys, *sides) if requests is not None
                            else {})
+            tested: dict[bytes, str] = {}  # paired values → the metric that tested them
             for key in keys:
                 if key not in indexed.columns:
                     continue
@@ -127,77 +144,163 @@ def compare_table(summary: pd.DataFrame, trials: pd.DataFrame | None = None,
                        "baseline": a, "source": other, "value": b, "delta": b - a,
                        "delta_ci_low": np.nan, "delta_ci_high": np.nan, "n_paired": np.nan,
                        "interval": "", "p_value": np.nan, "holm_reject": False,
-                       "verdict": "", "better": None}
+                       "verdict": "", "better": None, "tested_with": "",
+                       "detectable": np.nan, "power_at": np.nan, "power_note": ""}
                 direction = metric.larger_is_better if metric else None
                 if trials is not None and key in PAIRED_KEYS:
-                    row |= _row(*_paired(trials, key, *sides), direction) | {
-                        "interval": QUALITY_INTERVAL}
+                    result, pair = _paired(trials, key, *sides)
+                    row |= _row(*result, direction) | {"interval": QUALITY_INTERVAL}
+                    fingerprint = pair.to_numpy().tobytes() + str(list(pair.index)).encode()
+                    if fingerprint in tested:
+                        row["tested_with"] = tested[fingerprint]
+                    elif row["verdict"]:
+                        tested[fingerprint] = key
+                        spreads[len(rows)] = (pair["other"] - pair["base"]).to_numpy()
                 elif key in per_request:
-                    row |= _row(*per_request[key], direction) | {"interval": REQUEST_INTERVAL}
+                    result, lean = per_request[key]
+                    row |= _row(*result, direction, lean=lean) | {"interval": REQUEST_INTERVAL}
                 delta = row["delta"]
                 row["delta_pct"] = delta / abs(a) * 100 if a and not np.isnan(a) else np.nan
                 rows.append(row)
-    return _family(pd.DataFrame(rows, columns=COLUMNS))
+    table = _family(pd.DataFrame(rows, columns=COLUMNS))
+    return _with_power(table, spreads) if power else table
+
+
+def _first_of(table: pd.DataFrame, index: int) -> int:
+    """The row a `tested_with` row shares its test with."""
+    return table[(table["level"] == table.at[index, "level"])
+                 & (table["source"] == table.at[index, "source"])
+                 & (table["metric"] == table.at[index, "tested_with"])].index[0]
 
 
 def _family(table: pd.DataFrame) -> pd.DataFrame:
-    """Holm over the rows that carry a verdict; a called difference must survive it."""
-    judged = table["verdict"].isin([BETTER, WORSE, UNCLEAR])
+    """Holm over the rows that carry a verdict, each test once; a called difference must
+    survive it. A row tested with another (`tested_with`) takes that row's outcome."""
+    twins = table["tested_with"] != ""
+    judged = table["verdict"].isin([BETTER, WORSE, UNCLEAR]) & ~twins
     rejected = pd.Series(holm(table.loc[judged, "p_value"].astype(float).tolist(),
                               FAMILY_ALPHA), index=table.index[judged], dtype=bool)
     table["holm_reject"] = rejected.reindex(table.index, fill_value=False).astype(bool)
-    lost = table["verdict"].isin([BETTER, WORSE]) & ~table["holm_reject"]
+    lost = table["verdict"].isin([BETTER, WORSE]) & ~table["holm_reject"] & ~twins
     table.loc[lost, "verdict"] = UNCLEAR
+    table["better"] = table["better"].astype(object)  # all-called tables read as bool
     table.loc[lost, "better"] = None
+    for index in table.index[twins]:
+        first = _first_of(table, index)
+        for column in ("holm_reject", "verdict", "better"):
+            table.at[index, column] = table.at[first, column]
+    return table
+
+
+def _with_power(table: pd.DataFrame, spreads: dict[int, np.ndarray]) -> pd.DataFrame:
+    """Beside each quality verdict: the smallest difference detected DETECT of the time by
+    this family's rule (called in its direction, past Holm's first step: the level a lone true
+    difference must pass), the power at POWER_AT, and "underpowered" below DETECT there."""
+    tests = table["verdict"].isin([BETTER, WORSE, UNCLEAR]) & (table["tested_with"] == "")
+    m = max(1, int((tests & table["p_value"].notna()).sum()))
+
+    for index, differences in spreads.items():
+        n = len(differences)
+
+        def called(low: float, high: float, p: float) -> bool:
+            text, _ = verdict(low, high, True)
+            return text == BETTER and p <= FAMILY_ALPHA / m
+
+        # Under MIN_PAIRED_SCENARIOS nothing is called, whatever the difference.
+        curve = (power_curve(differences, called) if n >= MIN_PAIRED_SCENARIOS
+                 else np.zeros(len(GRID)))
+        at = float(curve[GRID.index(POWER_AT)])
+        table.at[index, "detectable"] = detectable(GRID, curve)
+        table.at[index, "power_at"] = at
+        if at < DETECT:
+            table.at[index, "power_note"] = (f"underpowered: a {POWER_AT * 100:.0f}-point "
+                                             f"difference is missed {1 - at:.0%} of the time")
+    for index in table.index[table["tested_with"] != ""]:
+        first = _first_of(table, index)
+        for column in ("detectable", "power_at", "power_note"):
+            table.at[index, column] = table.at[first, column]
     return table
 
 
 def _paired(trials: pd.DataFrame, key: str, base: tuple[str, int], other: tuple[str, int]
-            ) -> tuple[float, float, float, int, float]:
-    def side(source: str, level: int) -> tuple[np.ndarray, np.ndarray]:
+            ) -> tuple[tuple[float, float, float, int, float], pd.DataFrame]:
+    """The paired interval of `key`, and the per-scenario means behind it (`base`, `other`
+    columns, one row per paired scenario)."""
+    def side(source: str, level: int) -> pd.Series:
         rows = trials[(trials["source"] == source) & (trials["level"] == level)]
         values, scenarios = values_for(rows, key) or (np.zeros(0), np.zeros(0, dtype=object))
         # One mean per scenario, so repeats (and repeats lost to failures) change no weight.
-        means = pd.Series(values).groupby(pd.Series(scenarios, dtype=object)).mean().dropna()
-        return means.to_numpy(dtype=float), means.index.to_numpy(dtype=object)
+        return pd.Series(values).groupby(pd.Series(scenarios, dtype=object)).mean().dropna()
 
-    return paired_cluster_bootstrap_diff_ci(*side(*base), *side(*other))
+    b, o = side(*base), side(*other)
+    result = paired_cluster_bootstrap_diff_ci(b.to_numpy(dtype=float),
+                                              b.index.to_numpy(dtype=object),
+                                              o.to_numpy(dtype=float),
+                                              o.index.to_numpy(dtype=object))
+    common = b.index.intersection(o.index)
+    return result, pd.DataFrame({"base": b.loc[common], "other": o.loc[common]})
 
 
 def _paired_requests(requests: pd.DataFrame, keys: tuple[str, ...], base: tuple[str, int],
                      other: tuple[str, int]
-                     ) -> dict[str, tuple[float, float, float, int, float]]:
-    """Paired differences of every `REQUEST_KEYS` key asked for; the percentiles of one
-    column share one bootstrap pass."""
-    def side(source: str, level: int, column: str) -> tuple[np.ndarray, np.ndarray]:
+                     ) -> dict[str, tuple[tuple[float, float, float, int, float], float]]:
+    """Paired differences of every `REQUEST_KEYS` key asked for: the difference of the pooled
+    figures with its scenario-bootstrap interval (its scale, within-run), and p with the
+    direction it leans from the trial and time-block tests (`analysis.metrics.signflip`), which
+    hold their level where the bootstrap's p does not (a few scenarios, heavy tails, a few slow
+    trials, co-running trials: benchmarks/compare_small_n.py). The percentiles of one column
+    share one bootstrap pass."""
+    def side(source: str, level: int, column: str) -> pd.DataFrame:
         rows = requests[(requests["source"] == source) & (requests["level"] == level)]
         if "measured" in rows:  # as in the summary: the system under test's calls only
             rows = rows[rows["measured"].astype(bool)]
         if column == "failed":  # error rate: every request, 1 when it failed
-            return (~rows["ok"].astype(bool)).to_numpy(float), rows["scenario_id"].to_numpy()
-        rows = rows[rows["ok"].astype(bool)]
-        return rows[column].to_numpy(dtype=float), rows["scenario_id"].to_numpy()
+            values = (~rows["ok"].astype(bool)).to_numpy(float)
+        else:
+            rows = rows[rows["ok"].astype(bool)]
+            values = rows[column].to_numpy(dtype=float)
+        return pd.DataFrame({
+            "scenario_id": rows["scenario_id"].to_numpy(),
+            # Without trial names or start stamps (hand-made tables), a scenario is one unit.
+            "trial": (rows["trial"] if "trial" in rows else rows["scenario_id"]).to_numpy(),
+            "start_unix_ns": (rows["start_unix_ns"].to_numpy(dtype=float)
+                              if "start_unix_ns" in rows else np.zeros(len(rows))),
+            "value": values})
 
     by_column: dict[str, list[str]] = {}
     for key in keys:
         if key in REQUEST_KEYS:
             by_column.setdefault(REQUEST_KEYS[key][0], []).append(key)
-    out: dict[str, tuple[float, float, float, int, float]] = {}
+    out: dict[str, tuple[tuple[float, float, float, int, float], float]] = {}
+    wave = max(base[1], other[1])  # trials that ran together at this concurrency
     for column, wanted in by_column.items():
-        data = (*side(*base, column), *side(*other, column))
-        if REQUEST_KEYS[wanted[0]][1] is None:  # a share: the mean of 0/1 per request
-            out[wanted[0]] = paired_cluster_bootstrap_diff_ci(*data)
-            continue
-        qs = tuple(float(REQUEST_KEYS[k][1] or 0) for k in wanted)
-        found = paired_cluster_bootstrap_quantile_diff_ci(*data, qs,
-                                                          resamples=QUANTILE_RESAMPLES)
-        out.update(zip(wanted, found, strict=True))
+        b, o = side(*base, column), side(*other, column)
+        data = (b["value"].to_numpy(), b["scenario_id"].to_numpy(), o["value"].to_numpy(),
+                o["scenario_id"].to_numpy())
+        qs = tuple(REQUEST_KEYS[k][1] for k in wanted)
+        tested = paired_wave_tests(b, o, qs, wave)
+        if qs[0] is None:  # a share: the mean of 0/1 per request
+            found = [paired_cluster_bootstrap_diff_ci(*data)]
+        else:
+            found = paired_cluster_bootstrap_quantile_diff_ci(
+                *data, tuple(float(q or 0) for q in qs), resamples=QUANTILE_RESAMPLES)
+        out.update(zip(wanted, [((d, lo, hi, n, p), lean) for (d, lo, hi, n, _), (p, lean, _)
+                                in zip(found, tested, strict=True)], strict=True))
     return out
 
 
 def _row(diff: float, low: float, high: float, n: int, p: float,
-         larger_is_better: bool | None) -> dict[str, object]:
-    text, better = verdict(low, high, larger_is_better)
+         larger_is_better: bool | None, lean: float | None = None) -> dict[str, object]:
+    """A row's delta, interval and verdict before the family's correction. With `lean` (a
+    request row: the direction its sign-flip test leans), the verdict follows the test, and
+    the interval, of the pooled figure, only shows its scale."""
+    if lean is None:
+        text, better = verdict(low, high, larger_is_better)
+    elif larger_is_better is None or np.isnan(p) or lean == 0:
+        text, better = ("" if larger_is_better is None else UNCLEAR), None
+    else:
+        better = (lean > 0) == larger_is_better
+        text = BETTER if better else WORSE
     if n and text and n < MIN_PAIRED_SCENARIOS:  # outside the family Holm corrects
         text, better = TOO_FEW, None
     # Over the scenarios both runs have; for quality, the mean of per-scenario differences.

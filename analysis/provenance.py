@@ -14,7 +14,9 @@ Read per (source, level) from the tasks the trials ran (each trial's task folder
 layer found it, `Tables.task_dirs`; `analysis.task_folder` reads it): the task's `task.toml
 [metadata]` carries `dataset`, `dataset_revision`, `labels` (method@version) and `mode`, and
 its `tests/expected.json` may carry `labels.quality` (the label method's quality as measured on
-the held-out gold sets it names) and `gold_perfect` (what an agent making exactly the gold
+each held-out gold set it names; the label-quality cell says "unknown for this dataset" where
+the data has no gold, then the range over those sets with each set's interval) and
+`gold_perfect` (what an agent making exactly the gold
 calls scores against this task's labels, computed by the builder only when the dataset has gold
 labels). A level's gold-perfect figures average the scenarios it ran; one scenario without them
 makes the level's "not measured": no figure from other data stands in. A sweep's `sweep.json`
@@ -33,9 +35,12 @@ import pandas as pd
 
 from analysis.metrics.quality import GOLD_PERFECT_KEYS, gold_perfect_figures
 from analysis.task_folder import NOT_MEASURED, UNKNOWN, TaskProvenance, read_task
+from contracts.expected import LabelsQuality
 from contracts.sweep import SweepManifest
 
 SAMPLE_FALLBACK = "bundled sample (hub unreachable)"
+UNKNOWN_HERE = "unknown for this dataset (no gold)"
+GOLD_HERE = "this dataset has gold: see the gold-perfect figures"
 NO_CUSTOMER = "none (single-turn)"
 # What TSQ is measured against: runs that differ here measure with different sticks (in
 # conversation mode the simulated customer is part of the stick: it decides what is asked).
@@ -118,14 +123,38 @@ def _summarise(found: list[TaskProvenance], manifest: SweepManifest | None) -> d
     revision = _one([p.dataset_revision for p in found])
     f1s = {p.heldout_f1 for p in found}
     f1 = next(iter(f1s)) if len(f1s) == 1 else None
+    has_gold = all(p.gold_perfect is not None for p in found)
     return {
         "dataset": _one([p.dataset for p in found]),
         "dataset_source": dataset_source(revision, manifest),
         "dataset_revision": revision, "labels": _one([p.labels for p in found]),
-        "label_quality": _one([p.label_quality for p in found]),
+        "label_quality": _one([label_quality(p.quality, has_gold) for p in found]),
         "label_heldout_f1": np.nan if f1 is None else f1, "mode": _one([p.mode for p in found]),
         **_gold_perfect_summary(found),
     }
+
+
+def label_quality(quality: LabelsQuality | None, has_gold: bool) -> str:
+    """The label-quality cell: what is known of these labels on this data, then elsewhere.
+
+    On data without gold (the hub) the labels' quality is unknown, and the cell says so before
+    the range over the held-out sets where it was measured, each with its interval; one figure
+    from one set would read as a property of this data. Where the data has gold, the
+    gold-perfect figures beside each TSQ measure these very labels."""
+    if quality is None:
+        return NOT_MEASURED
+    here = GOLD_HERE if has_gold else UNKNOWN_HERE
+    if not quality.sets:  # written before per-set figures: the one figure, and where from
+        return (f"{here}; elsewhere held-out micro F1 {quality.heldout_micro_f1:.3f}, goals "
+                f"exact {quality.heldout_goal_exact:.3f} ({quality.measured_with})")
+    low = min(s.goal_f1 for s in quality.sets)
+    high = max(s.goal_f1 for s in quality.sets)
+    each = "; ".join(
+        f"{s.gold_set} {s.goal_f1:.3f} [{s.goal_f1_low:.3f}, {s.goal_f1_high:.3f}]"
+        + (" clean" if s.clean else "") + (", own tools" if s.own_tools else "")
+        for s in quality.sets)
+    return (f"{here}; elsewhere goal F1 {low:.2f}-{high:.2f} over {len(quality.sets)} "
+            f"held-out sets ({each})")
 
 
 def _gold_perfect_summary(found: list[TaskProvenance]) -> dict[str, Any]:

@@ -204,10 +204,16 @@ def render_markdown(tables: Tables, summary: pd.DataFrame, comparison: pd.DataFr
         parts += [f"**{metric.label}**", "",
                   section(summary, {f"{metric.key}_{s}": s for s in stats}), ""]
     parts += ["## Throughput and concurrency", "", section(summary, labels(
-        *(m.key for m in (throughput.WINDOW, throughput.OUTPUT_THROUGHPUT,
+        *(m.key for m in (throughput.WINDOW, throughput.STEADY, throughput.RESUMED,
+                          throughput.OUTPUT_THROUGHPUT,
                           throughput.REQUEST_THROUGHPUT, throughput.CONFIGURED_CONCURRENCY,
                           throughput.ACHIEVED_CONCURRENCY, throughput.TRIAL_CONCURRENCY,
+                          throughput.ACHIEVED_SHARE,
                           counts.REQUESTS, throughput.ERROR_RATE, counts.TOKEN_COUNTS)))), "",
+        "Rates, in-flight figures and the request percentiles above are over each level's "
+        "measured window: every run of the level from warm-up end to drain start (steady "
+        "state), the pause of a resume left out; a level without such a stretch (`steady` "
+        "no) is measured over its whole runs. Definitions: *Metric definitions*.", "",
         "Tokens counted by `server`: its usage; `client`: the agent's `--ak tokenizer` for a "
         "server that sends no usage (message text and tool schemas, without the chat "
         "template's tokens); `unknown`: neither, and token figures stay empty.", ""]
@@ -247,12 +253,17 @@ def _comparison(comparison: pd.DataFrame, baseline: str, mixed: Sequence[str]) -
             if m else "" for lo, hi, m in zip(comparison["delta_ci_low"],
                                               comparison["delta_ci_high"],
                                               comparison["verdict"] != "", strict=True)])
+    shown = shown.assign(sees=[_could_see(row) for _, row in comparison.iterrows()])
     shown = shown[["level", "metric", "unit", "baseline", "source", "value", "delta",
-                   "delta_pct", "ci", "interval", "n_paired", "verdict"]]
-    n_family = int(comparison["p_value"].notna().sum())
+                   "delta_pct", "ci", "interval", "n_paired", "verdict", "sees"]]
+    tests = comparison["p_value"].notna()
+    if "tested_with" in comparison:
+        tests &= comparison["tested_with"].fillna("") == ""
+    n_family = int(tests.sum())
     return [f"## Comparison against {baseline}", "",
             table(shown, ["level", "metric", "unit", baseline, "source", "value", "Δ", "Δ %",
-                          "Δ 95% CI (paired)", "interval", "paired scenarios", "verdict"]), "",
+                          "Δ 95% CI (paired)", "interval", "paired scenarios", "verdict",
+                          "could detect (80 %)"]), "",
             "Rows are paired by scenario (and level): Δ is over the scenarios both "
             "runs have, its interval from a bootstrap drawing the same scenarios for both. "
             "Quality is averaged per scenario before differencing, so every scenario weighs "
@@ -270,8 +281,28 @@ def _comparison(comparison: pd.DataFrame, baseline: str, mixed: Sequence[str]) -
             "called either way; nor is any row over fewer than "
             f"{MIN_PAIRED_SCENARIOS} paired scenarios (*{TOO_FEW}*), where the rule "
             "calls a difference that is not there far more often than 5 % "
-            "(benchmarks/compare_small_n.py)."
+            "(benchmarks/compare_small_n.py). A quality row whose paired values are another "
+            "row's (TSQ with infra failures as 0 when none was lost) is that row's test, counted "
+            "once. Latency, error-rate and integrity verdicts come from two tests on each "
+            "trial's own figure that must both reject: trial against trial, and blocks of the "
+            "trials that ran together (docs/analysis.md); with few blocks nothing is called, "
+            "and their interval only shows the scale. *could detect (80 %)*: beside each quality verdict, the "
+            "smallest difference this pair would have called 80 % of the time, simulated "
+            "through the same rule from the pair's own scenario-to-scenario spread, and "
+            "*underpowered* where a 10-point difference would be missed more than 20 % of the "
+            "time — then *no clear difference* says little."
             + (" Runs differ in: " + "; ".join(mixed) + "." if mixed else ""), ""]
+
+
+def _could_see(row: pd.Series) -> str:
+    """A quality row's power cell: the smallest difference it detects, and whether a
+    10-point one would mostly be missed."""
+    if pd.isna(row.get("power_at")):
+        return ""
+    found = row.get("detectable")
+    text = "none up to 0.8" if pd.isna(found) else f"{found:.2f}"
+    note = row.get("power_note") or ""
+    return f"{text}; underpowered" if note.startswith("underpowered") else text
 
 
 def _provenance(tables: Tables) -> str:

@@ -293,8 +293,10 @@ def _add_trial_aggregates(trials: pd.DataFrame, requests: pd.DataFrame,
     trials["tpot_ms_mean"] = mean(requests["tpot_ms"])
     trials["output_tps_per_user_mean"] = mean(requests["output_tps_per_user"])
     order = trials.sort_values(["started_at", "trial"], na_position="last").index
+    # Per level, not per job: a level's extra passes (c<level>.p<n>) add repeats to it.
     trials.loc[order, "repeat"] = (
-        trials.loc[order].groupby(["source", "job", "scenario_id"]).cumcount() + 1)
+        trials.loc[order].groupby(["source", "level", "scenario_id"], dropna=False)
+        .cumcount() + 1)
     trials["repeat"] = trials["repeat"].astype(int) if n else trials["repeat"]
     return trials
 

@@ -5,7 +5,8 @@ relative to where Harbor ran); a sweep also records its task folder. `find_task_
 finder: the reading layer calls it once per trial and every post-pass takes its answer. The
 task's `task.toml [metadata]` (`contracts.task.TaskMetadata`) carries dataset, revision, labels
 and instruction mode; its `tests/expected.json` may carry `labels.quality` (the label method's
-measured held-out quality) and `gold_perfect` (the gold-perfect agent's scores on this task).
+measured held-out quality, per held-out set) and `gold_perfect` (the gold-perfect agent's
+scores on this task).
 Everything is read leniently: a task folder that is gone leaves "unknown", never an error.
 """
 
@@ -28,9 +29,12 @@ class TaskProvenance:
     dataset_revision: str = UNKNOWN
     labels: str = UNKNOWN
     mode: str = UNKNOWN
-    heldout_f1: float | None = None
-    label_quality: str = NOT_MEASURED
+    quality: LabelsQuality | None = None  # the label method's measured held-out quality
     gold_perfect: GoldPerfect | None = None
+
+    @property
+    def heldout_f1(self) -> float | None:
+        return None if self.quality is None else self.quality.heldout_micro_f1
 
 
 def find_task_dir(trial_dir: Path, scenario: str, tasks_dir: str | Path | None = None
@@ -70,10 +74,9 @@ def read_task(task_dir: Path) -> TaskProvenance | None:
     if meta is None:
         return None
     expected = task_dir / "tests" / EXPECTED_FILE
-    f1, quality = _label_quality(expected)
     return TaskProvenance(
         dataset=meta.dataset or UNKNOWN, dataset_revision=meta.dataset_revision,
-        labels=meta.labels, mode=meta.mode or UNKNOWN, heldout_f1=f1, label_quality=quality,
+        labels=meta.labels, mode=meta.mode or UNKNOWN, quality=_label_quality(expected),
         gold_perfect=_gold_perfect(expected))
 
 
@@ -86,16 +89,11 @@ def _gold_perfect(path: Path) -> GoldPerfect | None:
         return None
 
 
-def _label_quality(path: Path) -> tuple[float | None, str]:
-    """(held-out micro F1, one-line description) from `labels.quality` (read through
-    `contracts.expected.LabelsQuality`); absent or unreadable → not measured."""
+def _label_quality(path: Path) -> LabelsQuality | None:
+    """`labels.quality` (read through `contracts.expected.LabelsQuality`); absent or
+    unreadable → None (not measured)."""
     try:
         labels = json.loads(path.read_text(encoding="utf-8")).get("labels")
-        quality = LabelsQuality.model_validate(labels["quality"])
+        return LabelsQuality.model_validate(labels["quality"])
     except (OSError, UnicodeDecodeError, ValueError, AttributeError, KeyError, TypeError):
-        return None, NOT_MEASURED  # ValidationError is a ValueError
-    text = (f"held-out micro F1 {quality.heldout_micro_f1:.3f}, goals exact "
-            f"{quality.heldout_goal_exact:.3f}")
-    if quality.measured_with:
-        text += f" ({quality.measured_with})"
-    return quality.heldout_micro_f1, text
+        return None  # ValidationError is a ValueError

@@ -1,58 +1,260 @@
-"""How often `bankbench report --compare` would call a difference that is not there, by the
-number of scenarios both runs share: the false-call rate of the quality verdict rule (paired
-scenario bootstrap interval excludes 0 and p < 5 %) under the null, through the same code the
-report runs (`paired_cluster_bootstrap_diff_ci`, `compare.verdict`). It sets the fewest
-paired scenarios below which the compare refuses to call a verdict (`MIN_PAIRED_SCENARIOS`).
+"""How often `bankbench report --compare` calls a difference that is not there, and how often
+it sees one that is, through the code the report runs (`analysis.compare.compare_table` on
+simulated trials and requests tables: every verdict row, Holm over the whole family).
 
-Two null models, per scenario one mean per run, both runs drawn from the same distribution:
-- `normal`: scenario difficulty N(0.6, 0.2) plus run noise N(0, 0.15);
-- `discrete`: a TSQ-like score in {0, 1/3, 1/2, 2/3, 1} whose odds depend on the scenario.
+Quality (TSQ-like scores in {0, 1/3, 1/2, 2/3, 1}, each scenario with its own odds):
+- false-difference rate: two runs of one agent, share of compares calling any quality row;
+- detection of a 15-point TSQ drop, made two ways: `trials` (each trial of the worse run
+  loses its decisions, scored 0, with the probability that drops the mean by 0.15) and
+  `scenarios` (a share of scenarios switch to a wrong trajectory, scored 0 on every trial);
+- then one compare of each design with its power figures: the smallest difference it could
+  have detected and "underpowered" where a 10-point one is missed > 20 % of the time.
 
-    python benchmarks/compare_small_n.py [--sims 400]
+Latency (identical runs; share of compares calling any latency row), hard cases named:
+`iid` (lognormal per request), `heavy` (Pareto tails, alpha 1.5), `slow-trials` (5 % of trials
+3-8x slower), `counts` (1-15 requests per trial, slow trials up to 20 more), `co-running`
+(trials that run together, a wave of the concurrency, share a load factor, sd 0.3 in log),
+`all` (every one of these at once), and `drift` (the server's speed drifts across waves,
+AR(1) 0.8, sd 0.3): the one the tests do not claim to hold, printed apart. Worst case over
+the claimed models last.
+
+The single-row rule alone, before Holm, by the number of paired scenarios (what sets the
+fewest scenarios a verdict is called on, `MIN_PAIRED_SCENARIOS`): `--by-n`, on a normal and a
+discrete null model.
+
+    python benchmarks/compare_small_n.py [--sims 200] [--quick]
+    python benchmarks/compare_small_n.py --by-n [--sims 400]
 """
 
 from __future__ import annotations
 
 import argparse
+import sys
+import time
+from pathlib import Path
 
 import numpy as np
+import pandas as pd
 
-from analysis.compare import BETTER, WORSE, verdict
-from analysis.metrics.base import paired_cluster_bootstrap_diff_ci
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import analysis.compare  # noqa: E402
+from analysis.compare import BETTER, REQUEST_KEYS, WORSE, compare_table, verdict  # noqa: E402
+from analysis.metrics.base import paired_cluster_bootstrap_diff_ci  # noqa: E402
+from analysis.metrics.quality import PAIRED_KEYS  # noqa: E402
 
 LEVELS = np.array([0.0, 1 / 3, 0.5, 2 / 3, 1.0])
+QUALITY_KEYS = ("tsq_mean", "tsq_infra0_mean", "solved_mean", "solved_infra0_mean",
+                "param_validity_mean")
+# The request rows a compare of latency calls (the tool-call integrity classes are request
+# rows too; these runs make no tool-call failures to classify).
+LATENCY_KEYS = ("ttft_ms_p50", "ttft_ms_p99", "e2e_ms_p50", "e2e_ms_p99", "tpot_ms_p50",
+                "output_tps_per_user_p50", "error_rate")
+KEYS = (*LATENCY_KEYS, *QUALITY_KEYS)
+MODELS: dict[str, dict] = {
+    "iid": {},
+    "heavy": {"heavy": True},
+    "slow-trials": {"p_slow": 0.05},
+    "counts": {"counts": True, "p_slow": 0.05},
+    "co-running": {"wave_sd": 0.3},
+    "all": {"heavy": True, "counts": True, "p_slow": 0.05, "wave_sd": 0.3},
+}
+NOT_CLAIMED = {"drift": {"wave_sd": 0.3, "rho": 0.8}}
+# (scenarios, attempts, concurrency): the offline sample with one and three attempts (14 and
+# 11 waves of trials run together), and 50 scenarios at concurrency 4 (13 waves).
+DESIGNS = ((14, 1, 1), (14, 3, 4), (50, 1, 4))
 
 
-def _draw(model: str, n: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+def _waves(rng: np.random.Generator, n: int, model: dict) -> np.ndarray:
+    """Per wave, the server's load factor (1 when the model has none)."""
+    sd, rho = model.get("wave_sd", 0.0), model.get("rho", 0.0)
+    noise = rng.normal(0, sd, n)
+    level = np.empty(n)
+    for w in range(n):
+        level[w] = noise[w] if w == 0 else rho * level[w - 1] + np.sqrt(1 - rho ** 2) * noise[w]
+    return np.exp(level)
+
+
+def run_tables(rng: np.random.Generator, source: str, odds: np.ndarray, base_ms: np.ndarray,
+               repeats: int, concurrency: int, model: dict, lost: float = 0.0,
+               broken: np.ndarray | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """One run's trials and requests tables. Harbor's queue order: every scenario's first
+    attempt, then every second; `concurrency` trials at a time (a wave)."""
+    n = len(odds)
+    order = [(s, r) for r in range(repeats) for s in range(n)]
+    load = _waves(rng, len(order) // concurrency + 1, model)
+    trials, requests = [], []
+    for k, (s, r) in enumerate(order):
+        name = f"{source}-{s:03d}-{r}"
+        tsq = float(rng.choice(LEVELS, p=odds[s]))
+        if rng.random() < lost or (broken is not None and broken[s]):
+            tsq = 0.0
+        trials.append({"source": source, "level": concurrency, "scenario_id": f"s{s:03d}",
+                       "trial": name, "status": "scored", "in_quality": True, "tsq": tsq,
+                       "precision": tsq, "recall": tsq, "solved": float(tsq == 1.0),
+                       "param_validity": 1.0})
+        slow = rng.random() < model.get("p_slow", 0.0)
+        factor = (rng.uniform(3, 8) if slow else 1.0) * load[k // concurrency]
+        calls = int(rng.integers(1, 16)) + (int(rng.integers(0, 21)) if slow else 0) \
+            if model.get("counts") else 6
+        for j in range(calls):
+            noise = (1 + rng.pareto(1.5)) * 0.6 if model.get("heavy") else rng.lognormal(0, 0.3)
+            ttft = base_ms[s] * factor * noise
+            tpot = 20 * np.sqrt(factor) * rng.lognormal(0, 0.15)
+            requests.append({"source": source, "level": concurrency, "scenario_id": f"s{s:03d}",
+                             "trial": name, "start_unix_ns": k * 10 ** 9 + j, "measured": True,
+                             "ok": rng.random() > 0.01, "ttft_ms": ttft,
+                             "e2e_ms": ttft + rng.integers(20, 200) * tpot, "tpot_ms": tpot,
+                             "output_tps_per_user": 1000 / tpot})
+    return pd.DataFrame(trials), pd.DataFrame(requests)
+
+
+def summary_of(trials: pd.DataFrame, requests: pd.DataFrame) -> dict[str, float]:
+    """The summary columns compare_table shows (its verdicts come from the tables)."""
+    ok = requests[requests["ok"]]
+    row = {key: float(np.percentile(ok[REQUEST_KEYS[key][0]], REQUEST_KEYS[key][1]))
+           for key in LATENCY_KEYS if REQUEST_KEYS[key][1] is not None}
+    row["error_rate"] = float((~requests["ok"]).mean())
+    row |= {key: float(trials[PAIRED_KEYS[key][0]].mean()) for key in QUALITY_KEYS}
+    return row
+
+
+def one_compare(rng: np.random.Generator, design: tuple[int, int, int], model: dict,
+                drop: str | None = None, power: bool = False, keys: tuple[str, ...] = KEYS
+                ) -> pd.DataFrame:
+    n, repeats, concurrency = design
+    odds = rng.dirichlet(np.ones(len(LEVELS)), n)
+    base_ms = rng.lognormal(np.log(200), 0.5, n)  # long prompts are slow: a scenario's own
+    mean = float((odds @ LEVELS).mean())
+    kwargs: dict = {}
+    if drop == "trials":
+        kwargs["lost"] = min(1.0, 0.15 / mean)
+    elif drop == "scenarios":
+        kwargs["broken"] = rng.random(n) < min(1.0, 0.15 / mean)
+    sides = [run_tables(rng, "a", odds, base_ms, repeats, concurrency, model),
+             run_tables(rng, "b", odds, base_ms, repeats, concurrency, model, **kwargs)]
+    trials = pd.concat([t for t, _ in sides], ignore_index=True)
+    requests = pd.concat([r for _, r in sides], ignore_index=True)
+    summary = pd.DataFrame([{"source": src, "level": concurrency, **summary_of(t, r)}
+                            for src, (t, r) in zip("ab", sides, strict=True)])
+    return compare_table(summary, trials, requests, keys=keys, power=power)
+
+
+def label(design: tuple[int, int, int]) -> str:
+    n, repeats, concurrency = design
+    return f"{n}x{repeats} c{concurrency}"
+
+
+def called(table: pd.DataFrame, keys: tuple[str, ...]) -> pd.Series:
+    rows = table[table["metric"].isin(keys)]
+    return rows.set_index("metric")["verdict"].isin([BETTER, WORSE])
+
+
+def rate(hits: int, sims: int) -> str:
+    # Wilson 95 % interval
+    p, z = hits / sims, 1.96
+    centre = (p + z * z / (2 * sims)) / (1 + z * z / sims)
+    half = z * np.sqrt(p * (1 - p) / sims + z * z / (4 * sims * sims)) / (1 + z * z / sims)
+    return f"{p:.3f} [{max(0.0, centre - half):.3f}, {min(1.0, centre + half):.3f}]"
+
+
+def quality(sims: int, designs) -> None:
+    print(f"quality, {sims} simulated compares per cell (Holm over the whole family, "
+          f"{len(KEYS)} rows; TSQ and TSQ infra-as-0 tested once)")
+    print(f"{'design':>8}  {'false difference':>22}  {'15-pt drop (trials)':>22}  "
+          f"{'15-pt drop (scenarios)':>24}")
+    for design in designs:
+        cells = []
+        for drop in (None, "trials", "scenarios"):
+            rng = np.random.default_rng(sum(design))
+            hits = 0
+            for _ in range(sims):
+                table = one_compare(rng, design, MODELS["iid"], drop)
+                if drop is None:
+                    hits += bool(called(table, QUALITY_KEYS).any())
+                else:
+                    row = table[table["metric"] == "tsq_mean"].iloc[0]
+                    hits += row["verdict"] == WORSE
+            cells.append(rate(hits, sims))
+        print(f"{label(design):>8}  {cells[0]:>22}  {cells[1]:>22}  {cells[2]:>24}", flush=True)
+    print("\nwhat one compare of each design says beside its TSQ verdict (a 15-point drop, "
+          "made by trials):")
+    for design in designs:
+        row = one_compare(np.random.default_rng(7), design, MODELS["iid"], "trials",
+                          power=True).set_index("metric").loc["tsq_mean"]
+        found = "none up to 1.0" if np.isnan(row["detectable"]) else f"{row['detectable']:.2f}"
+        print(f"{label(design):>8}  verdict {row['verdict']!r}; detects {found} 80 % of the time; "
+              f"power at 0.10 {row['power_at']:.2f}; {row['power_note'] or 'not underpowered'}",
+              flush=True)
+
+
+def latency(sims: int, designs) -> None:
+    print(f"\nlatency, identical runs, {sims} simulated compares per cell: share calling any "
+          f"of {len(LATENCY_KEYS)} latency rows (Holm over those rows alone: the smallest "
+          "family, the most lenient)")
+    print(f"{'model':<12}" + "".join(f"{label(d):>24}" for d in designs))
+    worst = (0.0, "")
+    for index, (name, model) in enumerate({**MODELS, **NOT_CLAIMED}.items()):
+        cells = []
+        for design in designs:
+            rng = np.random.default_rng(100 * index + sum(design))
+            hits = sum(bool(called(one_compare(rng, design, model, keys=LATENCY_KEYS),
+                                   LATENCY_KEYS).any()) for _ in range(sims))
+            cells.append(rate(hits, sims))
+            if name in MODELS and hits / sims >= worst[0]:
+                worst = (hits / sims, f"{name} at {label(design)}")
+        note = "  (not claimed: a server drifting over a run)" if name in NOT_CLAIMED else ""
+        print(f"{name:<12}" + "".join(f"{c:>24}" for c in cells) + note, flush=True)
+    print(f"\nfalse-difference rate of latency rows, worst case over the claimed models: "
+          f"{worst[0]:.3f} ({worst[1]})")
+
+
+def _null_pair(model: str, n: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
     if model == "normal":
         difficulty = rng.normal(0.6, 0.2, n)
         return difficulty + rng.normal(0, 0.15, n), difficulty + rng.normal(0, 0.15, n)
     odds = rng.dirichlet(np.ones(len(LEVELS)), n)
-    pick = lambda: np.array([rng.choice(LEVELS, p=p) for p in odds])  # noqa: E731
-    return pick(), pick()
+    return tuple(np.array([rng.choice(LEVELS, p=p) for p in odds]) for _ in range(2))
 
 
-def false_call_rate(model: str, n: int, sims: int, seed: int = 0) -> float:
-    rng = np.random.default_rng(seed)
-    called = 0
-    ids = np.array([f"s{i}" for i in range(n)], dtype=object)
-    for sim in range(sims):
-        base, other = _draw(model, n, rng)
-        _, low, high, _, p = paired_cluster_bootstrap_diff_ci(base, ids, other, ids, seed=sim)
-        text, _ = verdict(low, high, True)
-        called += text in (BETTER, WORSE) and p < 0.05
-    return called / sims
+def by_n(sims: int) -> None:
+    print(f"single-row false 'better'/'worse' calls under the null, before Holm (interval "
+          f"excludes 0 and p < 5 %), {sims} simulations per cell")
+    print(f"{'scenarios':>9}  {'normal':>7}  {'discrete':>8}")
+    for n in (2, 3, 4, 5, 6, 8, 10, 12, 16, 20, 30):
+        ids = np.array([f"s{i}" for i in range(n)], dtype=object)
+        rates = []
+        for model in ("normal", "discrete"):
+            rng, hits = np.random.default_rng(0), 0
+            for sim in range(sims):
+                base, other = _null_pair(model, n, rng)
+                _, low, high, _, p = paired_cluster_bootstrap_diff_ci(base, ids, other, ids,
+                                                                      seed=sim)
+                hits += verdict(low, high, True)[0] in (BETTER, WORSE) and p < 0.05
+            rates.append(hits / sims)
+        print(f"{n:>9}  {rates[0]:>7.3f}  {rates[1]:>8.3f}")
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--sims", type=int, default=400)
+    ap.add_argument("--sims", type=int, default=200)
+    ap.add_argument("--quick", action="store_true", help="the 14x1 design only")
+    ap.add_argument("--by-n", action="store_true", help="only the single-row rule by scenarios")
+    ap.add_argument("--only", choices=("quality", "latency"), help="one half only")
     args = ap.parse_args()
-    print(f"false 'better'/'worse' calls under the null, {args.sims} simulations per cell")
-    print(f"{'scenarios':>9}  {'normal':>7}  {'discrete':>8}")
-    for n in (2, 3, 4, 5, 6, 8, 10, 12, 16, 20, 30):
-        rates = [false_call_rate(m, n, args.sims) for m in ("normal", "discrete")]
-        print(f"{n:>9}  {rates[0]:>7.3f}  {rates[1]:>8.3f}")
+    # A request row's verdict comes from its sign-flip test; the pooled percentile's bootstrap
+    # interval beside it is shown, not judged, so fewer resamples change no verdict here.
+    analysis.compare.QUANTILE_RESAMPLES = 100
+    if args.by_n:
+        by_n(args.sims)
+        return
+    designs = DESIGNS[:1] if args.quick else DESIGNS
+    start = time.monotonic()
+    if args.only != "latency":
+        quality(args.sims, designs)
+    if args.only != "quality":
+        latency(args.sims, designs)
+    print(f"\n({time.monotonic() - start:.0f} s)")
 
 
 if __name__ == "__main__":

@@ -1,18 +1,19 @@
 """How close each expected-tool labelling method comes to gold labels, in sample and held out.
 
     python benchmarks/labelling.py
+    python benchmarks/labelling.py --held-out-summary
+    python benchmarks/labelling.py --gold DIR           # your own dataset and gold_labels.json
     python benchmarks/labelling.py --model-endpoint http://127.0.0.1:8000/v1 --model NAME
 
 Gold sets, printed apart:
 - in-sample: the bundled sample (tasks/banking/sample) and its gold labels per goal
   (gold_goals.json). The `match` and `intent` parameters, and 21 of `match`'s thesaurus
   entries, were chosen on it, so its figures flatter them;
-- in-sample tuning set: tasks/banking/goldsets/tuning, hand-written customer language with
-  14 no-tool goals; `semantic`'s and `sentence`'s parameters were chosen on it and the sample
-  together;
-- held-out: tasks/banking/goldsets/heldout, written before any labeller change, and
-  tasks/banking/goldsets/heldout2, written later blind to every labeller and to the other sets'
-  goals; neither is ever tuned on; per-goal gold (alternative tools, or no tool).
+- in-sample tuning sets: tasks/banking/goldsets/tuning (the sample's tools) and
+  tasks/banking/goldsets/tuning2 (a tool set of its own); `semantic`'s and `sentence`'s
+  parameters were chosen on them and the sample together;
+- held-out: tasks/banking/goldsets/heldout, heldout2, heldout3 (the sample's tools) and
+  heldout4 (tools of its own); never tuned on; per-goal gold (alternative tools, or no tool).
 
 Per scenario (what set-F1 TSQ compares): the method's expected-tool set against the gold set,
 where a goal with alternatives counts as whichever alternative the method chose; precision,
@@ -23,8 +24,7 @@ non-empty subset of the gold alternatives, or no tool where no tool serves; the 
 columns say how many of the gold no-tool goals the method declined, and how many goals it
 declined or dropped that a tool does serve. "all-tools" (every tool on every goal) is a
 reference point. `intent`'s two parameters are swept on the sample only, `semantic`'s and
-`sentence`'s three on the sample and the tuning set pooled; `--in-sample-only` leaves the
-held-out set out.
+`sentence`'s on the in-sample sets pooled; `--in-sample-only` leaves the held-out sets out.
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from contracts.expected import LabelsFile  # noqa: E402
+from contracts.expected import DEFAULT_LABEL_METHOD, LabelsFile  # noqa: E402
 from tasks.banking import goldsets  # noqa: E402
 from tasks.banking.dataset import Dataset, load, validate  # noqa: E402
 from tasks.banking.labels import (  # noqa: E402
@@ -52,8 +52,10 @@ from tasks.banking.labels.model import decided  # noqa: E402
 from tasks.banking.sample import GOLD_GOALS_PATH  # noqa: E402
 
 # heldout2 was written later, blind to every labeller and to the other sets' goals; heldout3
-# after both, from another brief, with no near-twin of any earlier set's goal.
-HELD_OUT = ("heldout", "heldout2", "heldout3")
+# after both, from another brief, with no near-twin of any earlier set's goal; heldout4 with
+# tools of its own.
+HELD_OUT = ("heldout", "heldout2", "heldout3", "heldout4")
+IN_SAMPLE_SETS = ("tuning", "tuning2")
 GoalGold = list[set[str]]  # per goal: the alternatives; empty = no tool serves it
 
 
@@ -194,23 +196,24 @@ def semantic_sweep(sets: list[tuple[str, Dataset, dict]]) -> list[tuple[str, dic
 
 
 def sentence_sweep(sets: list[tuple[str, Dataset, dict]]) -> list[tuple[str, dict[str, float]]]:
-    """sentence's three parameters over a grid, on the in-sample sets pooled (never the
-    held-out). Goals are encoded once per CLAUSE value; the rest is arithmetic on them."""
+    """sentence's thresholds over a grid, on the in-sample sets pooled (never the held-out):
+    LEXICAL, MIN_SIMILARITY and MIN_STANDARD (CLAUSE and PRIOR_GOALS fixed). Goals are encoded
+    once; the rest is arithmetic on them."""
     rows = []
-    for clause in (0.0, 0.3, 0.5):
-        matchers = {name: sentence.make_matcher(ds, clause) for name, ds, _ in sets}
-        similarity = {(name, s.scenario_id): matchers[name].similarity(list(s.row.user_goals))
-                      for name, ds, _ in sets for s in ds.scenarios}
-        for lexical in (0.0, 0.005, 0.01, 0.02):
-            for floor in (0.2, 0.25, 0.3):
+    matchers = {name: sentence.make_matcher(ds) for name, ds, _ in sets}
+    similarity = {(name, s.scenario_id): matchers[name].similarity(list(s.row.user_goals))
+                  for name, ds, _ in sets for s in ds.scenarios}
+    for lexical in (0.0, 0.005, 0.01):
+        for floor in (0.2, 0.25, 0.3):
+            for standard in (-9.0, 0.3, 0.5, 0.7, 1.0):
                 labels = {f"{name}/{s.scenario_id}": ScenarioLabels.from_goals([
                     sentence.choose(matchers[name], goal, similarity[name, s.scenario_id][i],
-                                    lexical, floor, index=i)
+                                    lexical, floor, index=i, min_standard=standard)
                     for i, goal in enumerate(s.row.user_goals)])
                     for name, ds, _ in sets for s in ds.scenarios}
-                mark = " *" if (clause, lexical, floor) == (
-                    sentence.CLAUSE, sentence.LEXICAL, sentence.MIN_SIMILARITY) else ""
-                rows.append((f"sentence {clause:g}/{lexical:g}/{floor:g}{mark}",
+                mark = " *" if (lexical, floor, standard) == (
+                    sentence.LEXICAL, sentence.MIN_SIMILARITY, sentence.MIN_STANDARD) else ""
+                rows.append((f"sentence {lexical:g}/{floor:g}/{standard:g}{mark}",
                              score(labels, pooled(sets), True)))
     return rows
 
@@ -232,14 +235,24 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--in-sample-only", action="store_true",
                         help="leave the held-out set out (while a method is being tuned)")
     parser.add_argument("--held-out-summary", action="store_true",
-                        help="only the held-out summary of the default method: per set and "
-                        "pooled, goal F1, exact share and the gold-perfect agent's TSQ, each "
-                        "with a 95%% scenario bootstrap interval")
+                        help="only the held-out summary of the default method: per set, goal "
+                        "F1, exact share and the gold-perfect agent's TSQ, each with a 95%% "
+                        "scenario bootstrap interval, and the range of goal F1 over the sets")
+    parser.add_argument("--gold", metavar="DIR", type=Path,
+                        help="only the same figures on your own data: a dataset directory "
+                        "(as `tasks build --source DIR` reads) holding gold_labels.json")
+    parser.add_argument("--method", default=None,
+                        help="with --held-out-summary or --gold: the method to measure "
+                        "(default: the default method)")
     args = parser.parse_args(argv)
-    if args.held_out_summary:
-        from benchmarks.labelling_heldout import print_summary
+    if args.held_out_summary or args.gold:
+        from benchmarks.labelling_heldout import held_out, own, print_summary
 
-        print_summary(HELD_OUT)
+        method = args.method or DEFAULT_LABEL_METHOD
+        if args.gold:
+            print_summary([own(args.gold)], method, title=f"{args.gold} summary")
+        else:
+            print_summary([held_out(name) for name in HELD_OUT], method)
         return 0
     options = None
     if args.model_endpoint:
@@ -251,22 +264,23 @@ def main(argv: list[str] | None = None) -> int:
     describe("in-sample", sample_gold, f"{GOLD_GOALS_PATH.relative_to(REPO)}; parameters "
              "were chosen here")
     print(table(run_methods(sample, sample_gold, True, options)))
-    tuning = validate(goldsets.raw_dataset("tuning"), "banking")
-    tuning_gold = per_goal_gold(goldsets.gold_path("tuning"))
-    describe("\nin-sample tuning set", tuning_gold, "tasks/banking/goldsets/tuning; semantic's "
-             "and sentence's parameters were chosen here and on the sample")
-    print(table(run_methods(tuning, tuning_gold, True, options)))
+    in_sample = [("sample", sample, sample_gold)]
+    for name in IN_SAMPLE_SETS:
+        dataset = validate(goldsets.raw_dataset(name), "banking")
+        gold = per_goal_gold(goldsets.gold_path(name))
+        describe(f"\nin-sample tuning set ({name})", gold, f"tasks/banking/goldsets/{name}; "
+                 "semantic's and sentence's parameters were chosen here and on the sample")
+        print(table(run_methods(dataset, gold, True, options)))
+        in_sample.append((name, dataset, gold))
     if not args.no_sweep:
         print("\nintent sweep, sample only (MIN_SCORE/ALT_RATIO; * = defaults):")
         print(table(sweep(sample, sample_gold)))
         print("\nsemantic sweep, sample + tuning set pooled (NEIGHBOURS/ALPHA/MIN_SCORE; "
               "* = defaults):")
-        print(table(semantic_sweep([("sample", sample, sample_gold),
-                                    ("tuning", tuning, tuning_gold)])))
-        print("\nsentence sweep, sample + tuning set pooled (CLAUSE/LEXICAL/MIN_SIMILARITY; "
+        print(table(semantic_sweep(in_sample[:2])))
+        print("\nsentence sweep, in-sample sets pooled (LEXICAL/MIN_SIMILARITY/MIN_STANDARD; "
               "* = defaults):")
-        print(table(sentence_sweep([("sample", sample, sample_gold),
-                                    ("tuning", tuning, tuning_gold)])))
+        print(table(sentence_sweep(in_sample)))
     if args.in_sample_only:
         return 0
 

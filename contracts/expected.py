@@ -31,6 +31,23 @@ LabelMethod = Literal["keyword", "match", "intent", "sentence", "semantic", "mod
 DEFAULT_LABEL_METHOD: LabelMethod = "sentence"
 
 
+class HeldOutFigure(BaseModel):
+    """The method's agreement with one held-out gold set, with its scenario interval."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    gold_set: str = Field(description="The set's name, e.g. 'heldout3' "
+                          "(tasks/banking/goldsets/<name>).")
+    scenarios: int = Field(ge=1)
+    goals: int = Field(ge=1)
+    goal_f1: float = Field(ge=0, le=1, description="Micro F1 over the set's goals.")
+    goal_f1_low: float = Field(ge=0, le=1, description="95% scenario-bootstrap interval, low.")
+    goal_f1_high: float = Field(ge=0, le=1, description="95% scenario-bootstrap interval, high.")
+    goal_exact: float = Field(ge=0, le=1, description="Share of goals labelled exactly right.")
+    clean: bool = Field(description="Nothing about the method was chosen with this set in view.")
+    own_tools: bool = Field(False, description="The set has tools of its own, not the sample's.")
+
+
 class LabelsQuality(BaseModel):
     """How well the method agreed with gold labels it was never built or tuned on."""
 
@@ -38,16 +55,22 @@ class LabelsQuality(BaseModel):
 
     heldout_micro_f1: float = Field(
         ge=0, le=1, description="Micro F1 over goals of the held-out gold set (see "
-        "benchmarks/labelling.py): a goal's hit counts once, every wrong tool is a false positive."
+        "benchmarks/labelling.py): a goal's hit counts once, every wrong tool is a false "
+        "positive. With `sets`, the lowest of them."
     )
     heldout_goal_exact: float = Field(
         ge=0, le=1, description="Share of held-out goals labelled exactly right: a non-empty "
-        "subset of the gold alternatives, or no tool where no tool serves."
+        "subset of the gold alternatives, or no tool where no tool serves (with `sets`, the "
+        "lowest)."
     )
     measured_with: str = Field(
         description="The gold set and command, e.g. 'goldsets/heldout (103 goals), "
         "benchmarks/labelling.py'."
     )
+    sets: list[HeldOutFigure] = Field(
+        default_factory=list, description="Every held-out set measured, each with its interval: "
+        "the range over them is what is known of the labels on data none of them is (empty in "
+        "files written before per-set figures).")
 
 
 class LabelsInfo(BaseModel):

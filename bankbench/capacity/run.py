@@ -35,6 +35,7 @@ from bankbench.capacity.search import (
 )
 from bankbench.sweep import harbor_job
 from bankbench.sweep.errors import SweepError
+from bankbench.sweep.level import folder_state
 from bankbench.sweep.manifest import load_model, save_manifest, save_model
 from bankbench.sweep.runner import open_sweep, run_level
 from contracts.capacity import (
@@ -155,7 +156,7 @@ def run_capacity(config: SweepConfig, search: CapacitySearch, sweep_dir: Path, *
             if level is None:
                 record.stopped_because = phase
                 break
-            reused = harbor_job.job_state(level_dir(sweep_dir, level)) is \
+            reused = folder_state(level_dir(sweep_dir, level)) is \
                 harbor_job.JobState.COMPLETE
             minutes = (time.perf_counter_ns() - started) / 60e9
             if not reused and search.max_minutes is not None and minutes >= search.max_minutes:

@@ -86,7 +86,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--name", help="sweep directory name (default: capacity-<UTC timestamp>)")
     p.add_argument("--resume", metavar="SWEEP_DIR",
                    help="continue an interrupted search (its options are read back from it)")
-    p.set_defaults(func=_run)
+    from contracts.sweep import STEADY_MULTIPLE
+
+    # Every level of the search at steady state unless told otherwise (--steady 0).
+    p.set_defaults(func=_run, steady=STEADY_MULTIPLE)
 
 
 def _merge_slos(given: list[dict[str, float]]) -> dict[str, float]:

@@ -99,6 +99,11 @@ def add_run_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--shards", type=int, metavar="N", **_from_config(
         "shards", " (docs/scaling.md)"))
     p.add_argument("--ray", metavar="ADDRESS", **_from_config("ray"))
+    window = p.add_argument_group("steady state (docs/analysis.md: the measured window)")
+    window.add_argument("--steady", type=int, metavar="M", **_from_config("steady"))
+    window.add_argument("--warmup-share", type=float, metavar="S",
+                        **_from_config("warmup_share"))
+    window.add_argument("--keep-drain", action="store_true", **_from_config("keep_drain"))
     p.add_argument("--ak", action="append", metavar="KEY=VALUE",
                    **_from_config("agent_kwargs", "; repeatable, e.g. self_eval=true"))
 
@@ -266,21 +271,10 @@ def _option_name(loc: tuple) -> str:
 def _stop_cleanly_on_signals() -> dict[str, int]:
     """Ctrl-C (SIGINT) and `kill PID` (SIGTERM, what service managers and CI runners send) stop
     the sweep cleanly: Harbor stopped, the sweep's server brought down, the resume command
-    printed.
+    printed (bankbench/sweep/stop.py: a signal is never lost)."""
+    from bankbench.sweep import stop
 
-    SIGINT gets a handler of its own too: a shell starts a background job (`cmd &` in a script)
-    with SIGINT ignored, Python then keeps it ignored, and `kill -INT` would do nothing, nor
-    reach Harbor, which inherits the ignored disposition. A handler is reset to the default
-    on exec, so the processes the sweep starts get a working SIGINT back."""
-    seen: dict[str, int] = {}
-
-    def handler(signum: int, frame: object) -> None:
-        seen["signal"] = signum
-        raise KeyboardInterrupt
-
-    signal.signal(signal.SIGTERM, handler)
-    signal.signal(signal.SIGINT, handler)
-    return seen
+    return stop.install()
 
 
 def _check_max_turns(given: dict, mode: str | None) -> None:
@@ -297,7 +291,8 @@ def _explicit_options(args: argparse.Namespace, all_fields: bool = False) -> dic
         "server_options": _key_values(args.server_set, "--set"), "base_url": args.base_url,
         "model": args.model, "source": args.source, "tasks": args.tasks, "limit": args.limit,
         "mode": args.mode, "labels": args.labels, "env": args.env, "shards": args.shards,
-        "ray": args.ray,
+        "ray": args.ray, "steady": args.steady, "warmup_share": args.warmup_share,
+        "keep_drain": args.keep_drain,
         "agent_kwargs": _key_values(args.ak, "--ak"),
     }
     if getattr(args, "max_turns", None) is not None:

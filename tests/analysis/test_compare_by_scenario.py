@@ -86,7 +86,8 @@ def test_holm_keeps_false_calls_rare_where_uncorrected_intervals_make_them(tmp_p
                                    {lv: one_agent(1000 * seed + 10 * n + lv)
                                     for lv in (1, 2, 4, 8)}) for n in range(3)]
         tables = load_many(runs)
-        rows = compare_table(summarize(tables), tables.trials, tables.requests)
+        rows = compare_table(summarize(tables), tables.trials, tables.requests,
+                             power=False)  # the verdicts alone are under test
         family = rows[rows["verdict"] != ""]
         assert len(family) >= 40
         with_false_call += bool(family["verdict"].isin(["better", "worse"]).any())

@@ -187,3 +187,27 @@ def test_paired_compare_of_latency_percentiles(tmp_path):
     row = rows[(rows["source"] == "slower") & (rows["metric"] == "ttft_ms_p50")].iloc[0]
     assert row["delta"] == pytest.approx(row["value"] - row["baseline"])
     assert row["delta_ci_low"] > 0 and row["n_paired"] == 12
+
+
+def test_label_quality_says_what_is_known_of_these_labels(tmp_path):
+    """Hub data has no gold: the cell says the labels' quality is unknown here, then the
+    range over the held-out sets with each set's interval, never one set's figure alone."""
+    from analysis.provenance import GOLD_HERE, UNKNOWN_HERE, label_quality
+    from contracts.expected import LabelsQuality
+    from tasks.banking.labels.sentence import QUALITY
+
+    hub = labelled_job(tmp_path, "hub", labels="sentence@3", dataset_revision="abc123",
+                       label_quality=QUALITY.model_dump())
+    cell = summarize(load(hub)).iloc[0]["label_quality"]
+    assert cell.startswith(UNKNOWN_HERE)
+    f1s = [s.goal_f1 for s in QUALITY.sets]
+    assert f"goal F1 {min(f1s):.2f}-{max(f1s):.2f} over {len(f1s)} held-out sets" in cell
+    for s in QUALITY.sets:
+        assert f"{s.gold_set} {s.goal_f1:.3f} [{s.goal_f1_low:.3f}, {s.goal_f1_high:.3f}]" in cell
+    assert cell in write_report(hub, out=tmp_path / "r", draw=False).read_text()
+    # Where the data has gold, the gold-perfect figures measure these very labels.
+    assert label_quality(QUALITY, has_gold=True).startswith(GOLD_HERE)
+    # A task written before per-set figures keeps its one figure, after the same caveat.
+    old = LabelsQuality(heldout_micro_f1=0.5, heldout_goal_exact=0.4, measured_with="v1")
+    assert label_quality(old, has_gold=False) == (
+        f"{UNKNOWN_HERE}; elsewhere held-out micro F1 0.500, goals exact 0.400 (v1)")

@@ -23,7 +23,7 @@ def test_what_the_builder_writes_reads_back_unchanged(tmp_path):
 
 
 @pytest.mark.parametrize(("text", "where"), [
-    ('{"type": "function"}', "the file: Input should be a valid list"),
+    ('{"type": "function"}', "the file: Input should be a valid array"),
     ('[{"type": "function", "function": {"description": "x"}}]', "0.function.name: Field required"),
     ('[{"type": "web", "function": {"name": "a"}}]', "0.type: Input should be 'function'"),
     ("[{", "the file: Invalid JSON"),

@@ -272,3 +272,28 @@ def test_intent_matches_derivational_forms_and_general_english_only():
     assert matcher.rank("how many pesos for 100 dollars")[0][1] == "get_exchange_rate"
     # No sample-made synonyms: 'lock' is not 'freeze' to it (it is to `match`'s thesaurus).
     assert "lock" not in GENERAL_FORMS and tokens("lock", GENERAL_FORMS) == ["lock"]
+
+
+def test_requests_a_dataset_has_tools_for_get_those_tools():
+    """Ordering a cheque book and opening a savings account have no tool in the sample; in a
+    dataset whose tools do them, goals asking for them are labelled with those tools (nothing
+    decides "no tool" from what the sample's tools lack)."""
+    from tasks.banking import sample
+
+    extra = [
+        tool_row("order_checkbook", "Order a new book of paper checks for a checking account.",
+                 {"account_number": {"type": "string"}, "boxes": {"type": "integer"}}),
+        tool_row("open_savings_account", "Open a new savings account, such as a high-interest "
+                 "savings or a child's savings account, with an opening deposit.",
+                 {"product": {"type": "string", "enum": ["regular", "high_interest", "youth"]},
+                  "opening_deposit": {"type": "number"}}),
+    ]
+    tools = [t for t in sample.tool_rows() if t["title"] != "open_account"] + extra
+    asks = ["Order a checkbook", "Open a high-interest savings account",
+            "We're out of cheques, send me a new book of them",
+            "Start a savings account for my daughter with $100"]
+    others = [row["user_goals"] for row in sample.scenario_rows()]
+    data = tiny_dataset(tools, [asks, *others])
+    got = label_scenarios("sentence", data, data.scenarios).scenarios["banking-000"]
+    assert [g.tools for g in got.goals] == [["order_checkbook"], ["open_savings_account"],
+                                            ["order_checkbook"], ["open_savings_account"]]

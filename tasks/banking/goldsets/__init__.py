@@ -1,14 +1,18 @@
 """Gold label sets kept apart from the sample a labeller may be tuned on.
 
-Each folder holds scenario and persona rows in the sample's shape (the tools are the sample's)
-and `gold_labels.json` in the per-goal labels-file format. `heldout/` was written before any
+Each folder holds scenario and persona rows in the sample's shape (the tools are the sample's unless
+the folder has a `tools.json` of its own) and `gold_labels.json` in the per-goal labels-file
+format. `heldout/` was written before any
 labeller it judges and is never used to tune one (see its README); `heldout2/` was written
 later, blind to every labeller and to the other sets' goals, and is never tuned on either;
 `heldout3/` was written after both, from a different brief (customers typing into a chat queue,
 context before the ask, shorthand and non-native phrasing, transfers asked for without the
 word), with no goal a near-twin of any goal of the sample or the other sets (`near_twins`);
-`tuning/` is in-sample: hand-written to widen what a labeller may be tuned on (paraphrases,
-no-tool goals).
+`heldout4/` was written after those, with a tool set of its own (another bank's 20 tools: some
+serve requests the sample's tools cannot, such as ordering cheques or refunding a fee, and
+requests the sample's tools serve are left to none), so that a labeller's rules are measured
+against tools they were not written from; `tuning/` is in-sample: hand-written to widen what a
+labeller may be tuned on (paraphrases, no-tool goals).
 """
 
 from __future__ import annotations
@@ -37,10 +41,13 @@ def gold_path(name: str) -> Path:
 
 
 def raw_dataset(name: str) -> RawDataset:
+    """A gold set's rows; its tools are its own `tools.json` when it has one, else the
+    sample's."""
     folder = GOLDSETS_DIR / name
     lines = (folder / "adaptive_tool_use.jsonl").read_text(encoding="utf-8").splitlines()
+    own_tools = folder / "tools.json"
     return RawDataset(
-        tools=sample.tool_rows(),
+        tools=sample.tool_rows(own_tools if own_tools.is_file() else None),
         personas=json.loads((folder / "personas.json").read_text(encoding="utf-8")),
         scenarios=[json.loads(line) for line in lines if line.strip()],
         revision=f"goldset-{name}",

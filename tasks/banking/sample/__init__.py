@@ -28,10 +28,12 @@ def _load(name: str):
     return json.loads((SAMPLE_DIR / name).read_text(encoding="utf-8"))
 
 
-def tool_rows() -> list[dict]:
-    """Tools as hub rows: `properties` and `response_schema` as JSON strings."""
+def tool_rows(path: Path | None = None) -> list[dict]:
+    """Tools as hub rows: `properties` and `response_schema` as JSON strings; from `path`, a
+    file of the sample's `tools.json` shape, when given (a gold set with tools of its own)."""
+    tools = _load("tools.json") if path is None else json.loads(path.read_text(encoding="utf-8"))
     rows = []
-    for tool in _load("tools.json"):
+    for tool in tools:
         row = dict(tool)
         row["properties"] = json.dumps(tool["properties"])
         row["response_schema"] = json.dumps(tool["response_schema"])

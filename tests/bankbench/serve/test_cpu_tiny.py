@@ -372,6 +372,11 @@ for bad in ({"structural_tag": {"type": "structural_tag", "format": {"type": "qw
         out[json.dumps(bad)] = "accepted"
     except InvalidArgument as exc:
         out[json.dumps(bad)] = "refused: " + str(exc)
+# The frontend's JSON guide for a forced call: one anyOf branch per tool.
+guide = {"type": "array", "minItems": 1, "maxItems": 1, "items": {"type": "object", "anyOf": [
+    {"properties": {"name": {"enum": ["t"]}, "parameters": schema},
+     "required": ["name", "parameters"]}]}}
+out["guide"] = w.checked_schema(guide)
 print(json.dumps(out))
 """
 
@@ -404,6 +409,13 @@ def test_structural_tags_become_grammars(stack, tmp_path):
     assert json.loads(embedded) == {
         **schema, "additionalProperties": False, "x-guidance": {"whitespace_flexible": False}
     }
+    # a forced call's JSON guide: the branches are closed, not the object that holds them
+    # (closing it would forbid every key, and the grammar would match no call at all)
+    item = out["guide"]["items"]
+    assert "additionalProperties" not in item
+    branch = item["anyOf"][0]
+    assert branch["additionalProperties"] is False
+    assert branch["properties"]["parameters"]["additionalProperties"] is False
     refused = [v for k, v in out.items() if k.startswith("{")]
     assert all(v.startswith("refused: ") for v in refused), refused
     assert any("qwen_xml" in v for v in refused) and any("regex" in v for v in refused)

@@ -204,9 +204,11 @@ def test_conversation_mode_and_its_turn_limit():
     assert _config(max_turns=3).fingerprint() == _config().fingerprint()
     import hashlib
 
-    # (nor do the fields added since: shards when 1, ray never)
+    # (nor do the fields added since: shards when 1, steady at its default, ray and the
+    # window's cut never)
     before = {k: v for k, v in _config().model_dump(mode="json").items()
-              if k not in ("max_turns", "shards", "ray")}
+              if k not in ("max_turns", "shards", "ray", "steady", "warmup_share",
+                           "keep_drain")}
     blob = json.dumps(before, sort_keys=True).encode()
     assert _config().fingerprint() == hashlib.sha256(blob).hexdigest()[:16]
 

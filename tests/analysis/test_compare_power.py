@@ -1,0 +1,126 @@
+"""What `--compare` says it could see: each test once in the Holm family, the power beside a
+quality verdict, "underpowered" where a 10-point difference would mostly be missed, and latency
+verdicts from paired trials and time blocks both (identical runs with slow trials are not
+called, a real slowdown is)."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+
+from analysis.compare import POWER_AT, TOO_FEW
+from analysis.metrics.power import GRID, detectable, power_curve
+from analysis.metrics.signflip import paired_wave_tests, rank_sum_test, signed_rank_test
+from analysis.report import write_report
+from tests.analysis import quality_jobs
+
+
+def _runs(n: int, seed: int, shift: float = 0.0) -> dict[str, list]:
+    rng = np.random.default_rng(seed)
+    return {f"banking-{i:03d}": [float(np.clip(rng.choice([0, 1 / 3, 0.5, 2 / 3, 1]) - shift,
+                                               0, 1))] for i in range(n)}
+
+
+def _rows(tmp_path, n: int, shift: float) -> dict[str, dict]:
+    base = quality_jobs.sweep(tmp_path / f"b{n}", {2: _runs(n, 1)})
+    other = quality_jobs.sweep(tmp_path / f"o{n}", {2: _runs(n, 2, shift)})
+    report = write_report(base, out=tmp_path / f"r{n}", compare=[other], draw=False)
+    rows = json.loads((report.parent / "summary.json").read_text())["comparison"]
+    return {r["metric"]: r for r in rows}, report.read_text()
+
+
+def test_a_compare_of_14_scenarios_says_it_is_underpowered(tmp_path):
+    rows, text = _rows(tmp_path, 14, 0.0)
+    tsq = rows["tsq_mean"]
+    assert tsq["n_paired"] == 14 and tsq["verdict"] != TOO_FEW
+    assert tsq["power_at"] < 0.8 and tsq["power_note"].startswith("underpowered")
+    assert np.isnan(tsq["detectable"]) or tsq["detectable"] > POWER_AT
+    assert "underpowered" in text.split("## Comparison", 1)[1]
+    # Nothing lost: TSQ counted with infra failures as 0 is the same test, counted once.
+    twin = rows["tsq_infra0_mean"]
+    assert twin["tested_with"] == "tsq_mean" and twin["verdict"] == tsq["verdict"]
+    assert twin["p_value"] == tsq["p_value"] and twin["power_note"] == tsq["power_note"]
+
+
+def test_power_grows_with_the_size_and_the_scenarios():
+    rng = np.random.default_rng(0)
+    spread = lambda n: rng.choice([0, 0.5, 1], n) - rng.choice([0, 0.5, 1], n)  # noqa: E731
+    rule = lambda low, high, p: low > 0 and p <= 0.05 / 10  # noqa: E731
+    small, large = power_curve(spread(12), rule), power_curve(spread(60), rule)
+    assert np.all(np.diff(small) >= -0.05) and np.all(np.diff(large) >= -0.05)
+    assert small[-1] > 0.8 and large[GRID.index(0.2)] > small[GRID.index(0.2)]
+    assert detectable(GRID, large) < detectable(GRID, small)
+
+
+def test_the_trial_test_is_exact_on_known_answers():
+    assert signed_rank_test(np.ones(5)) == (2 / 32, 1.0)  # only all + and all -
+    assert signed_rank_test(-np.ones(5))[1] == -1.0
+    assert np.isnan(signed_rank_test(np.ones(1))[0])
+    assert signed_rank_test(np.zeros(8))[0] == 1.0
+    # One enormous difference weighs by its rank, like any other.
+    assert signed_rank_test(np.array([1e6, 1, 1, 1, 1, 1, 1, 1]))[0] == 2 / 256
+    # Under the null its false-call rate is at most its level, heavy tails or not.
+    rng = np.random.default_rng(3)
+    ps = [signed_rank_test(rng.standard_t(2, 12))[0] for _ in range(400)]
+    assert np.mean(np.array(ps) <= 0.05) <= 0.05 + 2 * np.sqrt(0.05 * 0.95 / 400)
+
+
+def test_the_time_block_test_is_exact_on_known_answers():
+    # Six blocks a side, every other-run block above every base block: 2 of C(12, 6) splits.
+    p, lean = rank_sum_test(np.arange(6.0), np.arange(6.0) + 10)
+    assert p == 2 / 924 and lean == 1.0
+    assert rank_sum_test(np.arange(6.0) + 10, np.arange(6.0))[1] == -1.0
+    assert np.isnan(rank_sum_test(np.ones(1), np.ones(5))[0])  # one block: no test
+    # Many blocks: drawn splits, p never 0.
+    assert 0 < rank_sum_test(np.arange(20.0), np.arange(20.0) + 100)[0] < 1e-3
+
+
+def test_co_running_trials_count_once_per_block():
+    """Trials of one block share a slow moment: the paired test alone would call it, the
+    blocks do not, so the request row is not called."""
+    rng = np.random.default_rng(5)
+    n = 24
+    frames = []
+    for side, slow_block in (("base", None), ("other", 2)):
+        values = rng.lognormal(0, 0.1, n) * np.where(np.arange(n) // 4 == slow_block, 3, 1)
+        values[np.arange(n) // 4 == 0] *= 1 if side == "base" else 1.02
+        frames.append(pd.DataFrame({"scenario_id": [f"s{i}" for i in range(n)],
+                                    "trial": [f"{side}{i}" for i in range(n)],
+                                    "start_unix_ns": np.arange(n), "value": values}))
+    (p, lean, pairs), = paired_wave_tests(*frames, (50,), wave=4)
+    assert pairs == n and p > 0.05
+
+
+def _latency_job(job_dir, seed: int, slow_ms: float = 0.0, slow_trials: int = 0):
+    """30 scenarios, one trial each at concurrency 1, 4 calls; a scenario's calls take
+    20-600 ms; `slow_trials` random trials 5x slower; every call `slow_ms` slower."""
+    from analysis.synthetic import record, write_job, write_trial
+
+    rng = np.random.default_rng(seed)
+    write_job(job_dir, 1, n_total_trials=30)
+    slow = set(rng.choice(30, slow_trials, replace=False))
+    for i in range(30):
+        scenario = f"banking-{i:03d}"
+        factor = 5.0 if i in slow else 1.0
+        calls = [record(request_id=f"{i}-{n}", scenario_id=scenario, start_unix_ns=
+                        (i * 10 + n) * 10 ** 9, ttft_ms=(20.0 * (i + 1) * rng.lognormal(0, 0.2)
+                                                       + slow_ms) * factor,
+                        e2e_ms=400.0 * factor + slow_ms, completion_tokens=3)
+                 for n in range(4)]
+        write_trial(job_dir, f"{scenario}__0", scenario_id=scenario, records=calls,
+                    rewards=quality_jobs.rewards(1.0), agent_status=quality_jobs.OK)
+    return job_dir
+
+
+def test_latency_rows_swap_whole_trials(tmp_path):
+    base = _latency_job(tmp_path / "base", 1, slow_trials=2)
+    same = _latency_job(tmp_path / "same", 2, slow_trials=2)
+    slower = _latency_job(tmp_path / "slower", 3, slow_ms=40.0, slow_trials=2)
+    report = write_report(base, out=tmp_path / "r", compare=[same, slower], draw=False)
+    rows = json.loads((report.parent / "summary.json").read_text())["comparison"]
+    called = {(r["source"], r["metric"]): r["verdict"] for r in rows}
+    for key in ("ttft_ms_p50", "ttft_ms_p99", "e2e_ms_p99"):
+        assert called[("same", key)] == "no clear difference", key
+    assert called[("slower", "ttft_ms_p50")] == "worse"
