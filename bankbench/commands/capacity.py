@@ -114,6 +114,7 @@ def _run(args: argparse.Namespace) -> int:
 
     from bankbench.capacity.run import load_record, run_capacity
     from bankbench.commands.sweep import _explicit_options, _stop_cleanly_on_signals
+    from bankbench.serve.errors import ServeError
     from bankbench.sweep.errors import SweepError
     from bankbench.sweep.manifest import load_manifest
     from contracts.capacity import CapacitySearch
@@ -153,10 +154,8 @@ def _run(args: argparse.Namespace) -> int:
         return 128 + stopped_by.get("signal", signal.SIGINT)
     except (SweepError, FileNotFoundError, ValueError) as exc:
         return _fail(str(exc))
-    except Exception as exc:
-        if exc.__class__.__name__ == "ServeError":
-            return _fail(f"server failed to start: {exc}")
-        raise
+    except ServeError as exc:
+        return _fail(f"server failed to start: {exc}")
     _finish(sweep_dir.resolve(), record)
     return 0
 
