@@ -4,6 +4,7 @@ atomically, checked before a resume, and pointed at a server that came back else
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from pydantic import BaseModel
 
@@ -12,6 +13,9 @@ from bankbench.sweep.errors import SweepError
 from bankbench.sweep.server_checks import check_server_or_fail
 from contracts.atomic import write_atomic
 from contracts.sweep import SWEEP_FILE, SweepConfig, SweepManifest
+
+if TYPE_CHECKING:
+    from agents.options import BankingAgentOptions
 
 
 def load_model[M: BaseModel](path: Path, model: type[M], what: str) -> M:
@@ -51,8 +55,8 @@ def check_resumable(config: SweepConfig, sweep_dir: Path) -> SweepManifest:
     return manifest
 
 
-def move_to_new_url(config: SweepConfig, sweep_dir: Path,
-                     manifest: SweepManifest) -> SweepManifest:
+def move_to_new_url(config: SweepConfig, agent: BankingAgentOptions, sweep_dir: Path,
+                    manifest: SweepManifest) -> SweepManifest:
     """`--resume DIR --base-url NEW`: the server came back elsewhere (`serve up` picks a new
     port). Harbor's resume replays each level's job config and refuses one whose trials differ,
     so the agent's base_url is rewritten in every level's job and trial config; the URLs used
@@ -60,7 +64,7 @@ def move_to_new_url(config: SweepConfig, sweep_dir: Path,
     old, new = manifest.config.base_url, config.base_url
     if not old or not new or old == new:
         return manifest
-    check_server_or_fail(config, new, str(config.model))
+    check_server_or_fail(agent, new, str(config.model))
     manifest.config = config
     manifest.fingerprint = config.fingerprint()
     point_jobs_at(sweep_dir, manifest, old, new)

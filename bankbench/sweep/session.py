@@ -10,9 +10,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from bankbench.sweep.server_checks import Scraper, ServerWatch
 from contracts.sweep import SweepConfig, SweepManifest
+
+if TYPE_CHECKING:
+    from agents.options import BankingAgentOptions
 
 
 def now() -> datetime:
@@ -32,3 +36,4 @@ class SweepSession:
     scrape: Scraper  # one per sweep, so a server without /metrics is named once
     resume_command: str = "bankbench sweep --resume"
     watch: ServerWatch | None = None
+    agent: BankingAgentOptions | None = None  # the --ak options, parsed once (preflight)
