@@ -10,6 +10,8 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, Field, TypeAdapter, ValidationError
 
+from contracts.bounds import finite_number
+
 _Score = Annotated[float, Field(ge=0, le=1, allow_inf_nan=False)]
 # Counts, not scores: a perfect agent does not get 1.0 on them.
 _Count = Annotated[float, Field(ge=0, allow_inf_nan=False)]
@@ -68,16 +70,21 @@ def reward_numbers(data: Mapping[str, Any]) -> tuple[dict[str, float], list[str]
 
     A key of `Reward` is taken when its field accepts the value (a score in [0, 1], a count
     >= 0, finite); one a verifier older than the key did not write is simply absent. Any other
-    key holding a number is kept as it is: a task not built here may name its own metric."""
+    key holding a finite number (`contracts.bounds.finite_number`) is kept as it is: a task not
+    built here may name its own metric; one holding a number past those bounds is refused."""
     numbers: dict[str, float] = {}
     refused: list[str] = []
     for key, value in data.items():
         check = _CHECKS.get(key)
+        if check is None:
+            number = finite_number(value)
+            if number is not None:
+                numbers[key] = number
+            elif isinstance(value, int | float) and not isinstance(value, bool):
+                refused.append(key)
+            continue
         try:
-            if check is not None:
-                numbers[key] = float(check.validate_python(value))
-            elif isinstance(value, int | float):
-                numbers[key] = float(value)
-        except (ValidationError, OverflowError):
+            numbers[key] = float(check.validate_python(value))
+        except ValidationError:
             refused.append(key)
     return numbers, refused

@@ -14,12 +14,13 @@ from datetime import UTC, datetime
 from enum import StrEnum
 from pathlib import Path
 
-from analysis.progress import trial_status
+from analysis.status import trial_status
 from bankbench import procs
+from contracts.agent_status import PROJECT_AGENT
 from contracts.atomic import write_atomic
 from contracts.sweep import SweepConfig, level_jobs
 
-AGENT_IMPORT_PATH = "agents.banking:BankingAgent"
+AGENT_IMPORT_PATH = PROJECT_AGENT
 
 
 class JobState(StrEnum):

@@ -16,7 +16,9 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from bankbench import sweep_neighbours
 from bankbench.serve import router_setup
+from bankbench.serve.replay import scripted_sweep_config
 from bankbench.sweep import lock, preflight, stop
 from bankbench.sweep.errors import SweepError
 from bankbench.sweep.level_run import run_level
@@ -90,6 +92,7 @@ def _open_locked(config: SweepConfig, agent: BankingAgentOptions, sweep_dir: Pat
                  resume: bool, resume_command: str, created: bool, port: int | None = None
                  ) -> Iterator[SweepSession]:
     if resume:
+        config = scripted_sweep_config(config, sweep_dir)  # scripted when it began: still so
         manifest: SweepManifest | None = check_resumable(config, sweep_dir)
         manifest = move_to_new_url(config, agent, sweep_dir, manifest)
     else:
@@ -105,6 +108,8 @@ def _open_locked(config: SweepConfig, agent: BankingAgentOptions, sweep_dir: Pat
     try:
         prepared = build_or_reuse_tasks(config, sweep_dir, reuse=resume)
         tasks_dir, n_tasks = prepared.tasks_dir, prepared.n_tasks
+        if manifest is None:  # a new sweep on cpu-mocker: its stack calls the oracle's tools
+            config = scripted_sweep_config(config, sweep_dir, tasks_dir)
         if manifest is not None and manifest.dataset_fallback:  # a resumed sweep says it again
             print(fallback_warning(manifest.dataset_fallback), flush=True)
         too_big = [n for n in config.levels if n > n_tasks * config.attempts]
@@ -162,6 +167,8 @@ def _open_locked(config: SweepConfig, agent: BankingAgentOptions, sweep_dir: Pat
                 manifest.base_url, manifest.model = base_url, model
             save_manifest(sweep_dir, manifest)
             saved = True
+            for warning in sweep_neighbours.announce(base_url, sweep_dir):
+                print(warning, flush=True)
             yield SweepSession(config, sweep_dir, manifest, tasks_dir, base_url, model,
                                Scraper(base_url), resume_command,
                                ServerWatch(agent, base_url, model), agent)
@@ -173,6 +180,7 @@ def _open_locked(config: SweepConfig, agent: BankingAgentOptions, sweep_dir: Pat
             )
             raise
         finally:
+            sweep_neighbours.leave(sweep_dir)
             if server is not None:
                 from bankbench.serve import api
 

@@ -20,9 +20,11 @@ def test_scores_are_shares_and_counts_are_the_rest():
 def test_a_value_its_field_refuses_is_left_out_and_named():
     numbers, refused = reward_numbers({
         "tsq": 1, "precision": 1.5, "recall": math.nan, "goal_score": -0.1, "turns": 3,
-        "n_goals_no_tool": -1, "solved": "yes", "reward": 7, "note": "text"})
+        "n_goals_no_tool": -1, "solved": "yes", "reward": 7, "note": "text",
+        "huge": 10**400, "endless": math.inf})
     assert numbers == {"tsq": 1.0, "turns": 3.0, "reward": 7.0}
-    assert refused == ["precision", "recall", "goal_score", "n_goals_no_tool", "solved"]
+    assert refused == ["precision", "recall", "goal_score", "n_goals_no_tool", "solved",
+                       "huge", "endless"]
 
 
 def _trial(tmp_path, rewards: dict) -> tuple:

@@ -127,7 +127,7 @@ def test_bad_options_are_one_line_before_anything_slow_and_leave_no_directory(tm
 
 
 def test_a_server_that_dies_stops_the_sweep_which_resumes_on_a_new_port(tmp_path):
-    from analysis.progress import trial_status
+    from analysis.status import trial_status
     from bankbench.serve import api
 
     old = _stack(tmp_path / "stack")
