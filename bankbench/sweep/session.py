@@ -32,3 +32,6 @@ class SweepSession:
     scrape: Scraper  # one per sweep, so a server without /metrics is named once
     resume_command: str = "bankbench sweep --resume"
     watch: ServerWatch | None = None
+    # Leaders of the stack's processes when this sweep started it (their CPU is the server's
+    # share of the host); None when the server is someone else's or runs in containers.
+    server_pids: list[int] | None = None
