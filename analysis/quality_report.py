@@ -15,6 +15,7 @@ from collections.abc import Sequence
 
 import pandas as pd
 
+from analysis.judge.figures import NO_JUDGE
 from analysis.markdown import fmt_ci, fmt_excluded, table
 from analysis.provenance import COLUMNS as PROVENANCE_COLUMNS
 from analysis.provenance import NOT_MEASURED, SAMPLE_FALLBACK
@@ -136,14 +137,16 @@ def quality_section(summary: pd.DataFrame) -> list[str]:
 
 def judge_section(summary: pd.DataFrame) -> list[str]:
     """Judge TSQ and action completion (`bankbench judge`), when a judge pass ran."""
-    if "judge_n" not in summary.columns or not (summary["judge_n"].fillna(0) > 0).any():
+    if "judge" not in summary.columns or not (summary["judge"].fillna(NO_JUDGE)
+                                               != NO_JUDGE).any():
         return []
     frame = pd.DataFrame([{
         "source": row["source"], "level": row["level"], "judge": row["judge"],
         "judged": row["judge_n"], "unparseable/failed": row["judge_unparseable"],
         "judge TSQ": fmt_ci(row, "judge_tsq"), "action completion": fmt_ci(row, "judge_ac"),
     } for _, row in summary.iterrows()])
-    return ["## Judge metrics (mean, 95% scenario-cluster bootstrap CI)", "", table(frame), "",
+    return ["## Judge metrics (mean, 95% scenario-cluster bootstrap CI)", "",
+            *_judge_warning(summary), table(frame), "",
             "A judge model read each counted trial's session (the customer's goals, the calls "
             "and what the bank answered, the final answer) and scored Galileo's two "
             "session-level judgements: *tool selection quality* and *action completion*, each "
@@ -151,3 +154,14 @@ def judge_section(summary: pd.DataFrame) -> list[str]:
             "request failed are counted in *unparseable/failed*, not scored as 0. These are a "
             "judge's opinion beside the verifier's label-based TSQ above, never part of "
             "reward.json.", ""]
+
+
+def _judge_warning(summary: pd.DataFrame) -> list[str]:
+    """A line when most verdicts of the judge pass have no usable answer."""
+    n = summary["judge_n"].fillna(0).sum()
+    failed = summary["judge_unparseable"].fillna(0).sum()
+    if failed == 0 or 2 * failed <= n + failed:
+        return []
+    return [f"**WARNING: {int(failed)} of {int(n + failed)} judge verdicts have no usable "
+            "answer** (unparseable or failed): the judge figures above stand on the rest, "
+            "if any. `bankbench judge` asks those trials again on its next run.", ""]

@@ -41,13 +41,15 @@ from contracts.task import CONVERSATION_MODE, DEFAULT_MODE
 REQ_COLUMNS = (
     "request_id", "role", "attempt", "turn", "step", "model", "session_id", "worker_id",
     "start_unix_ns", "end_unix_ns", "ttft_ms", "ttfc_ms", "e2e_ms", "tpot_ms",
-    "output_tps_per_user", "n_itl", "itl_mean_ms", "content_chars", "reasoning_chars",
-    "tool_call_chars", "prompt_tokens", "completion_tokens", "cached_tokens", "token_source",
-    "finish_reason", "http_status", "retries", "overloaded", "error_type", "server_ttft_ms",
-    "server_total_ms", "send_to_received_ms", *integrity.COLUMNS,
+    "client_tpot_ms", "server_tpot_ms", "output_tps_per_user", "n_itl", "itl_mean_ms",
+    "content_chars", "reasoning_chars", "tool_call_chars", "prompt_tokens", "completion_tokens",
+    "cached_tokens", "token_source", "finish_reason", "http_status", "retries", "overloaded",
+    "error_type", "server_ttft_ms", "server_total_ms", "send_to_received_ms",
+    *integrity.COLUMNS,
 )
 FLOAT_REQ = (*integrity.COLUMNS, "content_chars", "reasoning_chars", "tool_call_chars",
-             "ttft_ms", "ttfc_ms", "e2e_ms", "tpot_ms", "output_tps_per_user", "itl_mean_ms",
+             "ttft_ms", "ttfc_ms", "e2e_ms", "tpot_ms", "client_tpot_ms", "server_tpot_ms",
+             "output_tps_per_user", "itl_mean_ms",
              "prompt_tokens", "completion_tokens", "cached_tokens", "http_status",
              "server_ttft_ms", "server_total_ms", "send_to_received_ms", "end_unix_ns")
 # Columns copied from the record as they are.
@@ -90,6 +92,7 @@ class Rows:
     n_reads: array = field(default_factory=lambda: array("q"))
     read_ns: array = field(default_factory=lambda: array("q"))
     read_tool_chars: array = field(default_factory=lambda: array("q"))
+    read_chars: array = field(default_factory=lambda: array("q"))
     itl_values: Any = None  # the gaps in ms (numpy), once packed
     issues: list[tuple[str, files.Issue]] = field(default_factory=list)
     # task folder → its instruction mode, read once per chunk (repeats share the folder).
@@ -112,11 +115,12 @@ class Rows:
         per_request = np.frombuffer(self.n_reads, dtype=np.int64)
         reads = latency.Reads(np.repeat(np.arange(n), per_request),
                               *(np.frombuffer(a, dtype=np.int64)
-                                for a in (self.read_ns, self.read_tool_chars)))
+                                for a in (self.read_ns, self.read_tool_chars, self.read_chars)))
         raw = pd.concat([pd.DataFrame({
             "send_ns": pd.array(self.send_ns, dtype="Int64"),
             "end_ns": pd.array(self.end_ns, dtype="Int64"),
             "completion_tokens": pd.array(self.req["completion_tokens"], dtype="Int64"),
+            **latency.server_inputs(self.req["server_ttft_ms"], self.req["server_total_ms"]),
         }), latency.read_inputs(reads, n)], axis=1)
         derived = latency.derive(raw)
         for key, values in latency.presented(derived).items():
@@ -128,7 +132,8 @@ class Rows:
         self.req["end_unix_ns"] = end.to_numpy(dtype=float, na_value=np.nan)
         self.itl_values = latency.gaps_ns(reads) * latency.ITL.scale
         self.send_ns, self.end_ns = [], []
-        self.n_reads, self.read_ns, self.read_tool_chars = array("q"), array("q"), array("q")
+        self.n_reads, self.read_ns = array("q"), array("q")
+        self.read_tool_chars, self.read_chars = array("q"), array("q")
 
 
 def _merge(parts: list[Rows]) -> Rows:
@@ -370,6 +375,7 @@ def _add_requests(trial_index: int, records: list[LLMCallRecord], rows: Rows,
         rows.n_reads.append(len(rec.read_ns))
         rows.read_ns.extend(rec.read_ns)
         rows.read_tool_chars.extend(latency.aligned_tool_chars(rec))
+        rows.read_chars.extend(latency.aligned_chars(rec))
     return unreadable
 
 

@@ -39,6 +39,10 @@ REQUESTS_UNREADABLE = _count(
     "their status and reward.", unit="requests")
 REQUESTS = _count("n_requests", "requests", "LLM calls of the system under test (agent and "
                   "evaluator), failed ones included.", unit="requests")
+CANCELLED_REQUESTS = _count(
+    "n_cancelled_requests", "cancelled requests", "Requests of interrupted trials that did not "
+    "finish (Harbor was stopped under them): not the server's errors, left out of error_rate.",
+    unit="requests")
 TOKEN_COUNTS = Metric("token_counts", "Tokens counted by", "–", None,
                       "Who counted the level's tokens: `server` (its usage), `client` (the "
                       "agent's tokenizer), `mixed`, or `unknown`.", column="tokens counted by")
@@ -46,4 +50,5 @@ TOKEN_COUNTS = Metric("token_counts", "Tokens counted by", "–", None,
 TRIAL_COUNTS = (TRIALS, SCORED, AGENT_FAILED, INFRA_FAILED, HARNESS_FAILED, INTERRUPTED,
                 RUNNING, COUNTED, EXCLUDED, EXCLUDED_SHARE, REQUESTS_UNREADABLE)
 METRICS = (TRIALS, SCORED, AGENT_FAILED, INFRA_FAILED, HARNESS_FAILED, INTERRUPTED, RUNNING,
-           COUNTED, EXCLUDED, EXCLUDED_SHARE, REQUESTS_UNREADABLE, REQUESTS, TOKEN_COUNTS)
+           COUNTED, EXCLUDED, EXCLUDED_SHARE, REQUESTS_UNREADABLE, REQUESTS, CANCELLED_REQUESTS,
+           TOKEN_COUNTS)

@@ -87,6 +87,14 @@ def check_options(config: SweepConfig) -> None:
         parse_options(dict(config.agent_kwargs))
     except ValueError as exc:
         raise BadOptions(str(exc).removeprefix("BankingAgent: ")) from None
+    if config.profile:  # a misspelt profile or --set key: before any task is built
+        from bankbench.serve import api
+
+        try:
+            api.check(config.profile, router=config.router, workers=config.workers,
+                      model=config.model, options=dict(config.server_options))
+        except api.ServeError as exc:
+            raise BadOptions(str(exc)) from None
     if config.tasks:
         return  # nothing is built
     from tasks.banking.labels import LabelsError

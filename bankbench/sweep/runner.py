@@ -15,7 +15,9 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from bankbench import sweep_neighbours
 from bankbench.serve import router_setup
+from bankbench.serve.replay import scripted_sweep_config
 from bankbench.sweep import lock, preflight, stop
 from bankbench.sweep.errors import SweepError
 from bankbench.sweep.level_run import run_level
@@ -84,6 +86,7 @@ def open_sweep(config: SweepConfig, sweep_dir: Path, *, resume: bool = False,
 def _open_locked(config: SweepConfig, sweep_dir: Path, *, resume: bool, resume_command: str,
                  created: bool, port: int | None = None) -> Iterator[SweepSession]:
     if resume:
+        config = scripted_sweep_config(config, sweep_dir)  # scripted when it began: still so
         manifest: SweepManifest | None = check_resumable(config, sweep_dir)
         manifest = move_to_new_url(config, sweep_dir, manifest)
     else:
@@ -99,6 +102,8 @@ def _open_locked(config: SweepConfig, sweep_dir: Path, *, resume: bool, resume_c
     try:
         prepared = build_or_reuse_tasks(config, sweep_dir, reuse=resume)
         tasks_dir, n_tasks = prepared.tasks_dir, prepared.n_tasks
+        if manifest is None:  # a new sweep on cpu-mocker: its stack calls the oracle's tools
+            config = scripted_sweep_config(config, sweep_dir, tasks_dir)
         if manifest is not None and manifest.dataset_fallback:  # a resumed sweep says it again
             print(fallback_warning(manifest.dataset_fallback), flush=True)
         too_big = [n for n in config.levels if n > n_tasks * config.attempts]
@@ -156,6 +161,8 @@ def _open_locked(config: SweepConfig, sweep_dir: Path, *, resume: bool, resume_c
                 manifest.base_url, manifest.model = base_url, model
             save_manifest(sweep_dir, manifest)
             saved = True
+            for warning in sweep_neighbours.announce(base_url, sweep_dir):
+                print(warning, flush=True)
             yield SweepSession(config, sweep_dir, manifest, tasks_dir, base_url, model,
                                Scraper(base_url), resume_command,
                                ServerWatch(config, base_url, model))
@@ -167,6 +174,7 @@ def _open_locked(config: SweepConfig, sweep_dir: Path, *, resume: bool, resume_c
             )
             raise
         finally:
+            sweep_neighbours.leave(sweep_dir)
             if server is not None:
                 from bankbench.serve import api
 

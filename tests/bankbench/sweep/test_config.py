@@ -287,3 +287,23 @@ def test_resuming_a_sweep_checks_only_a_typed_max_turns(tmp_path, monkeypatch):
     assert resumed == [(goals, True)]
     with pytest.raises(SystemExit, match="--max-turns applies to --mode conversation only"):
         main(["sweep", "--resume", str(tmp_path), "--max-turns", "3"])
+
+
+def test_a_typed_set_on_resume_keeps_the_stored_ones_beside_it(tmp_path, monkeypatch):
+    """A scripted mocker sweep stored a replay trace it was not typed with: typing one --set
+    again on resume is checked key by key, not taken as the whole set."""
+    from bankbench.cli import main
+    from bankbench.commands import sweep as command
+    from bankbench.sweep import runner
+
+    monkeypatch.setattr(command, "_stop_cleanly_on_signals", dict)
+    stored = SweepConfig(levels=[1], profile="cpu-mocker",
+                         server_options={"speedup_ratio": "10", "replay_trace": "/x.jsonl"})
+    save_manifest(tmp_path, _manifest(stored))
+    resumed = []
+    monkeypatch.setattr(runner, "run_sweep", lambda config, sweep_dir, resume, **_: resumed.append(
+        config) or sweep_dir / "report.md")
+    assert main(["sweep", "--resume", str(tmp_path), "--set", "speedup_ratio=10"]) == 0
+    assert resumed == [stored]
+    assert main(["sweep", "--resume", str(tmp_path), "--set", "speedup_ratio=2"]) == 0
+    assert resumed[-1].server_options == {"speedup_ratio": "2", "replay_trace": "/x.jsonl"}
