@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 from bankbench import sweep_neighbours
 from bankbench.serve import router_setup
 from bankbench.serve.replay import scripted_sweep_config
+from bankbench.serve.state import ServerState
 from bankbench.sweep import lock, preflight, stop
 from bankbench.sweep.errors import SweepError
 from bankbench.sweep.level_run import run_level
@@ -171,7 +172,8 @@ def _open_locked(config: SweepConfig, agent: BankingAgentOptions, sweep_dir: Pat
                 print(warning, flush=True)
             yield SweepSession(config, sweep_dir, manifest, tasks_dir, base_url, model,
                                Scraper(base_url), resume_command,
-                               ServerWatch(agent, base_url, model), agent)
+                               ServerWatch(agent, base_url, model), agent=agent,
+                               server_pids=_process_leaders(server))
         except KeyboardInterrupt:
             print(
                 f"\nsweep interrupted; finished trials are kept. Continue with:\n"
@@ -213,3 +215,12 @@ def run_sweep(config: SweepConfig, sweep_dir: Path, *, resume: bool = False,
     if session.manifest.dataset_fallback:  # said at the start; said again where one looks last
         print(fallback_warning(session.manifest.dataset_fallback), flush=True)
     return report
+
+
+def _process_leaders(server: ServerState | None) -> list[int] | None:
+    """The pids of a launched stack's local processes (None without any: a server the sweep
+    did not start, or one of containers, whose CPU the host sampler does not attribute)."""
+    if server is None:
+        return None
+    pids = [c.pid for c in server.components if c.kind == "process" and c.pid]
+    return pids or None

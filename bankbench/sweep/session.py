@@ -37,3 +37,6 @@ class SweepSession:
     resume_command: str = "bankbench sweep --resume"
     watch: ServerWatch | None = None
     agent: BankingAgentOptions | None = None  # the --ak options, parsed once (preflight)
+    # Leaders of the stack's processes when this sweep started it (their CPU is the server's
+    # share of the host); None when the server is someone else's or runs in containers.
+    server_pids: list[int] | None = None
