@@ -28,6 +28,7 @@ from agents.options import (
     parse_options,
     strip_provider,
 )
+from contracts.tools import TOOLS_FILE, read_tools
 
 if TYPE_CHECKING:  # the client (httpx) loads only when a check runs: `--help` stays fast
     from agents.llm import CallInfo, ClientSettings, StreamingClient
@@ -69,12 +70,11 @@ def read_task(task_dir: Path) -> FirstRequest:
     environment/tools.json: what the bank inside the task serves to the agent)."""
     try:
         instruction = (task_dir / "instruction.md").read_text(encoding="utf-8")
-        tools = json.loads((task_dir / "environment" / "tools.json").read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError) as exc:
+        tools = read_tools(task_dir / "environment" / TOOLS_FILE)
+    except (OSError, ValueError) as exc:  # UnicodeDecodeError is a ValueError
         raise ValueError(f"--task {task_dir}: not a built bankbench task ({exc})") from None
-    if not isinstance(tools, list):
-        raise ValueError(f"--task {task_dir}: environment/tools.json is not a list of tools")
-    return FirstRequest(instruction, tools, f"task {task_dir.name}")
+    return FirstRequest(instruction, [tool.model_dump(exclude_unset=True) for tool in tools],
+                        f"task {task_dir.name}")
 
 
 def _info(step: int) -> CallInfo:

@@ -18,11 +18,12 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from contracts.agent_status import AGENT_STATUS_FILE, AgentStatus
-from contracts.bounds import Count, finite_number, lenient
+from contracts.bounds import Count, lenient
 from contracts.llm_calls import LLM_CALLS_FILE, LLMCallRecord
+from contracts.reward import reward_numbers
 from contracts.sweep import SWEEP_FILE, SweepManifest
 from contracts.tsq import TSQ_DETAILS_FILE, TsqDetails
 
@@ -86,7 +87,17 @@ class TrialConfigView(_Lenient):
 
 
 class VerifierView(_Lenient):
+    """Harbor's copy of reward.json, read as the file is (`contracts.reward.reward_numbers`):
+    the keys left out, out of their bounds, in `refused`."""
+
     rewards: dict[str, float | int] | None = None
+    refused: list[str] = []
+
+    @model_validator(mode="after")
+    def _through_the_contract(self) -> VerifierView:
+        if self.rewards is not None:
+            self.rewards, self.refused = reward_numbers(self.rewards)
+        return self
 
 
 class TrialResultView(_Lenient):
@@ -156,7 +167,11 @@ def _validate[M: BaseModel](model: type[M], data: Any, path: Path, issues: list[
 
 def read_trial_result(trial_dir: Path, issues: list[Issue]) -> TrialResultView | None:
     path = trial_dir / "result.json"
-    return _validate(TrialResultView, _read_json(path, issues), path, issues)
+    result = _validate(TrialResultView, _read_json(path, issues), path, issues)
+    if result is not None and result.verifier_result and result.verifier_result.refused:
+        issues.append(Issue(str(path), "rewards left out, out of their bounds: "
+                                       f"{', '.join(result.verifier_result.refused)}"))
+    return result
 
 
 def read_json_dict(path: Path, issues: list[Issue]) -> dict[str, Any]:
@@ -212,7 +227,7 @@ def read_agent_status(trial_dir: Path, issues: list[Issue],
 
 
 def read_reward_file(trial_dir: Path, issues: list[Issue]) -> dict[str, float] | None:
-    """`verifier/reward.json` (flat numbers); used when result.json has no rewards yet."""
+    """`verifier/reward.json` (`contracts.reward`); used when result.json has no rewards yet."""
     path = trial_dir / "verifier" / REWARD_FILE
     data = _read_json(path, issues)
     if data is None:
@@ -220,8 +235,11 @@ def read_reward_file(trial_dir: Path, issues: list[Issue]) -> dict[str, float] |
     if not isinstance(data, dict):
         issues.append(Issue(str(path), "expected a flat JSON object of numbers"))
         return None
-    numbers = {k: finite_number(v) for k, v in data.items()}
-    return {k: v for k, v in numbers.items() if v is not None}
+    numbers, refused = reward_numbers(data)
+    if refused:
+        issues.append(Issue(str(path), f"rewards left out, out of their bounds: "
+                                       f"{', '.join(refused)}"))
+    return numbers
 
 
 @dataclass

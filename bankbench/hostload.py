@@ -74,16 +74,19 @@ class HostSampler:
             self._read()
 
     def _read(self) -> None:
-        roots = [psutil.Process(os.getpid())]
-        self._note(self._client, _tree(roots))
-        if self.server_pids:
-            servers = []
-            for pid in self.server_pids:
-                try:
-                    servers.append(psutil.Process(pid))
-                except psutil.Error:
-                    continue
-            self._note(self._server, _tree(servers))
+        servers = []
+        for pid in self.server_pids or ():
+            try:
+                servers.append(psutil.Process(pid))
+            except psutil.Error:
+                continue
+        server_tree = _tree(servers)
+        self._note(self._server, server_tree)
+        # A stack the sweep launched runs as its children: its processes count once, as the
+        # server's.
+        theirs = {p.pid for p in server_tree}
+        self._note(self._client, [p for p in _tree([psutil.Process(os.getpid())])
+                                  if p.pid not in theirs])
 
     @staticmethod
     def _note(seen: dict[tuple[int, float], float], processes: list[psutil.Process]) -> None:

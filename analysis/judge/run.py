@@ -24,6 +24,7 @@ from analysis.judge.prompt import DEFAULT_VERSION, load_prompt, messages
 from analysis.status import QUALITY_STATUSES
 from analysis.tables import AnalysisInputError, load
 from analysis.trial_inputs import read_trial_inputs
+from contracts.atomic import write_atomic
 from contracts.judge import JUDGE_DIR, METRICS, JudgeRecord, JudgeSample, MetricSummary, record_name
 
 
@@ -148,9 +149,7 @@ def judge_path(path: Path, options: JudgeOptions,
                 samples=samples, status=_status(samples), judged_at=datetime.now(UTC),
                 **{m: _metric(samples, m) for m in METRICS})
             out.parent.mkdir(exist_ok=True)
-            tmp = out.with_name(f".{out.name}.tmp")
-            tmp.write_text(record.model_dump_json(indent=2) + "\n", encoding="utf-8")
-            os.replace(tmp, out)
+            write_atomic(out, record.model_dump_json(indent=2) + "\n")
             summary.judged += 1
             outcomes[record.status] += 1
             summary.files.append(str(out))

@@ -145,6 +145,7 @@ def _run(args: argparse.Namespace) -> int:
         _stop_cleanly_on_signals,
         unwritable_sweep,
     )
+    from bankbench.serve.errors import ServeError
     from bankbench.sweep.errors import SweepError
     from bankbench.sweep.manifest import load_manifest
     from contracts.capacity import CapacitySearch
@@ -189,10 +190,8 @@ def _run(args: argparse.Namespace) -> int:
         return 128 + stopped_by.get("signal", signal.SIGINT)
     except (SweepError, FileNotFoundError, ValueError) as exc:
         return _fail(str(exc))
-    except Exception as exc:
-        if exc.__class__.__name__ == "ServeError":
-            return _fail(f"server failed to start: {exc}")
-        raise
+    except ServeError as exc:
+        return _fail(f"server failed to start: {exc}")
     _finish(sweep_dir.resolve(), record)
     return 0
 

@@ -168,6 +168,7 @@ def _rayjob_args(argv: list[str]) -> list[str]:
 def _run(args: argparse.Namespace) -> int:
     from pydantic import ValidationError
 
+    from bankbench.serve.errors import ServeError
     from bankbench.sweep.errors import BadOptions, SweepError
     from bankbench.sweep.manifest import load_manifest
     from bankbench.sweep.routers import is_router_sweep, load_router_manifest, run_router_sweep
@@ -250,12 +251,9 @@ def _run(args: argparse.Namespace) -> int:
     except (SweepError, FileNotFoundError, ValueError) as exc:
         print(f"bankbench sweep: {exc}", file=sys.stderr)
         return 2 if isinstance(exc, BadOptions) else 1
-    except Exception as exc:
-        # Server start failures carry their own one-line cause and log tail.
-        if exc.__class__.__name__ == "ServeError":
-            print(f"bankbench sweep: server failed to start: {exc}", file=sys.stderr)
-            return 1
-        raise
+    except ServeError as exc:  # its own one-line cause and the log's tail
+        print(f"bankbench sweep: server failed to start: {exc}", file=sys.stderr)
+        return 1
     for report in reports:
         _print_summary(report.parent)
         print(f"\nreport: {report}")
