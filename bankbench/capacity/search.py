@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 
 from analysis.decision_noise import ScenarioAgreement, judge_drop
+from analysis.metrics.throughput import failed_and_counted
 from contracts.capacity import (
     CapacitySearch,
     CapacityStep,
@@ -75,10 +76,12 @@ def slo_value(name: str, summary_row: pd.Series, requests: pd.DataFrame, lost: f
     column = slo_column(name)
     if name in ("error_rate", "overload_rate"):
         # Overload replies (429/529) are the server's errors even when a retry succeeded.
-        over = (requests["overloaded"].fillna(0) > 0 if "overloaded" in requests
-                else pd.Series(False, index=requests.index))
-        failed = ~requests["ok"].astype(bool) | over if name == "error_rate" else over
-        return float(failed.mean()) if len(requests) else math.nan
+        # Requests an interruption cancelled are nobody's errors: left out (analysis.tables).
+        failed, counted = failed_and_counted(requests)
+        over = (requests["overloaded"].fillna(0).to_numpy() > 0 if "overloaded" in requests
+                else np.zeros(len(requests), dtype=bool))
+        hit = failed | over if name == "error_rate" else over
+        return float(hit[counted].mean()) if counted.any() else math.nan
     if name == "lost_rate":
         return lost
     if column in summary_row.index:

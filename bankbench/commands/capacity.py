@@ -22,12 +22,26 @@ def _slo(text: str) -> dict[str, float]:
         raise argparse.ArgumentTypeError(str(exc).removeprefix("--slo ")) from None
 
 
+# What an option left unset means, said in --help (argparse shows no `None` default).
+_UNSET = {"min_tsq": "no floor", "max_minutes": "no limit", "gpus": "not said"}
+
+
 def _field(name: str) -> dict:
     from contracts.capacity import CapacitySearch
 
     info = CapacitySearch.model_fields[name]
-    return {"default": info.get_default(),
-            "help": (info.description or "").rstrip(".").replace("%", "%%")}
+    text = (info.description or "").rstrip(".").replace("%", "%%")
+    if name in _UNSET:
+        text += f" (default: {_UNSET[name]})"
+    return {"default": info.get_default(), "help": text}
+
+
+def _explain_attempts(p: argparse.ArgumentParser) -> None:
+    """--attempts is shared with `sweep`; here it only ever raises --repeats."""
+    action = next(a for a in p._actions if a.dest == "attempts")
+    action.help = ("Harbor attempts per task (-k) at each level; a capacity search runs "
+                   "max(--attempts, --repeats) runs of every scenario per level, so set "
+                   "--repeats (kept for the options `sweep` shares)")
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -53,14 +67,17 @@ def register(sub: argparse._SubParsersAction) -> None:
     search.add_argument("--slo", type=_slo, action="append", default=[], metavar="NAME=NUMBER",
                         help="upper bound per level, repeatable (comma lists too; the format "
                         "and metric names of `bankbench report --slo`): <metric>_<stat>_ms (metric "
-                        "ttft (client, first content-bearing read) | ttfc (time to first tool "
-                        "call) | server_ttft (the server's first token) | itl | tpot | e2e, or "
+                        "server_ttft (the server's own first token, Dynamo; e.g. "
+                        "server_ttft_p90_ms=500) | ttft (client, first chunk) | ttfc (time to "
+                        "first tool call) | itl | tpot | e2e, or "
                         "AIPerf's time_to_first_token | inter_token_latency | request_latency; "
                         "stat "
                         "mean | p50 | p90 | p95 | p99), error_rate, overload_rate or lost_rate")
     search.add_argument("--max-drop", type=float, **_field("max_drop"))
     search.add_argument("--alpha", type=float, **_field("alpha"))
-    search.add_argument("--repeats", type=int, **_field("repeats"))
+    repeats = _field("repeats")
+    repeats["help"] += "; the same as Harbor attempts per task: --attempts only raises it"
+    search.add_argument("--repeats", type=int, **repeats)
     search.add_argument("--min-tsq", type=float, **_field("min_tsq"))
     search.add_argument("--agreement-metric", choices=["tool_f1", "arg_agreement"],
                         **_field("agreement_metric"))
@@ -82,6 +99,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                           help="a run with ≥ 2 repeats whose lowest level's agreement with "
                           "itself is the floor")
     add_run_options(p)
+    _explain_attempts(p)
     p.add_argument("--out", default="jobs", help="parent folder of sweep directories")
     p.add_argument("--name", help="sweep directory name (default: capacity-<UTC timestamp>)")
     p.add_argument("--resume", metavar="SWEEP_DIR",
@@ -113,7 +131,12 @@ def _run(args: argparse.Namespace) -> int:
     from pydantic import ValidationError
 
     from bankbench.capacity.run import load_record, run_capacity
-    from bankbench.commands.sweep import _explicit_options, _stop_cleanly_on_signals
+    from bankbench.commands.sweep import (
+        _explicit_options,
+        _stop_cleanly_on_signals,
+        unwritable_sweep,
+    )
+    from bankbench.serve.errors import ServeError
     from bankbench.sweep.errors import SweepError
     from bankbench.sweep.manifest import load_manifest
     from contracts.capacity import CapacitySearch
@@ -146,6 +169,8 @@ def _run(args: argparse.Namespace) -> int:
     if search.reference and not Path(search.reference).is_dir():
         return _fail(f"--reference {search.reference}: no such directory", 2)
 
+    if problem := unwritable_sweep(sweep_dir, resume=bool(args.resume)):
+        return _fail(problem, 2)
     stopped_by = _stop_cleanly_on_signals()
     try:
         record = run_capacity(config, search, sweep_dir, resume=bool(args.resume))
@@ -153,10 +178,8 @@ def _run(args: argparse.Namespace) -> int:
         return 128 + stopped_by.get("signal", signal.SIGINT)
     except (SweepError, FileNotFoundError, ValueError) as exc:
         return _fail(str(exc))
-    except Exception as exc:
-        if exc.__class__.__name__ == "ServeError":
-            return _fail(f"server failed to start: {exc}")
-        raise
+    except ServeError as exc:
+        return _fail(f"server failed to start: {exc}")
     _finish(sweep_dir.resolve(), record)
     return 0
 
