@@ -11,11 +11,12 @@ import pandas as pd
 from analysis.judge.figures import level_judge
 from analysis.metrics import throughput
 from analysis.metrics.goodput import SLO, goodput_metrics
+from analysis.metrics.host import host_metrics
 from analysis.metrics.integrity import integrity_metrics
 from analysis.metrics.latency import latency_metrics
 from analysis.metrics.quality import quality_metrics
 from analysis.metrics.server import server_metrics
-from analysis.metrics.throughput import throughput_metrics
+from analysis.metrics.throughput import failed_and_counted, throughput_metrics
 from analysis.metrics.usage import usage_metrics
 from analysis.provenance import level_provenance
 from analysis.shards import configured_concurrency, level_resumed, level_window_of
@@ -33,7 +34,12 @@ def status_counts(trials: pd.DataFrame) -> dict[str, float]:
         out[f"n_{status}"] = float(counts.get(status, 0))
     out["n_counted"] = float(trials["in_quality"].astype(bool).sum())
     out["n_excluded"] = out["n_infra_failed"] + out["n_harness_failed"] + out["n_interrupted"]
+    finished = out["n_counted"] + out["n_excluded"]
+    out["excluded_share"] = out["n_excluded"] / finished if finished else np.nan
     out["n_reward_imputed"] = float(trials["reward_imputed"].astype(bool).sum())
+    out["n_requests_unreadable"] = float(
+        pd.to_numeric(trials.get("requests_unreadable"), errors="coerce").fillna(0).sum()
+        if "requests_unreadable" in trials else 0)
     return out
 
 
@@ -62,7 +68,8 @@ def summarize(tables: Tables, slo: SLO | None = None) -> pd.DataFrame:
     # A level run by shards has one job row per shard: its configured concurrency is theirs
     # summed (analysis/shards.py); the /metrics scrapes are the level's, the same on every row.
     jobs = tables.jobs.groupby(GROUP).agg(
-        metrics_before=("metrics_before", "first"), metrics_after=("metrics_after", "first"))
+        metrics_before=("metrics_before", "first"), metrics_after=("metrics_after", "first"),
+        host_load=("host_load", "first"))
     jobs["configured_concurrency"] = configured_concurrency(tables.jobs) if len(jobs) else []
     # Input order of sources (the first is the comparison baseline), then level; a job with
     # no trial folder yet still gets its row.
@@ -88,7 +95,9 @@ def summarize(tables: Tables, slo: SLO | None = None) -> pd.DataFrame:
         row: dict[str, object] = {"source": source, "level": level}
         row.update(status_counts(trial_rows))
         row["n_requests"] = float(len(req))
-        row["n_failed_requests"] = float((~req["ok"]).sum())
+        failed, counted = failed_and_counted(req)
+        row["n_failed_requests"] = float((failed & counted).sum())
+        row["n_cancelled_requests"] = float((~counted).sum())
         row.update(latency_metrics(req[inside], gaps))
         row.update(throughput_metrics(req, trial_rows, float(configured), window))
         row[throughput.RESUMED.key] = level_resumed(tables, source, level)
@@ -100,6 +109,8 @@ def summarize(tables: Tables, slo: SLO | None = None) -> pd.DataFrame:
         row["token_counts"] = token_counts(req)
         if job is not None and pd.notna(job["metrics_before"]) and pd.notna(job["metrics_after"]):
             row.update(server_metrics(Path(job["metrics_before"]), Path(job["metrics_after"])))
+        if job is not None and pd.notna(job["host_load"]):
+            row.update(host_metrics(Path(job["host_load"])))
         rows.append(row)
     if not rows:
         return pd.DataFrame(columns=GROUP)

@@ -61,11 +61,27 @@ ACHIEVED_SHARE = Metric(
     "A capacity search certifies a level only at ≥ 0.90 over a steady window "
     "(analysis/windows.py · MIN_ACHIEVED_SHARE).", column="achieved / configured")
 ERROR_RATE = Metric("error_rate", "Request error rate", "share", False,
-                    "Failed requests (error, non-2xx, no end) / all requests.", column="error rate")
+                    "Failed requests (error, non-2xx, no end) / all requests, both without "
+                    "the requests an interruption cancelled (n_cancelled_requests).",
+                    column="error rate")
 
 METRICS = (WINDOW, STEADY, RUNS, RESUMED, OUTPUT_THROUGHPUT, REQUEST_THROUGHPUT,
            ACHIEVED_CONCURRENCY, CONFIGURED_CONCURRENCY, TRIAL_CONCURRENCY, ACHIEVED_SHARE,
            ERROR_RATE)
+
+
+def failed_and_counted(requests: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+    """Per request: did it fail, and does it count in an error rate (not cancelled by an
+    interruption of its trial)?"""
+    failed = ~requests["ok"].to_numpy(dtype=bool)
+    if "cancelled" not in requests:
+        return failed, np.ones(len(requests), dtype=bool)
+    return failed, ~requests["cancelled"].to_numpy(dtype=bool)
+
+
+def error_rate(requests: pd.DataFrame) -> float:
+    failed, counted = failed_and_counted(requests)
+    return float((failed & counted).sum() / counted.sum()) if counted.any() else np.nan
 
 
 def window_seconds(requests: pd.DataFrame) -> float:
@@ -102,10 +118,8 @@ def throughput_metrics(requests: pd.DataFrame, trials: pd.DataFrame, configured:
     seconds = window.seconds
     inside = in_window(requests, window)
     ok = requests["ok"].to_numpy(dtype=bool) & inside
-    n = len(requests)
     tokens = float(np.nansum(requests["completion_tokens"].to_numpy(dtype=float)[ok]))
     trial_conc = trial_concurrency(trials, window)
-    all_ok = requests["ok"].to_numpy(dtype=bool)
     return {
         WINDOW.key: seconds,
         STEADY.key: window.steady,
@@ -116,5 +130,5 @@ def throughput_metrics(requests: pd.DataFrame, trials: pd.DataFrame, configured:
         CONFIGURED_CONCURRENCY.key: configured,
         TRIAL_CONCURRENCY.key: trial_conc,
         ACHIEVED_SHARE.key: trial_conc / configured if configured else np.nan,
-        ERROR_RATE.key: (n - all_ok.sum()) / n if n else np.nan,
+        ERROR_RATE.key: error_rate(requests),
     }

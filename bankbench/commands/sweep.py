@@ -41,8 +41,13 @@ def _key_values(items: list[str], option: str) -> dict[str, str]:
 
 
 def _levels(text: str) -> list[int]:
+    items = [x.strip() for x in text.split(",")]
+    if "" in items:
+        raise argparse.ArgumentTypeError(
+            f"{text!r}: an empty level between commas; expected comma-separated integers, "
+            "e.g. 1,2,4,8")
     try:
-        return [int(x) for x in text.split(",") if x.strip()]
+        return [int(x) for x in items]
     except ValueError:
         raise argparse.ArgumentTypeError(
             f"{text!r}: expected comma-separated integers, e.g. 1,2,4,8"
@@ -84,7 +89,7 @@ def add_run_options(p: argparse.ArgumentParser) -> None:
     tasks = p.add_argument_group("tasks")
     tasks.add_argument("--tasks", **_from_config("tasks"))
     tasks.add_argument("--source", **_from_config("source"))
-    tasks.add_argument("--limit", type=int, **_from_config("limit"))
+    tasks.add_argument("--limit", type=int, **_from_config("limit", " (default: every one)"))
     tasks.add_argument("--mode", choices=_choices("mode"), **_from_config("mode"))
     # No argparse default (SUPPRESS): given without --mode conversation it is an error, not
     # silently ignored, so the parser must see whether it was typed.
@@ -163,6 +168,7 @@ def _rayjob_args(argv: list[str]) -> list[str]:
 def _run(args: argparse.Namespace) -> int:
     from pydantic import ValidationError
 
+    from bankbench.serve.errors import ServeError
     from bankbench.sweep.errors import BadOptions, SweepError
     from bankbench.sweep.manifest import load_manifest
     from bankbench.sweep.routers import is_router_sweep, load_router_manifest, run_router_sweep
@@ -194,7 +200,12 @@ def _run(args: argparse.Namespace) -> int:
         _check_max_turns(explicit, explicit.get("mode", stored.config.mode))
         if explicit:
             # Given options must match the stored ones; check_resumable names any difference.
-            fields = dict(stored.config.model_dump(), **explicit)
+            # Key=value options are checked key by key: typing one --set again must not drop
+            # the others the sweep stored (e.g. the replay trace a scripted mocker got).
+            fields = stored.config.model_dump()
+            for key, value in explicit.items():
+                fields[key] = ({**fields[key], **value} if isinstance(value, dict)
+                               and isinstance(fields.get(key), dict) else value)
         else:
             fields = stored.config.model_dump()
     else:
@@ -224,6 +235,9 @@ def _run(args: argparse.Namespace) -> int:
         print("bankbench sweep: --port applies to a --profile sweep; a --base-url sweep "
               "resumes at a new address with --base-url NEW_URL", file=sys.stderr)
         return 2
+    if problem := unwritable_sweep(sweep_dir, resume=bool(args.resume)):
+        print(f"bankbench sweep: {problem}", file=sys.stderr)
+        return 2
     stopped_by = _stop_cleanly_on_signals()
     try:
         if routers:
@@ -237,16 +251,28 @@ def _run(args: argparse.Namespace) -> int:
     except (SweepError, FileNotFoundError, ValueError) as exc:
         print(f"bankbench sweep: {exc}", file=sys.stderr)
         return 2 if isinstance(exc, BadOptions) else 1
-    except Exception as exc:
-        # Server start failures carry their own one-line cause and log tail.
-        if exc.__class__.__name__ == "ServeError":
-            print(f"bankbench sweep: server failed to start: {exc}", file=sys.stderr)
-            return 1
-        raise
+    except ServeError as exc:  # its own one-line cause and the log's tail
+        print(f"bankbench sweep: server failed to start: {exc}", file=sys.stderr)
+        return 1
     for report in reports:
         _print_summary(report.parent)
         print(f"\nreport: {report}")
     return 0
+
+
+def unwritable_sweep(sweep_dir: Path, *, resume: bool) -> str | None:
+    """Why a sweep (or capacity search) could not write its folder, said before anything runs;
+    None when it can."""
+    from bankbench.writable import unwritable
+
+    why = unwritable(sweep_dir if resume else sweep_dir.parent)
+    if why is None:
+        return None
+    if resume:
+        return (f"--resume {sweep_dir}: cannot write there ({why}); a resume writes into the "
+                "sweep: copy it somewhere writable and resume the copy (`bankbench report "
+                f"{sweep_dir} --out DIR` reads it without writing)")
+    return f"--out {sweep_dir.parent}: cannot write there ({why}); choose another --out"
 
 
 def _print_summary(report_dir: Path) -> None:

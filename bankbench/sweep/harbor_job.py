@@ -14,11 +14,13 @@ from datetime import UTC, datetime
 from enum import StrEnum
 from pathlib import Path
 
-from analysis.progress import trial_status
+from analysis.status import trial_status
 from bankbench import procs
+from contracts.agent_status import PROJECT_AGENT
+from contracts.atomic import write_atomic
 from contracts.sweep import SweepConfig, level_jobs
 
-AGENT_IMPORT_PATH = "agents.banking:BankingAgent"
+AGENT_IMPORT_PATH = PROJECT_AGENT
 
 
 class JobState(StrEnum):
@@ -291,8 +293,6 @@ def rewrite_base_url(job_dir: Path, old: str, new: str) -> int:
         except (OSError, ValueError):
             continue
         if _swap_base_url(data, old, new):
-            tmp = path.with_suffix(".json.tmp")
-            tmp.write_text(json.dumps(data, indent=4))
-            os.replace(tmp, path)
+            write_atomic(path, json.dumps(data, indent=4))
             changed += 1
     return changed

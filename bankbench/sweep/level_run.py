@@ -13,6 +13,8 @@ import time
 from datetime import datetime
 from pathlib import Path
 
+from bankbench import hostload
+from bankbench.hostload import HostSampler
 from bankbench.sweep import harbor_job, progress, stop
 from bankbench.sweep import level as level_plan
 from bankbench.sweep.errors import SweepError
@@ -183,11 +185,16 @@ def _run_part(session: SweepSession, record: LevelRecord, number: int,
     run = LevelRun(started_at=now())
     record.runs.append(run)
     save_manifest(sweep_dir, manifest)
+    # How busy the client host was while the level ran, in c<level>/ for every part of the
+    # level (a resume, an extra pass): combined by their seconds (bankbench/hostload.py).
+    sampler = HostSampler(session.server_pids)
     try:
-        outcomes = _execute(config.ray, launches, pacer)
+        with sampler:
+            outcomes = _execute(config.ray, launches, pacer)
     finally:
         run.finished_at = now()
         save_manifest(sweep_dir, manifest)
+        hostload.save(sweep_dir / level_dir_name(level), sampler.result)
     for outcome in outcomes:
         level_plan.mark_finished(outcome.shard, outcome.code, outcome.error, outcome.host)
     if session.watch is not None and any(harbor_job.infra_failed(t)

@@ -14,8 +14,12 @@ import shutil
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING
 
+from bankbench import sweep_neighbours
 from bankbench.serve import router_setup
+from bankbench.serve.replay import scripted_sweep_config
+from bankbench.serve.state import ServerState
 from bankbench.sweep import lock, preflight, stop
 from bankbench.sweep.errors import SweepError
 from bankbench.sweep.level_run import run_level
@@ -43,6 +47,9 @@ from contracts.sweep import (
     level_dir_name,
 )
 
+if TYPE_CHECKING:
+    from agents.options import BankingAgentOptions
+
 
 @contextmanager
 def open_sweep(config: SweepConfig, sweep_dir: Path, *, resume: bool = False,
@@ -58,10 +65,10 @@ def open_sweep(config: SweepConfig, sweep_dir: Path, *, resume: bool = False,
     sweep_dir = sweep_dir.resolve()
     if resume and not sweep_dir.is_dir():
         raise SweepError(f"{sweep_dir}: no such sweep directory")
-    preflight.check_options(config)
+    agent = preflight.check_options(config)
     if not resume and not config.profile:
         # Fail before anything is created, built or run: a dead URL would fail every trial.
-        check_server_or_fail(config, str(config.base_url), str(config.model))
+        check_server_or_fail(agent, str(config.base_url), str(config.model))
     created = False
     if not resume:
         if claim:
@@ -73,19 +80,22 @@ def open_sweep(config: SweepConfig, sweep_dir: Path, *, resume: bool = False,
             "that pid)" if resume else "choose another --name")
     try:
         with lock.hold(sweep_dir, busy_hint=busy):
-            with _open_locked(config, sweep_dir, resume=resume, resume_command=resume_command,
-                              created=created, port=port) as session:
+            with _open_locked(config, agent, sweep_dir, resume=resume,
+                              resume_command=resume_command, created=created,
+                              port=port) as session:
                 yield session
     except lock.SweepBusy as exc:
         raise SweepError(str(exc)) from None
 
 
 @contextmanager
-def _open_locked(config: SweepConfig, sweep_dir: Path, *, resume: bool, resume_command: str,
-                 created: bool, port: int | None = None) -> Iterator[SweepSession]:
+def _open_locked(config: SweepConfig, agent: BankingAgentOptions, sweep_dir: Path, *,
+                 resume: bool, resume_command: str, created: bool, port: int | None = None
+                 ) -> Iterator[SweepSession]:
     if resume:
+        config = scripted_sweep_config(config, sweep_dir)  # scripted when it began: still so
         manifest: SweepManifest | None = check_resumable(config, sweep_dir)
-        manifest = move_to_new_url(config, sweep_dir, manifest)
+        manifest = move_to_new_url(config, agent, sweep_dir, manifest)
     else:
         if (sweep_dir / SWEEP_FILE).exists():
             raise SweepError(
@@ -99,6 +109,8 @@ def _open_locked(config: SweepConfig, sweep_dir: Path, *, resume: bool, resume_c
     try:
         prepared = build_or_reuse_tasks(config, sweep_dir, reuse=resume)
         tasks_dir, n_tasks = prepared.tasks_dir, prepared.n_tasks
+        if manifest is None:  # a new sweep on cpu-mocker: its stack calls the oracle's tools
+            config = scripted_sweep_config(config, sweep_dir, tasks_dir)
         if manifest is not None and manifest.dataset_fallback:  # a resumed sweep says it again
             print(fallback_warning(manifest.dataset_fallback), flush=True)
         too_big = [n for n in config.levels if n > n_tasks * config.attempts]
@@ -126,7 +138,7 @@ def _open_locked(config: SweepConfig, sweep_dir: Path, *, resume: bool, resume_c
                     state_dir=sweep_dir / "server", port=port,
                 )
                 base_url, model = server.base_url, server.model
-                check_server_or_fail(config, base_url, model)
+                check_server_or_fail(agent, base_url, model)
                 print(f"server ready: {base_url} model {model}", flush=True)
             else:
                 base_url, model = str(config.base_url), str(config.model)
@@ -156,9 +168,12 @@ def _open_locked(config: SweepConfig, sweep_dir: Path, *, resume: bool, resume_c
                 manifest.base_url, manifest.model = base_url, model
             save_manifest(sweep_dir, manifest)
             saved = True
+            for warning in sweep_neighbours.announce(base_url, sweep_dir):
+                print(warning, flush=True)
             yield SweepSession(config, sweep_dir, manifest, tasks_dir, base_url, model,
                                Scraper(base_url), resume_command,
-                               ServerWatch(config, base_url, model))
+                               ServerWatch(agent, base_url, model), agent=agent,
+                               server_pids=_process_leaders(server))
         except KeyboardInterrupt:
             print(
                 f"\nsweep interrupted; finished trials are kept. Continue with:\n"
@@ -167,6 +182,7 @@ def _open_locked(config: SweepConfig, sweep_dir: Path, *, resume: bool, resume_c
             )
             raise
         finally:
+            sweep_neighbours.leave(sweep_dir)
             if server is not None:
                 from bankbench.serve import api
 
@@ -199,3 +215,12 @@ def run_sweep(config: SweepConfig, sweep_dir: Path, *, resume: bool = False,
     if session.manifest.dataset_fallback:  # said at the start; said again where one looks last
         print(fallback_warning(session.manifest.dataset_fallback), flush=True)
     return report
+
+
+def _process_leaders(server: ServerState | None) -> list[int] | None:
+    """The pids of a launched stack's local processes (None without any: a server the sweep
+    did not start, or one of containers, whose CPU the host sampler does not attribute)."""
+    if server is None:
+        return None
+    pids = [c.pid for c in server.components if c.kind == "process" and c.pid]
+    return pids or None

@@ -10,9 +10,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from bankbench.sweep.server_checks import Scraper, ServerWatch
 from contracts.sweep import SweepConfig, SweepManifest
+
+if TYPE_CHECKING:
+    from agents.options import BankingAgentOptions
 
 
 def now() -> datetime:
@@ -32,3 +36,7 @@ class SweepSession:
     scrape: Scraper  # one per sweep, so a server without /metrics is named once
     resume_command: str = "bankbench sweep --resume"
     watch: ServerWatch | None = None
+    agent: BankingAgentOptions | None = None  # the --ak options, parsed once (preflight)
+    # Leaders of the stack's processes when this sweep started it (their CPU is the server's
+    # share of the host); None when the server is someone else's or runs in containers.
+    server_pids: list[int] | None = None

@@ -10,10 +10,10 @@ marked failed, and `--resume` continues each unfinished shard (contracts/sweep.p
 
 from __future__ import annotations
 
-import os
 import socket
 from pathlib import Path
 
+from contracts.atomic import write_atomic
 from contracts.sweep import SHARD_FILE, ShardRecord, SweepConfig
 
 
@@ -64,6 +64,4 @@ def read_record(job: Path) -> ShardRecord | None:
 
 def write_record(job: Path, record: ShardRecord) -> None:
     job.mkdir(parents=True, exist_ok=True)
-    tmp = job / (SHARD_FILE + ".tmp")
-    tmp.write_text(record.model_dump_json(indent=2))
-    os.replace(tmp, job / SHARD_FILE)
+    write_atomic(job / SHARD_FILE, record.model_dump_json(indent=2))

@@ -15,9 +15,9 @@ import time
 import httpx
 import pytest
 
-from bankbench.procs import group_alive
-from bankbench.serve import api, llamacpp
+from bankbench.serve import llamacpp
 from bankbench.serve.errors import ServeError
+from tests.support.cpu_tiny import SLOTS, chat, cpu_tiny_stack
 
 BALANCE_TOOL = {
     "type": "function",
@@ -68,27 +68,8 @@ def assert_matches_schema(args: dict, schema: dict) -> None:
 
 @pytest.fixture(scope="module")
 def stack(tmp_path_factory):
-    state_dir = tmp_path_factory.mktemp("cpu-tiny") / "state"
-    try:
-        state = api.up("cpu-tiny", state_dir=state_dir)
-    except ServeError as exc:
-        if exc.component == llamacpp.COMPONENT:
-            pytest.skip(f"the xllamacpp wheel cannot be installed here: {exc.cause}")
-        raise
-    yield state
-    api.down(state)
-    deadline = time.monotonic() + 30
-    pids = [c.pid for c in state.components if c.pid is not None]
-    while any(group_alive(p) for p in pids) and time.monotonic() < deadline:
-        time.sleep(0.2)
-    assert not any(group_alive(p) for p in pids), "cpu-tiny processes left behind"
-
-
-def chat(stack, **body) -> dict:
-    body = {"model": stack.model, **body}
-    r = httpx.post(f"{stack.base_url}/chat/completions", json=body, timeout=120)
-    assert r.status_code == 200, r.text
-    return r.json()
+    with cpu_tiny_stack(tmp_path_factory.mktemp("cpu-tiny") / "state") as state:
+        yield state
 
 
 def stream(stack, **body) -> tuple[list[int], list[dict]]:
@@ -108,8 +89,6 @@ def stream(stack, **body) -> tuple[list[int], list[dict]]:
 
 
 pytestmark = [pytest.mark.dynamo, pytest.mark.slow]
-
-SLOTS = 4  # the worker's default --parallel
 
 
 def test_streamed_completion_has_usage_and_sane_timing(stack):
