@@ -28,10 +28,13 @@ if [ "$server_given" = no ]; then
   # to max_tokens and cutting a second one short).
   # Sized for 2 CPU cores: 4 scenarios, so level 4 runs them all at once in the worker's 4
   # llama.cpp slots (decoded in one batch) and each level is a few model turns per scenario;
-  # short replies; a client timeout that fits the one cold read of the ~4.9k-token tool prompt.
+  # two attempts per scenario, so the report can set each level's decisions against their own
+  # repeat noise (the decision columns); short replies; a client timeout that fits the one
+  # cold read of the ~4.9k-token tool prompt.
   # prompt_cache: the worker keeps that prompt's KV in the cache folder, so later runs skip the
   # cold read (~25 s on 2 cores) too.
-  set -- --profile cpu-tiny --levels 1,2,4 --limit 4 --source auto --set prompt_cache=true \
+  set -- --profile cpu-tiny --levels 1,2,4 --limit 4 --attempts 2 --source auto \
+         --set prompt_cache=true \
          --ak tool_choice=first --ak parallel_tool_calls=false --ak max_tokens=96 \
          --ak max_steps=4 --ak request_timeout_s=600 "$@"
 fi

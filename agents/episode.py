@@ -5,14 +5,16 @@ Never raises for something the agent or the server did: the outcome goes to
 metadata, and the trial proceeds to verification with whatever the bank recorded.
 
 How a failure is classed:
-- harness_error: the bank could not list tools, or (conversation mode) `bank say` failed or
-  the instruction holds no customer message. The task environment is the benchmark's own
-  machinery, so neither the model nor the server is to blame.
+- harness_error: the bank could not list tools, or (conversation mode) the bank's `say`
+  machinery failed or the instruction holds no customer message. The task environment is
+  the benchmark's own machinery, so neither the model nor the server is to blame.
 - infra_error: an LLM request failed with 429/5xx/timeout/
   dropped connection after every retry; the server refused the setup (401/403/404: bad key,
-  URL or model name); the llm customer's endpoint failed (`bank say` said so).
+  URL or model name); the llm customer's endpoint failed on the server's side (`bank say`
+  said so: timeout, connection, 429, 5xx, 401/403/404).
 - agent_error: the server rejected a request as invalid (other 4xx, e.g. context too long),
-  or the attempt hit max_steps without a final answer.
+  the attempt hit max_steps without a final answer, or the model's reply to the customer
+  was refused by `say` or led the llm customer's endpoint to reject it or answer nothing.
 - Harbor's agent timeout (the task is cancelled): infra_error when an LLM request was under
   way, agent_error otherwise; the status file is written before the cancellation goes on.
 """
@@ -43,6 +45,8 @@ from contracts.agent_status import AgentStatus
 from contracts.llm_calls import EVALUATOR_ROLE, SESSION_CLOSE_ROLE
 
 _SETUP_REFUSALS = {401, 403, 404}
+# A failed `bank say`, by whose failure it was (bank_bridge.CustomerFailed.cause).
+_SAY_FAILURE = {"endpoint": "infra_error", "message": "agent_error", "harness": "harness_error"}
 
 
 @dataclass
@@ -119,7 +123,7 @@ class Episode:
         except bank_bridge.BankUnavailable as exc:
             status.status, status.reason = "harness_error", f"bank unavailable: {exc}"
         except bank_bridge.CustomerFailed as exc:
-            status.status = "infra_error" if exc.endpoint else "harness_error"
+            status.status = _SAY_FAILURE[exc.cause]
             status.reason = f"customer unavailable: {exc}"
         except LLMCallFailed as exc:
             status.status, status.reason = classify_llm_failure(exc)

@@ -12,6 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from contracts.agent_status import AGENT_STATUS_FILE, AgentStatus, Status
+from contracts.atomic import write_atomic
 from contracts.llm_calls import LLM_CALLS_FILE, MEASURED_ROLES, LLMCallRecord
 
 __all__ = ["AGENT_STATUS_FILE", "AgentStatus", "CallLog", "Status", "token_sum", "write_status"]
@@ -60,7 +61,4 @@ def token_sum(records: list[LLMCallRecord], field: str) -> int | None:
 
 
 def write_status(logs_dir: Path, status: AgentStatus) -> None:
-    path = logs_dir / AGENT_STATUS_FILE
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(status.model_dump_json(indent=2) + "\n", encoding="utf-8")
-    tmp.replace(path)
+    write_atomic(logs_dir / AGENT_STATUS_FILE, status.model_dump_json(indent=2) + "\n")

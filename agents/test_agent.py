@@ -28,6 +28,7 @@ from agents.options import (
     parse_options,
     strip_provider,
 )
+from contracts.tools import TOOLS_FILE, read_tools
 
 if TYPE_CHECKING:  # the client (httpx) loads only when a check runs: `--help` stays fast
     from agents.llm import CallInfo, ClientSettings, StreamingClient
@@ -69,12 +70,11 @@ def read_task(task_dir: Path) -> FirstRequest:
     environment/tools.json: what the bank inside the task serves to the agent)."""
     try:
         instruction = (task_dir / "instruction.md").read_text(encoding="utf-8")
-        tools = json.loads((task_dir / "environment" / "tools.json").read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError) as exc:
+        tools = read_tools(task_dir / "environment" / TOOLS_FILE)
+    except (OSError, ValueError) as exc:  # UnicodeDecodeError is a ValueError
         raise ValueError(f"--task {task_dir}: not a built bankbench task ({exc})") from None
-    if not isinstance(tools, list):
-        raise ValueError(f"--task {task_dir}: environment/tools.json is not a list of tools")
-    return FirstRequest(instruction, tools, f"task {task_dir.name}")
+    return FirstRequest(instruction, [tool.model_dump(exclude_unset=True) for tool in tools],
+                        f"task {task_dir.name}")
 
 
 def _info(step: int) -> CallInfo:
@@ -105,9 +105,13 @@ async def run_checks(settings: ClientSettings, max_tokens: int = 64,
             listed = await client.list_models()
         except Exception as exc:  # any failure here means the URL is not usable
             cause = exc.__cause__ or exc.__context__
-            why = f"{exc} ({type(cause).__name__}: {cause})" if cause else str(exc)
+            status = getattr(getattr(exc, "response", None), "status_code", None)
+            why = (f"answered HTTP {status}" if status is not None
+                   else f"{exc} ({type(cause).__name__}: {cause})" if cause else str(exc))
+            why = " ".join(why.split())  # one line
             steps.append(Probe("models", "FAIL", f"{settings.base_url}/models: "
-                                                f"{client.scrub(why)[:300]}"))
+                                                f"{client.scrub(why)[:300]}"
+                                                f"{_api_root_hint(exc, settings.base_url)}"))
             return steps
         if settings.model not in listed:
             steps.append(Probe("models", "FAIL", f"model {settings.model!r} not served; "
@@ -147,6 +151,17 @@ async def run_checks(settings: ClientSettings, max_tokens: int = 64,
     finally:
         await client.aclose()
     return steps
+
+
+def _api_root_hint(exc: Exception, base_url: str) -> str:
+    """The question to ask when the server answered, but not as an OpenAI API root would."""
+    status = getattr(getattr(exc, "response", None), "status_code", None)
+    if status in (404, 405) or (status is None and isinstance(exc, ValueError)):
+        if base_url.rstrip("/").endswith("/v1"):
+            return "; is --base-url the OpenAI API root (ending in /v1)?"
+        return ("; is --base-url the OpenAI API root? it does not end in /v1 "
+                "(e.g. http://host:8000/v1)")
+    return ""
 
 
 async def _probe_tools(client: StreamingClient, name: str, choice, max_tokens: int,
@@ -264,7 +279,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--model", required=True, help="model name as the server lists it")
     key_env = ClientOptions.model_fields["api_key_env"].default
     p.add_argument("--api-key-env", default=key_env,
-                   help=f"environment variable holding the API key (default {key_env}; "
+                   help="environment variable holding the API key (default: %(default)s; "
                         "a dummy key is used when it is unset)")
     p.add_argument("--timeout", type=float, default=60.0, help="seconds per request")
     p.add_argument("--max-tokens", type=int, default=64,

@@ -20,6 +20,7 @@ from harbor.models.trajectories.trajectory import Trajectory
 from harbor.utils.trajectory_utils import format_trajectory_json
 
 from agents.records import token_sum
+from contracts.atomic import write_atomic
 from contracts.llm_calls import LLMCallRecord
 
 TRAJECTORY_FILE = "trajectory.json"
@@ -100,8 +101,6 @@ class TrajectoryBuilder:
                 total_steps=len(self._steps),
             ),
         )
-        path = logs_dir / TRAJECTORY_FILE
-        tmp = path.with_suffix(".tmp")
-        tmp.write_text(format_trajectory_json(trajectory.to_json_dict()), encoding="utf-8")
-        tmp.replace(path)
+        write_atomic(logs_dir / TRAJECTORY_FILE,
+                     format_trajectory_json(trajectory.to_json_dict()))
         self._written = (len(self._steps), len(records))

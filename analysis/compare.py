@@ -42,6 +42,7 @@ from analysis.metrics.integrity import summary_key
 from analysis.metrics.power import DETECT, GRID, detectable, power_curve
 from analysis.metrics.quality import PAIRED_KEYS, values_for
 from analysis.metrics.signflip import paired_wave_tests
+from analysis.metrics.throughput import failed_and_counted
 
 COMPARE_KEYS = (
     "ttft_ms_p50", "ttft_ms_p99", "itl_ms_p50", "itl_ms_p99", "tpot_ms_p50", "e2e_ms_p50",
@@ -254,8 +255,10 @@ def _paired_requests(requests: pd.DataFrame, keys: tuple[str, ...], base: tuple[
         rows = requests[(requests["source"] == source) & (requests["level"] == level)]
         if "measured" in rows:  # as in the summary: the system under test's calls only
             rows = rows[rows["measured"].astype(bool)]
-        if column == "failed":  # error rate: every request, 1 when it failed
-            values = (~rows["ok"].astype(bool)).to_numpy(float)
+        if column == "failed":  # error rate: every request but the cancelled, 1 if it failed
+            failed, counted = failed_and_counted(rows)
+            rows = rows[counted]
+            values = failed[counted].astype(float)
         else:
             rows = rows[rows["ok"].astype(bool)]
             values = rows[column].to_numpy(dtype=float)

@@ -11,19 +11,25 @@ from pathlib import Path
 
 import pandas as pd
 
+from analysis.markdown import fmt_excluded
+from analysis.metrics.host import saturation_warnings
 from analysis.provenance import SAMPLE_FALLBACK
 
 # (header, summary column, format): the figures a serving engineer looks at first.
 COLUMNS: tuple[tuple[str, str, str], ...] = (
     ("level", "level", "{:.0f}"),
     ("trials", "n_trials", "{:.0f}"),
-    ("excluded", "n_excluded", "{:.0f}"),
     ("TSQ", "tsq_mean", "{:.3f}"),
+    ("excluded", "excluded_share", ""),
     ("TSQ 95% CI", "", ""),
     ("TSQ infra=0", "tsq_infra0_mean", "{:.3f}"),
     ("solved", "solved_mean", "{:.3f}"),
-    ("TTFT p50 ms", "ttft_ms_p50", "{:,.1f}"),
-    ("TTFT p95 ms", "ttft_ms_p95", "{:,.1f}"),
+    # The server's own TTFT where it reports one (Dynamo), the client's first chunk beside it:
+    # a tool-call parser that holds a reply back until complete moves only the second.
+    ("server TTFT p50 ms", "server_ttft_ms_p50", "{:,.1f}"),
+    ("server TTFT p95 ms", "server_ttft_ms_p95", "{:,.1f}"),
+    ("first chunk p50 ms", "ttft_ms_p50", "{:,.1f}"),
+    ("first chunk p95 ms", "ttft_ms_p95", "{:,.1f}"),
     ("ITL p50 ms", "itl_ms_p50", "{:,.1f}"),
     ("E2E p50 ms", "e2e_ms_p50", "{:,.0f}"),
     ("out tok/s", "output_token_throughput", "{:,.1f}"),
@@ -33,6 +39,8 @@ COLUMNS: tuple[tuple[str, str, str], ...] = (
 
 
 def _cell(row: pd.Series, column: str, fmt: str) -> str:
+    if column == "excluded_share":  # beside TSQ: how many trials it leaves out, and the share
+        return fmt_excluded(row)
     if column == "":  # the CI column is built from two fields
         low, high = row.get("tsq_ci_low"), row.get("tsq_ci_high")
         if _missing(row.get("tsq_mean")):
@@ -63,6 +71,7 @@ def summary_table(summary: pd.DataFrame) -> str:
     if "dataset_source" in summary and (summary["dataset_source"] == SAMPLE_FALLBACK).any():
         lines.append(f"WARNING: dataset = {SAMPLE_FALLBACK}: the small bundled sample ran "
                      "instead of Agent Leaderboard v2; this TSQ is not comparable with hub runs.")
+    lines += saturation_warnings(summary)
     return "\n".join(lines)
 
 

@@ -3,6 +3,11 @@
 Readers never raise on bad content: a missing, truncated or invalid file adds an `Issue`
 naming the file (and line) and the caller carries on, so one broken trial never hides the
 others. Harbor writes `result.json` only when a trial ends, so a running trial has none.
+
+Files an agent could have written (its call log, its status, what it reported to Harbor in
+result.json) are read through bounded contracts (`contracts/bounds.py`) and size limits: an
+agent-written part out of bounds is unreadable on its own (counted, or None), and never costs
+the trial its result.
 """
 
 from __future__ import annotations
@@ -13,14 +18,20 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from contracts.agent_status import AGENT_STATUS_FILE, AgentStatus
+from contracts.bounds import Count, lenient
 from contracts.llm_calls import LLM_CALLS_FILE, LLMCallRecord
+from contracts.reward import reward_numbers
 from contracts.sweep import SWEEP_FILE, SweepManifest
 from contracts.tsq import TSQ_DETAILS_FILE, TsqDetails
 
 REWARD_FILE = "reward.json"
+# The most of one call log read; what lies past it is counted, as unreadable requests.
+MAX_CALL_LOG_BYTES = 256 << 20
+# The largest JSON file read whole (an agent's trajectory may be anything it wrote).
+MAX_JSON_BYTES = 256 << 20
 
 
 @dataclass(frozen=True)
@@ -53,17 +64,40 @@ class PhaseTiming(_Lenient):
 class ExceptionView(_Lenient):
     exception_type: str
     exception_message: str = ""
+    occurred_at: datetime | None = None
 
 
 class AgentContextView(_Lenient):
+    """What the agent put in Harbor's AgentContext (its own numbers: bounded, None when out
+    of bounds, so they never cost the trial its result)."""
+
     metadata: dict[str, Any] | None = None
-    n_input_tokens: int | None = None
-    n_cache_tokens: int | None = None
-    n_output_tokens: int | None = None
+    n_input_tokens: lenient(Count) = None  # type: ignore[valid-type]
+    n_cache_tokens: lenient(Count) = None  # type: ignore[valid-type]
+    n_output_tokens: lenient(Count) = None  # type: ignore[valid-type]
+
+
+class AgentConfigView(_Lenient):
+    import_path: str | None = None
+    name: str | None = None
+
+
+class TrialConfigView(_Lenient):
+    agent: AgentConfigView | None = None
 
 
 class VerifierView(_Lenient):
+    """Harbor's copy of reward.json, read as the file is (`contracts.reward.reward_numbers`):
+    the keys left out, out of their bounds, in `refused`."""
+
     rewards: dict[str, float | int] | None = None
+    refused: list[str] = []
+
+    @model_validator(mode="after")
+    def _through_the_contract(self) -> VerifierView:
+        if self.rewards is not None:
+            self.rewards, self.refused = reward_numbers(self.rewards)
+        return self
 
 
 class TrialResultView(_Lenient):
@@ -71,6 +105,7 @@ class TrialResultView(_Lenient):
 
     trial_name: str
     task_name: str
+    config: TrialConfigView | None = None
     agent_result: AgentContextView | None = None
     verifier_result: VerifierView | None = None
     exception_info: ExceptionView | None = None
@@ -80,6 +115,12 @@ class TrialResultView(_Lenient):
     agent_setup: PhaseTiming | None = None
     agent_execution: PhaseTiming | None = None
     verifier: PhaseTiming | None = None
+
+    @property
+    def agent_import_path(self) -> str | None:
+        """The agent Harbor ran, as its job configuration named it (Harbor's record)."""
+        agent = self.config.agent if self.config else None
+        return agent.import_path if agent else None
 
 
 class AttemptScores(BaseModel):
@@ -99,11 +140,16 @@ class AttemptScores(BaseModel):
 
 def _read_json(path: Path, issues: list[Issue]) -> Any | None:
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
+        with path.open("rb") as file:
+            raw = file.read(MAX_JSON_BYTES + 1)
+        if len(raw) > MAX_JSON_BYTES:
+            issues.append(Issue(str(path), f"larger than {MAX_JSON_BYTES} bytes: not read"))
+            return None
+        return json.loads(raw.decode("utf-8"))
     except FileNotFoundError:
         return None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        issues.append(Issue(str(path), f"unreadable JSON ({exc})"))
+    except (OSError, UnicodeDecodeError, ValueError, RecursionError) as exc:
+        issues.append(Issue(str(path), f"unreadable JSON ({str(exc)[:200]})"))
         return None
 
 
@@ -121,7 +167,11 @@ def _validate[M: BaseModel](model: type[M], data: Any, path: Path, issues: list[
 
 def read_trial_result(trial_dir: Path, issues: list[Issue]) -> TrialResultView | None:
     path = trial_dir / "result.json"
-    return _validate(TrialResultView, _read_json(path, issues), path, issues)
+    result = _validate(TrialResultView, _read_json(path, issues), path, issues)
+    if result is not None and result.verifier_result and result.verifier_result.refused:
+        issues.append(Issue(str(path), "rewards left out, out of their bounds: "
+                                       f"{', '.join(result.verifier_result.refused)}"))
+    return result
 
 
 def read_json_dict(path: Path, issues: list[Issue]) -> dict[str, Any]:
@@ -177,7 +227,7 @@ def read_agent_status(trial_dir: Path, issues: list[Issue],
 
 
 def read_reward_file(trial_dir: Path, issues: list[Issue]) -> dict[str, float] | None:
-    """`verifier/reward.json` (flat numbers); used when result.json has no rewards yet."""
+    """`verifier/reward.json` (`contracts.reward`); used when result.json has no rewards yet."""
     path = trial_dir / "verifier" / REWARD_FILE
     data = _read_json(path, issues)
     if data is None:
@@ -185,42 +235,79 @@ def read_reward_file(trial_dir: Path, issues: list[Issue]) -> dict[str, float] |
     if not isinstance(data, dict):
         issues.append(Issue(str(path), "expected a flat JSON object of numbers"))
         return None
-    return {k: float(v) for k, v in data.items() if isinstance(v, int | float)}
+    numbers, refused = reward_numbers(data)
+    if refused:
+        issues.append(Issue(str(path), f"rewards left out, out of their bounds: "
+                                       f"{', '.join(refused)}"))
+    return numbers
 
 
-def read_llm_calls(trial_dir: Path, issues: list[Issue]) -> list[LLMCallRecord]:
-    """Every valid line of `agent/llm_calls.jsonl`; bad lines are reported and skipped.
+@dataclass
+class CallLog:
+    """A trial's call log as read: its valid records and how many requests were unreadable
+    (invalid or out-of-bounds lines, lines past the size limit; a running trial's unfinished
+    last line is not counted)."""
+
+    records: list[LLMCallRecord]
+    unreadable: int = 0
+
+
+def read_llm_calls(trial_dir: Path, issues: list[Issue]) -> CallLog:
+    """Every valid line of `agent/llm_calls.jsonl`; bad lines are reported, counted and
+    skipped.
 
     The agent appends one line per call as it ends, so a running or killed trial may end in
-    a partial line: that one is reported as truncated, the earlier lines still count.
+    a partial line: that one is reported as truncated, the earlier lines still count. At most
+    MAX_CALL_LOG_BYTES are read; lines past it are counted unreadable.
     """
     path = trial_dir / "agent" / LLM_CALLS_FILE
     try:
-        raw = path.read_bytes()
+        with path.open("rb") as log:
+            raw = log.read(MAX_CALL_LOG_BYTES)
+            past = _count_lines_past(log, raw)
     except FileNotFoundError:
-        return []
+        return CallLog([])
     except OSError as exc:
         issues.append(Issue(str(path), f"unreadable ({exc})"))
-        return []
+        return CallLog([], 1)
+    if past:
+        raw = raw[:raw.rfind(b"\n") + 1]
+        issues.append(Issue(str(path), f"larger than {MAX_CALL_LOG_BYTES} bytes: {past} "
+                                       "request(s) past that not read"))
     lines = raw.split(b"\n")
-    complete_end = raw.endswith(b"\n")
-    records: list[LLMCallRecord] = []
+    complete_end = raw.endswith(b"\n") or past
+    out = CallLog([], past)
     validate = LLMCallRecord.model_validate_json
     for number, line in enumerate(lines, start=1):
         if not line.strip():
             continue
         try:
-            records.append(validate(line))
+            out.records.append(validate(line))
         except ValidationError as exc:
             last = number == len(lines) and not complete_end
             if last:
                 issues.append(Issue(str(path), "truncated last line skipped", number))
-            else:
-                first = exc.errors()[0]
-                loc = ".".join(str(p) for p in first["loc"]) or "(line)"
-                issues.append(Issue(str(path), f"invalid record skipped: {loc}: {first['msg']}",
-                                    number))
-    return records
+                continue
+            out.unreadable += 1
+            first = exc.errors()[0]
+            loc = ".".join(str(p) for p in first["loc"]) or "(line)"
+            issues.append(Issue(str(path), f"unreadable record skipped: {loc}: "
+                                           f"{first['msg']}", number))
+    return out
+
+
+def _count_lines_past(log: Any, head: bytes) -> int:
+    """Lines of an open file beyond `head` (its first MAX_CALL_LOG_BYTES), the partial last
+    line of `head` included; 0 when the file ended within `head`."""
+    rest = log.read(1 << 20)
+    if not rest:
+        return 0
+    count = 0  # a line cut at the end of `head` ends at the first newline of the rest
+    while rest:
+        count += rest.count(b"\n")
+        last = rest
+        rest = log.read(1 << 20)
+    return count + (0 if last.endswith(b"\n") else 1)
 
 
 def read_tsq_details(trial_dir: Path, issues: list[Issue]) -> TsqDetails | None:

@@ -40,3 +40,12 @@ def fmt_ci(row: pd.Series, key: str, suffix: str = "_mean") -> str:
     interval = "[—]" if pd.isna(low) or pd.isna(high) else f"[{fmt(low)}, {fmt(high)}]"
     value = row.get(f"{key}{suffix}")
     return "–" if pd.isna(value) else f"{fmt(value)} {interval}"
+
+
+def fmt_excluded(row: pd.Series) -> str:
+    """`n (share)`: the trials a level's quality figures leave out and their share of the
+    finished ones; `–` without counts."""
+    count, share = row.get("n_excluded"), row.get("excluded_share")
+    if count is None or pd.isna(count):
+        return "–"
+    return f"{count:.0f}" + ("" if share is None or pd.isna(share) else f" ({share:.0%})")

@@ -15,7 +15,8 @@ from collections.abc import Sequence
 
 import pandas as pd
 
-from analysis.markdown import fmt_ci, table
+from analysis.judge.figures import NO_JUDGE
+from analysis.markdown import fmt_ci, fmt_excluded, table
 from analysis.provenance import COLUMNS as PROVENANCE_COLUMNS
 from analysis.provenance import NOT_MEASURED, SAMPLE_FALLBACK
 
@@ -78,6 +79,7 @@ def quality_row(row: pd.Series) -> dict[str, object]:
     bound = (lambda text: text) if shown else (lambda text: HIDDEN)
     return {
         "source": row["source"], "level": row["level"], "counted": row["n_counted"],
+        "excluded": fmt_excluded(row),
         "scenarios": row.get("n_scenarios"), "infra failed": row.get("n_infra_failed"),
         "TSQ (infra excl.)": fmt_ci(row, "tsq"), "TSQ gold-perfect": _gold(row, "tsq"),
         "TSQ (infra as 0)": fmt_ci(row, "tsq_infra0"),
@@ -112,7 +114,10 @@ def quality_section(summary: pd.DataFrame) -> list[str]:
         table(frame), "",
         "Intervals resample scenarios with all their repeated trials (repeats of a scenario "
         "are correlated; resampling single trials would give too narrow an interval); `[—]`: "
-        "no interval, because the level has one scenario or one trial. *infra excl.* leaves "
+        "no interval, because the level has one scenario or one trial. *excluded*: finished "
+        "trials left out of every figure here (infra, harness, interrupted; their share of the "
+        "finished ones) — only failures of code the agent cannot reach leave a trial out. "
+        "*infra excl.* leaves "
         "`infra_failed` trials out (as the status table shows); *infra as 0* counts each as a "
         "failed scenario run — a gap between the two means the server's failures hid "
         "scenarios from quality. *gold-perfect*: what an agent making exactly the gold calls "
@@ -132,14 +137,16 @@ def quality_section(summary: pd.DataFrame) -> list[str]:
 
 def judge_section(summary: pd.DataFrame) -> list[str]:
     """Judge TSQ and action completion (`bankbench judge`), when a judge pass ran."""
-    if "judge_n" not in summary.columns or not (summary["judge_n"].fillna(0) > 0).any():
+    if "judge" not in summary.columns or not (summary["judge"].fillna(NO_JUDGE)
+                                               != NO_JUDGE).any():
         return []
     frame = pd.DataFrame([{
         "source": row["source"], "level": row["level"], "judge": row["judge"],
         "judged": row["judge_n"], "unparseable/failed": row["judge_unparseable"],
         "judge TSQ": fmt_ci(row, "judge_tsq"), "action completion": fmt_ci(row, "judge_ac"),
     } for _, row in summary.iterrows()])
-    return ["## Judge metrics (mean, 95% scenario-cluster bootstrap CI)", "", table(frame), "",
+    return ["## Judge metrics (mean, 95% scenario-cluster bootstrap CI)", "",
+            *_judge_warning(summary), table(frame), "",
             "A judge model read each counted trial's session (the customer's goals, the calls "
             "and what the bank answered, the final answer) and scored Galileo's two "
             "session-level judgements: *tool selection quality* and *action completion*, each "
@@ -147,3 +154,14 @@ def judge_section(summary: pd.DataFrame) -> list[str]:
             "request failed are counted in *unparseable/failed*, not scored as 0. These are a "
             "judge's opinion beside the verifier's label-based TSQ above, never part of "
             "reward.json.", ""]
+
+
+def _judge_warning(summary: pd.DataFrame) -> list[str]:
+    """A line when most verdicts of the judge pass have no usable answer."""
+    n = summary["judge_n"].fillna(0).sum()
+    failed = summary["judge_unparseable"].fillna(0).sum()
+    if failed == 0 or 2 * failed <= n + failed:
+        return []
+    return [f"**WARNING: {int(failed)} of {int(n + failed)} judge verdicts have no usable "
+            "answer** (unparseable or failed): the judge figures above stand on the rest, "
+            "if any. `bankbench judge` asks those trials again on its next run.", ""]

@@ -19,11 +19,11 @@ from analysis.compare import MIN_PAIRED_SCENARIOS, TOO_FEW, compare_table
 from analysis.consistency_report import write_consistency
 from analysis.integrity_report import write_integrity
 from analysis.markdown import fmt, table
-from analysis.metrics import ALL, counts, goodput, labels, server, throughput, usage
+from analysis.metrics import ALL, counts, goodput, host, labels, server, throughput, usage
 from analysis.metrics.base import DISTRIBUTION_STATS
 from analysis.metrics.goodput import SLO
 from analysis.metrics.latency import METRICS as LATENCY
-from analysis.metrics.latency import TTFT
+from analysis.metrics.latency import SERVER_TTFT, TTFT
 from analysis.metrics.quality import per_scenario, with_solved
 from analysis.provenance import STATED, check_comparable, mixed_fields
 from analysis.quality_report import judge_section, measured_against, quality_section
@@ -39,6 +39,7 @@ from analysis.request_trace import server_view_section
 from analysis.summary import summarize
 from analysis.tables import Tables, is_sweep_dir, load_many
 from analysis.validity import validity_section
+from contracts.host_load import SATURATED
 
 
 def default_out_dir(path: Path) -> Path:
@@ -204,10 +205,16 @@ def render_markdown(tables: Tables, summary: pd.DataFrame, comparison: pd.DataFr
         parts += [f"**{metric.label}**", "",
                   section(summary, {f"{metric.key}_{s}": s for s in stats}), ""]
     parts += ["## Throughput and concurrency", "", section(summary, labels(
-        *(m.key for m in (throughput.WINDOW, throughput.OUTPUT_THROUGHPUT,
+        *(m.key for m in (throughput.WINDOW, throughput.STEADY, throughput.RESUMED,
+                          throughput.OUTPUT_THROUGHPUT,
                           throughput.REQUEST_THROUGHPUT, throughput.CONFIGURED_CONCURRENCY,
                           throughput.ACHIEVED_CONCURRENCY, throughput.TRIAL_CONCURRENCY,
-                          counts.REQUESTS, throughput.ERROR_RATE, counts.TOKEN_COUNTS)))), "",
+                          throughput.ACHIEVED_SHARE, counts.REQUESTS, throughput.ERROR_RATE,
+                          counts.CANCELLED_REQUESTS, counts.TOKEN_COUNTS)))), "",
+        "Rates, in-flight figures and the request percentiles above are over each level's "
+        "measured window: every run of the level from warm-up end to drain start (steady "
+        "state), the pause of a resume left out; a level without such a stretch (`steady` "
+        "no) is measured over its whole runs. Definitions: *Metric definitions*.", "",
         "Tokens counted by `server`: its usage; `client`: the agent's `--ak tokenizer` for a "
         "server that sends no usage (message text and tool schemas, without the chat "
         "template's tokens); `unknown`: neither, and token figures stay empty.", ""]
@@ -215,11 +222,20 @@ def render_markdown(tables: Tables, summary: pd.DataFrame, comparison: pd.DataFr
     if slo is not None:
         parts += [f"## Goodput (SLO {slo})", "", section(summary, labels(
             *(m.key for m in goodput.METRICS))), ""]
-    if "server_requests" in summary.columns or "server_ttft_ms_mean" in summary.columns:
+    if "server_requests" in summary.columns or "frontend_ttft_ms_mean" in summary.columns:
         parts += ["## Server side (Prometheus /metrics, after − before each level)", "",
                   section(summary, labels(*(m.key for m in server.METRICS)) | {
                       f"{TTFT.metric.key}_mean":
-                      f"client {TTFT.metric.header} mean ({TTFT.metric.unit})"}), ""]
+                      f"client first chunk mean ({TTFT.metric.unit})",
+                      f"{SERVER_TTFT.metric.key}_mean":
+                      f"server TTFT mean, per request ({SERVER_TTFT.metric.unit})"}), "",
+                  "The frontend's histograms time what it sends (after a tool-call parser's "
+                  "hold); the server's own per-request TTFT (nvext) is beside them.", ""]
+    if host.HOST_BUSY.key in summary.columns:
+        parts += ["## Client host (CPU while each level ran)", "", section(summary, labels(
+            *(m.key for m in host.METRICS))), "", "Shares of all the client host's cores "
+            f"(1.0 = every core busy throughout). At {SATURATED:g} or more the host is called "
+            "saturated: its requests also waited for CPU, and the summary says so.", ""]
     parts += self_eval_section(summary) + [
         "## Tokens per scenario", "", section(summary, labels(
             *(m.key for m in usage.PER_SCENARIO))), ""]

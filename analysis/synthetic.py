@@ -18,10 +18,12 @@ from harbor.models.agent.context import AgentContext
 from harbor.models.job.config import JobConfig
 from harbor.models.job.result import JobResult, JobStats
 from harbor.models.task.id import LocalTaskId
-from harbor.models.trial.config import TaskConfig, TrialConfig
+from harbor.models.trial.config import AgentConfig, TaskConfig, TrialConfig
+from harbor.models.trial.error_policy import FailureCause, policy_for
 from harbor.models.trial.result import AgentInfo, ExceptionInfo, TimingInfo, TrialResult
 from harbor.models.verifier.result import VerifierResult
 
+from contracts.agent_status import PROJECT_AGENT
 from contracts.llm_calls import LLM_CALLS_FILE, LLMCallRecord
 from contracts.sweep import (
     SWEEP_FILE,
@@ -108,20 +110,25 @@ def write_trial(
     agent_status: dict[str, Any] | None = None, tsq_details: dict[str, Any] | None = None,
     started_at: datetime = T0, phase_s: tuple[float, float, float, float] = (1, 0.5, 10, 2),
     running: bool = False, truncated_tail: str | None = None, tasks_dir: Path | None = None,
+    agent_import_path: str | None = PROJECT_AGENT, failed_in: str | None = None,
 ) -> Path:
     """One trial folder. `running=True` leaves result.json out, as Harbor does mid-trial.
 
     The trial's task path is `<tasks_dir>/<scenario_id>` (default `/tasks`, which does not
-    exist: its provenance reads as unknown); see `write_task_stub`.
+    exist: its provenance reads as unknown); see `write_task_stub`. The agent is the project's
+    own unless `agent_import_path` names another.
 
     `phase_s` = (environment setup, agent setup, agent run, verifier) durations in seconds.
+    An exception happens where Harbor would raise it (`failed_in`: environment, agent_setup,
+    agent, verification; by default from its name): phases after it did not run, except the
+    verifier after the exceptions Harbor records and verifies anyway (a reward given).
     """
     trial_dir = job_dir / trial_name
     for sub in ("agent", "verifier", "artifacts"):
         (trial_dir / sub).mkdir(parents=True, exist_ok=True)
     task_path = Path(tasks_dir or "/tasks") / scenario_id
     config = TrialConfig(task=TaskConfig(path=task_path), trial_name=trial_name,
-                         trials_dir=job_dir)
+                         trials_dir=job_dir, agent=AgentConfig(import_path=agent_import_path))
     (trial_dir / "config.json").write_text(config.model_dump_json(indent=4))
     lines = [r if isinstance(r, str) else r.model_dump_json() for r in records]
     text = "".join(line + "\n" for line in lines) + (truncated_tail or "")
@@ -135,15 +142,25 @@ def write_trial(
         (trial_dir / "verifier" / "reward.json").write_text(json.dumps(rewards))
     if running:
         return trial_dir
-    phases, t = [], started_at
+    phases: list[TimingInfo | None] = []
+    t = started_at
     for seconds in phase_s:
         phases.append(TimingInfo(started_at=t, finished_at=t + timedelta(seconds=seconds)))
         t += timedelta(seconds=seconds)
     exception = None
     if exception_type:
+        phase = failed_in or _phase_of(exception_type)
+        ran = {"environment": 1, "agent_setup": 2, "agent": 3, "verification": 4}[phase]
+        if phase == "agent" and rewards is not None:
+            ran = 4  # recorded in the agent phase, verified anyway (a timeout, an exit code)
+        phases[ran:] = [None] * (4 - ran)
+        happened = phases[{"verification": 3}.get(phase, min(ran, 3) - 1)]
+        assert happened is not None and happened.finished_at is not None
+        at = happened.finished_at - timedelta(milliseconds=1)
+        t = max(p.finished_at for p in phases if p is not None and p.finished_at)
         exception = ExceptionInfo(exception_type=exception_type,
                                   exception_message=f"{exception_type} happened",
-                                  exception_traceback="Traceback …", occurred_at=t)
+                                  exception_traceback="Traceback …", occurred_at=at)
         (trial_dir / "exception.txt").write_text(
             f"Traceback (most recent call last):\n{exception_type}: {exception_type} happened\n")
     result = TrialResult(
@@ -158,6 +175,18 @@ def write_trial(
     )
     (trial_dir / "result.json").write_text(result.model_dump_json(indent=4))
     return trial_dir
+
+
+def _phase_of(exception_type: str) -> str:
+    """Where Harbor raises an exception of this name: the environment's start and the
+    verifier's own failures where they happen, everything else while the agent runs."""
+    cause = policy_for(exception_type).cause
+    if exception_type in ("AddTestsDirError", "DownloadVerifierDirError") or \
+            cause == FailureCause.VERIFIER_FAILED:
+        return "verification"
+    if cause == FailureCause.SANDBOX_FAILED:
+        return "environment"
+    return "agent"
 
 
 def _reported(agent_status: dict[str, Any] | None) -> AgentContext | None:

@@ -29,6 +29,7 @@ from analysis.trial_rows import (
     TrialTask,
     read_trials,
 )
+from contracts.host_load import HOST_LOAD_FILE
 from contracts.llm_calls import EVALUATOR_ROLE, MEASURED_ROLES
 from contracts.reward import REWARD_KEYS
 from contracts.sweep import (
@@ -185,6 +186,7 @@ def _read_job(job_dir: Path, source: str, level: int | None, sink: _Sink,
         "finished": job_finished, "path": str(job_dir),
         "metrics_before": _existing(level_path / METRICS_BEFORE),
         "metrics_after": _existing(level_path / METRICS_AFTER),
+        "host_load": _existing(level_path / HOST_LOAD_FILE),
     })
     sink.issues.extend((source, i) for i in issues)
 
@@ -218,6 +220,9 @@ def _build(sink: _Sink) -> Tables:
     keys = trials.loc[trial_idx, ["source", "job", "level", "trial", "scenario_id", "status"]]
     keys = keys.rename(columns={"status": "trial_status"}).reset_index(drop=True)
     requests = pd.concat([keys, req], axis=1)
+    # A request an interruption (Ctrl-C, a stopped sweep) cut short failed through no fault
+    # of the server: counted apart, never in the error rate.
+    requests["cancelled"] = ~requests["ok"] & (requests["trial_status"] == "interrupted")
     trials = _add_trial_aggregates(trials, requests, trial_idx)
     requests["repeat"] = trials["repeat"].to_numpy()[trial_idx] if len(trials) else []
     _add_router_decisions(requests, sink.router_state)
@@ -228,8 +233,8 @@ def _build(sink: _Sink) -> Tables:
          for s, i in [*sink.issues, *rows.issues]],
         columns=["source", "path", "line", "message"])
     jobs = pd.DataFrame(sink.jobs, columns=_JOB_COLUMNS)
-    task_dirs = {(t["source"], t["job"], t["trial"]): Path(t["task_dir"]) if t["task_dir"]
-                 else None for t in rows.trials}
+    task_dirs = {(t["source"], t["job"], t["trial"]): Path(t["task_dir"])
+                 if t.get("task_dir") else None for t in rows.trials}
     return Tables(trials, requests, itl, jobs, issues, sink.sweeps, task_dirs)
 
 
@@ -273,7 +278,9 @@ def _add_trial_aggregates(trials: pd.DataFrame, requests: pd.DataFrame,
 
     tokens = requests["prompt_tokens"] + requests["completion_tokens"]
     trials["n_requests"] = count(measured).astype(int)
-    trials["n_failed_requests"] = count(~requests["ok"] & measured).astype(int)
+    trials["n_failed_requests"] = count(
+        ~requests["ok"] & ~requests["cancelled"] & measured).astype(int)
+    trials["n_cancelled_requests"] = count(requests["cancelled"] & measured).astype(int)
     trials["n_other_role_requests"] = count(~measured).astype(int)
     # The last customer turn the agent's calls reached (0 in single-turn runs; NaN: no call).
     last = np.full(n, -1.0)
@@ -293,8 +300,10 @@ def _add_trial_aggregates(trials: pd.DataFrame, requests: pd.DataFrame,
     trials["tpot_ms_mean"] = mean(requests["tpot_ms"])
     trials["output_tps_per_user_mean"] = mean(requests["output_tps_per_user"])
     order = trials.sort_values(["started_at", "trial"], na_position="last").index
+    # Per level, not per job: a level's extra passes (c<level>.p<n>) add repeats to it.
     trials.loc[order, "repeat"] = (
-        trials.loc[order].groupby(["source", "job", "scenario_id"]).cumcount() + 1)
+        trials.loc[order].groupby(["source", "level", "scenario_id"], dropna=False)
+        .cumcount() + 1)
     trials["repeat"] = trials["repeat"].astype(int) if n else trials["repeat"]
     return trials
 
@@ -302,7 +311,7 @@ def _add_trial_aggregates(trials: pd.DataFrame, requests: pd.DataFrame,
 _TRIAL_COLUMNS = [
     "source", "job", "level", "trial", "scenario_id", "status", "status_reason",
     "exception_type", "agent_status", "mode", *REWARD_KEYS, "end_reason", "customer",
-    "in_quality", "reward_imputed",
+    "in_quality", "reward_imputed", "requests_unreadable",
     "n_attempts", "scored_attempt", "tsq_first_attempt", "tsq_scored_attempt",
     "started_at", "finished_at", "env_setup_s", "agent_setup_s", "setup_s", "agent_s",
     "verifier_s", "total_s", "harbor_input_tokens", "harbor_output_tokens",
@@ -310,7 +319,7 @@ _TRIAL_COLUMNS = [
 _JOB_COLUMNS = [
     "source", "job", "level", "configured_concurrency", "n_attempts_configured",
     "n_total_trials", "n_trial_folders", "finished", "path", "metrics_before", "metrics_after",
-    "shard", "host",
+    "shard", "host", "host_load",
 ]
 
 

@@ -59,11 +59,17 @@ def conversation(data: dict[str, Any], attempt: int | None
         calls = [c for c in step.get("tool_calls") or [] if isinstance(c, dict)]
         for call in calls:
             turns.append(Turn(text=message, tool=str(call.get("function_name")),
-                              arguments=call.get("arguments"), step_id=int(step.get("step_id", 0)),
+                              arguments=call.get("arguments"), step_id=_step_id(step),
                               observation=observations.get(call.get("tool_call_id"))))
         if not calls and message:
             final = message
     return user, turns, final
+
+
+def _step_id(step: dict[str, Any]) -> int:
+    """The step's number, 0 when the (agent-written) file holds no usable one."""
+    value = step.get("step_id")
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
 
 
 def reply_texts(data: dict[str, Any]) -> tuple[dict[str, str], list[Any] | None]:

@@ -20,7 +20,6 @@ Missing or broken files add an `Issue` and leave the field empty; nothing here r
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -32,9 +31,10 @@ from analysis.trajectory import Turn, conversation, read_trajectory, reply_count
 from contracts.conversation import CONVERSATION_FILE, ConversationEntry, read_conversation_log
 from contracts.expected import EXPECTED_FILE, Expected
 from contracts.intents import INTENTS_FILE, Acceptance, Intent, scored_attempt
+from contracts.tools import TOOLS_FILE, read_tools
 from contracts.tsq import RecordedCall, TsqDetails
 
-__all__ = ["BankCall", "TrialInputs", "Turn", "intents_log", "read_scored_calls",
+__all__ = ["BankCall", "Goal", "TrialInputs", "Turn", "intents_log", "read_scored_calls",
            "read_trial_inputs"]
 
 # Where a trial may keep the bank's log, most trusted first: a copy the agent cannot write
@@ -61,16 +61,23 @@ class BankCall(BaseModel):
         "schema (tsq.json); None when the verifier did not score the trial.")
 
 
+class Goal(BaseModel):
+    """One of the customer's goals, as the task's labels (or the verifier's copy) give it."""
+
+    text: str | None = None
+    tools: list[str] | None = Field(
+        None, description="Its alternative tools (any one serves it, first preferred); [] "
+        "when no tool serves it; None when the labels do not map tools to goals, or their "
+        "per-goal side is not the one expected_tools was made from.")
+
+
 class TrialInputs(BaseModel):
     scenario_id: str
     instruction: str | None = None
     calls: list[BankCall] = Field(default_factory=list)
     scored_attempt: int | None = None
     expected_tools: list[str] = Field(default_factory=list)
-    goals: list[str] = Field(default_factory=list)
-    goal_tools: list[list[str]] | None = Field(
-        None, description="Per goal a tool serves, in goal order: its alternative tools (any "
-        "one serves, first preferred). None when the labels do not map tools to goals.")
+    goals: list[Goal] = Field(default_factory=list, description="In goal order.")
     known_tools: list[str] = Field(default_factory=list, description="The task's tool names.")
     turns: list[Turn] = Field(default_factory=list)
     dialogue: list[ConversationEntry] = Field(
@@ -82,6 +89,18 @@ class TrialInputs(BaseModel):
     unparsed_call_replies: int = Field(
         0, description="Of those, replies whose text still holds a `<tool_call>` tag: the "
         "server's tool parser did not turn it into a call (malformed).")
+
+    @property
+    def goal_texts(self) -> list[str]:
+        return [goal.text for goal in self.goals if goal.text is not None]
+
+    @property
+    def served_alternatives(self) -> list[list[str]] | None:
+        """Per goal a tool serves, in goal order, its alternatives; None when the labels do
+        not map tools to goals (then `expected_tools` is all there is)."""
+        if not self.goals or any(goal.tools is None for goal in self.goals):
+            return None
+        return [goal.tools for goal in self.goals if goal.tools]
 
 
 def intents_log(trial_dir: Path) -> Path | None:
@@ -186,45 +205,34 @@ def read_expected(task: Path | None, issues: list[Issue]) -> Expected | None:
 
 
 def _expected(expected: Expected | None, tsq: TsqDetails | None, trial_dir: Path,
-              issues: list[Issue]) -> tuple[list[str], list[str], list[list[str]] | None]:
-    """(expected tools, goal texts, per served goal its alternatives or None): the task's
-    labels, else the verifier's copy of them."""
-    goals: list[tuple[str | None, list[str] | None]] = []
+              issues: list[Issue]) -> tuple[list[str], list[Goal]]:
+    """(expected tools, goals): the task's labels, else the verifier's copy of them."""
+    goals: list[Goal] = []
     tools: list[str] = []
     if expected is not None:
-        tools, goals = expected.expected_tools, [(g.text, g.tools) for g in expected.goals]
+        tools, goals = expected.expected_tools, [Goal(text=g.text, tools=g.tools)
+                                                 for g in expected.goals]
     elif tsq is not None:
-        tools, goals = tsq.expected_tools, [(g.text, g.tools) for g in tsq.goals]
-    alternatives: list[list[str]] | None = []
-    for _, listed in goals:
-        if listed is None:
-            alternatives = None  # the labels do not map tools to goals
-            break
-        if listed:  # a goal no tool serves expects no call
-            alternatives.append(list(listed))
-    if alternatives is not None and [a[0] for a in alternatives] != tools:
-        alternatives = None  # not the per-goal side of expected_tools: trust expected_tools
-    texts = [text for text, _ in goals if text is not None]
-    if not tools and not texts:
+        tools, goals = tsq.expected_tools, [Goal(text=g.text, tools=g.tools) for g in tsq.goals]
+    served = [goal.tools[0] for goal in goals if goal.tools]
+    if any(goal.tools is None for goal in goals) or served != tools:
+        # not the per-goal side of expected_tools: trust expected_tools alone
+        goals = [Goal(text=goal.text) for goal in goals]
+    if not tools and not any(goal.text is not None for goal in goals):
         issues.append(Issue(str(trial_dir), "no expected tools found (no task expected.json, "
                                             "no verifier tsq.json)"))
-    return list(tools), texts, alternatives
+    return list(tools), goals
 
 
 def _known_tools(task: Path | None, issues: list[Issue]) -> list[str]:
-    if task is None or not (task / "environment" / "tools.json").is_file():
+    path = task / "environment" / TOOLS_FILE if task is not None else None
+    if path is None or not path.is_file():
         return []
     try:
-        data = json.loads((task / "environment" / "tools.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        issues.append(Issue(str(task / "environment" / "tools.json"), f"unreadable ({exc})"))
+        return [tool.function.name for tool in read_tools(path)]
+    except ValueError as exc:
+        issues.append(Issue(str(path), str(exc).removeprefix(f"{path}: ")))
         return []
-    names = []
-    for item in data if isinstance(data, list) else []:
-        function = item.get("function", item) if isinstance(item, dict) else {}
-        if isinstance(function, dict) and isinstance(function.get("name"), str):
-            names.append(function["name"])
-    return names
 
 
 def _read_text(path: Path) -> str | None:
@@ -240,14 +248,13 @@ def read_trial_inputs(trial_dir: Path, scenario_id: str, issues: list[Issue],
     for it (`Tables.task_dir`); without one (a trial read on its own) it is looked up here."""
     tsq, attempt, calls = read_scored_calls(trial_dir, issues)
     task = task_dir if task_dir is not None else find_task_dir(trial_dir, scenario_id)
-    expected_tools, goals, goal_tools = _expected(read_expected(task, issues), tsq, trial_dir,
-                                                  issues)
+    expected_tools, goals = _expected(read_expected(task, issues), tsq, trial_dir, issues)
     trajectory = read_trajectory(trial_dir, issues)
     user, turns, final = conversation(trajectory, attempt)
     instruction = (_read_text(task / "instruction.md") if task else None) or user
     return TrialInputs(
         scenario_id=scenario_id, instruction=instruction, calls=calls, scored_attempt=attempt,
-        expected_tools=expected_tools, goals=goals, goal_tools=goal_tools,
+        expected_tools=expected_tools, goals=goals,
         known_tools=_known_tools(task, issues),
         turns=turns, dialogue=read_dialogue(trial_dir, attempt, issues), final_answer=final,
         **reply_counts_of(trajectory),

@@ -29,9 +29,10 @@ import pandas as pd
 
 from analysis import files
 from analysis.metrics import integrity, latency
-from analysis.status import QUALITY_STATUSES, classify
+from analysis.status import QUALITY_STATUSES, classify, read_facts
 from analysis.task_folder import UNKNOWN, find_task_dir, read_task
 from analysis.trajectory import read_trajectory, reply_texts
+from contracts.bounds import MS_MAX, finite_number
 from contracts.conversation import CONVERSATION_FILE
 from contracts.llm_calls import LLMCallRecord
 from contracts.reward import REWARD_KEYS
@@ -40,13 +41,15 @@ from contracts.task import CONVERSATION_MODE, DEFAULT_MODE
 REQ_COLUMNS = (
     "request_id", "role", "attempt", "turn", "step", "model", "session_id", "worker_id",
     "start_unix_ns", "end_unix_ns", "ttft_ms", "ttfc_ms", "e2e_ms", "tpot_ms",
-    "output_tps_per_user", "n_itl", "itl_mean_ms", "content_chars", "reasoning_chars",
-    "tool_call_chars", "prompt_tokens", "completion_tokens", "cached_tokens", "token_source",
-    "finish_reason", "http_status", "retries", "overloaded", "error_type", "server_ttft_ms",
-    "server_total_ms", "send_to_received_ms", *integrity.COLUMNS,
+    "client_tpot_ms", "server_tpot_ms", "output_tps_per_user", "n_itl", "itl_mean_ms",
+    "content_chars", "reasoning_chars", "tool_call_chars", "prompt_tokens", "completion_tokens",
+    "cached_tokens", "token_source", "finish_reason", "http_status", "retries", "overloaded",
+    "error_type", "server_ttft_ms", "server_total_ms", "send_to_received_ms",
+    *integrity.COLUMNS,
 )
 FLOAT_REQ = (*integrity.COLUMNS, "content_chars", "reasoning_chars", "tool_call_chars",
-             "ttft_ms", "ttfc_ms", "e2e_ms", "tpot_ms", "output_tps_per_user", "itl_mean_ms",
+             "ttft_ms", "ttfc_ms", "e2e_ms", "tpot_ms", "client_tpot_ms", "server_tpot_ms",
+             "output_tps_per_user", "itl_mean_ms",
              "prompt_tokens", "completion_tokens", "cached_tokens", "http_status",
              "server_ttft_ms", "server_total_ms", "send_to_received_ms", "end_unix_ns")
 # Columns copied from the record as they are.
@@ -89,6 +92,7 @@ class Rows:
     n_reads: array = field(default_factory=lambda: array("q"))
     read_ns: array = field(default_factory=lambda: array("q"))
     read_tool_chars: array = field(default_factory=lambda: array("q"))
+    read_chars: array = field(default_factory=lambda: array("q"))
     itl_values: Any = None  # the gaps in ms (numpy), once packed
     issues: list[tuple[str, files.Issue]] = field(default_factory=list)
     # task folder → its instruction mode, read once per chunk (repeats share the folder).
@@ -111,11 +115,12 @@ class Rows:
         per_request = np.frombuffer(self.n_reads, dtype=np.int64)
         reads = latency.Reads(np.repeat(np.arange(n), per_request),
                               *(np.frombuffer(a, dtype=np.int64)
-                                for a in (self.read_ns, self.read_tool_chars)))
+                                for a in (self.read_ns, self.read_tool_chars, self.read_chars)))
         raw = pd.concat([pd.DataFrame({
             "send_ns": pd.array(self.send_ns, dtype="Int64"),
             "end_ns": pd.array(self.end_ns, dtype="Int64"),
             "completion_tokens": pd.array(self.req["completion_tokens"], dtype="Int64"),
+            **latency.server_inputs(self.req["server_ttft_ms"], self.req["server_total_ms"]),
         }), latency.read_inputs(reads, n)], axis=1)
         derived = latency.derive(raw)
         for key, values in latency.presented(derived).items():
@@ -127,7 +132,8 @@ class Rows:
         self.req["end_unix_ns"] = end.to_numpy(dtype=float, na_value=np.nan)
         self.itl_values = latency.gaps_ns(reads) * latency.ITL.scale
         self.send_ns, self.end_ns = [], []
-        self.n_reads, self.read_ns, self.read_tool_chars = array("q"), array("q"), array("q")
+        self.n_reads, self.read_ns = array("q"), array("q")
+        self.read_tool_chars, self.read_chars = array("q"), array("q")
 
 
 def _merge(parts: list[Rows]) -> Rows:
@@ -177,59 +183,73 @@ def _read_chunk(tasks: list[TrialTask]) -> Rows:
     rows = Rows()
     for task in tasks:
         issues: list[files.Issue] = []
+        before = len(rows.trials)
         try:
             _read_trial(task, rows, issues)
-        except Exception as exc:  # a reader bug must not cost the other trials
-            issues.append(files.Issue(str(task.trial_dir), f"trial skipped: {exc!r}"))
+        except Exception as exc:  # a reader bug must not cost the other trials, nor this one
+            issues.append(files.Issue(str(task.trial_dir), f"trial not read: {exc!r}"))
+            if len(rows.trials) == before:
+                rows.trials.append(_unread_row(task, repr(exc)))
         rows.issues += [(task.source, i) for i in issues]
     return rows.packed()
 
 
 def _read_trial(task: TrialTask, rows: Rows, issues: list[files.Issue]) -> None:
+    """The trial's row, its status first (read once, `analysis.status`); then what else it
+    holds, each part on its own: a part that cannot be read costs that part, never the row."""
     trial_dir = task.trial_dir
-    result = files.read_trial_result(trial_dir, issues)
-    agent_status = files.read_agent_status(trial_dir, issues, result)
-    records = files.read_llm_calls(trial_dir, issues)
-    attempts = files.read_attempt_scores(trial_dir, issues)
-    rewards = result.verifier_result.rewards if result and result.verifier_result else None
-    if rewards is None and result is not None:
-        rewards = files.read_reward_file(trial_dir, issues)
-    exc_type, exc_msg = files.trial_exception(trial_dir, result)
-    status, reason = classify(
-        has_result=result is not None, job_finished=task.job_finished,
-        exception_type=exc_type, exception_message=exc_msg,
-        agent_status=agent_status.status if agent_status else None,
-        agent_reason=agent_status.reason if agent_status else None,
-        agent_attempts=agent_status.attempts if agent_status else None,
-        has_reward=bool(rewards),
-    )
+    read = read_facts(trial_dir, issues, task.job_finished)
+    status, reason = classify(read.facts)
+    result, rewards, agent_status = read.result, read.rewards, read.agent
+    calls = files.read_llm_calls(trial_dir, issues)
+    records = calls.records
     task_name = result.task_name if result else _task_name_from_config(trial_dir, issues)
     scenario = task_name or (records[0].scenario_id if records else trial_dir.name.split("__")[0])
-    row: dict[str, Any] = {
-        "source": task.source, "job": task.job, "level": task.level, "trial": trial_dir.name,
-        "scenario_id": scenario, "status": status, "status_reason": reason,
-        "exception_type": exc_type, "agent_status": agent_status.status if agent_status else None,
-    }
+    row = _base_row(task, scenario, status, reason)
+    row.update(exception_type=read.facts.exception_type,
+               agent_status=agent_status.status if agent_status else None)
     imputed = status == "agent_failed" and not rewards
     for key in REWARD_KEYS:
         value = (rewards or {}).get(key)
         row[key] = 0.0 if imputed else (float(value) if value is not None else np.nan)
     if imputed:
         row[TURNS_KEY] = np.nan  # a count: unknown without the verifier, not 0
-    # The task folder, found once here; every post-pass takes it from `Tables.task_dirs`.
-    task_dir = find_task_dir(trial_dir, scenario, task.tasks_dir)
-    row["task_dir"] = str(task_dir) if task_dir is not None else None
-    row["mode"] = _trial_mode(trial_dir, task_dir, records, rows.task_modes)
-    row["in_quality"] = status in QUALITY_STATUSES
     row["reward_imputed"] = imputed
-    row.update(_attempt_columns(attempts, records, row["tsq"],
-                                agent_status.attempts if agent_status else None))
-    row["end_reason"] = attempts.end_reason if attempts else None
-    row["customer"] = attempts.customer if attempts else None
-    row.update(_timing_columns(result))
+    row["requests_unreadable"] = calls.unreadable
     rows.trials.append(row)
-    _add_requests(len(rows.trials) - 1, records, rows, _integrity_inputs(trial_dir, records,
-                                                                          issues))
+    try:
+        # The task folder, found once here; every post-pass takes it from `Tables.task_dirs`.
+        task_dir = find_task_dir(trial_dir, scenario, task.tasks_dir)
+        row["task_dir"] = str(task_dir) if task_dir is not None else None
+        row["mode"] = _trial_mode(trial_dir, task_dir, records, rows.task_modes)
+        attempts = files.read_attempt_scores(trial_dir, issues)
+        row.update(_attempt_columns(attempts, records, row["tsq"],
+                                    agent_status.attempts if agent_status else None))
+        row["end_reason"] = attempts.end_reason if attempts else None
+        row["customer"] = attempts.customer if attempts else None
+        row.update(_timing_columns(result))
+        replies = _integrity_inputs(trial_dir, records, issues)
+    except Exception as exc:  # a reader bug: the row keeps its status and rewards
+        issues.append(files.Issue(str(trial_dir), f"trial read in part: {exc!r}"))
+        replies = None
+    row["requests_unreadable"] += _add_requests(len(rows.trials) - 1, records, rows, replies,
+                                                issues)
+
+
+def _base_row(task: TrialTask, scenario: str, status: str, reason: str) -> dict[str, Any]:
+    return {"source": task.source, "job": task.job, "level": task.level,
+            "trial": task.trial_dir.name, "scenario_id": scenario, "status": status,
+            "status_reason": reason, "in_quality": status in QUALITY_STATUSES}
+
+
+def _unread_row(task: TrialTask, why: str) -> dict[str, Any]:
+    """A trial whose facts could not be read at all: in the table and the counts, out of the
+    quality figures, saying why (never silently gone)."""
+    row = _base_row(task, task.trial_dir.name.split("__")[0], "harness_failed",
+                    f"not read: {why}")
+    row.update({key: np.nan for key in REWARD_KEYS}, reward_imputed=False,
+               requests_unreadable=0)
+    return row
 
 
 def _trial_mode(trial_dir: Path, task_dir: Path | None, records: list[LLMCallRecord],
@@ -329,36 +349,25 @@ def _classes(rec: LLMCallRecord, replies: _Replies) -> dict[str, float] | None:
 
 
 def _add_requests(trial_index: int, records: list[LLMCallRecord], rows: Rows,
-                  replies: _Replies | None = None) -> None:
+                  replies: _Replies | None, issues: list[files.Issue]) -> int:
+    """The requests' rows; returns how many records could not be made one."""
     req = rows.req
     replies = replies or _Replies()
-    # Bound appends: this loop runs once per request (100,000s), so it stays plain.
-    append = {key: req[key].append for key in REQ_COLUMNS}
+    # Bound appends: this loop runs once per request (100,000s), so it stays plain. Each
+    # record's values are all computed before any is appended: the columns stay aligned, and a
+    # record that cannot be turned into a row is counted unreadable, the others kept.
+    append = [req[key].append for key in _RECORD_COLUMNS]
+    unreadable = 0
     for rec in records:
-        server = rec.server or {}
-        worker = server.get("worker_id")
-        if isinstance(worker, dict):  # disaggregated serving names prefill and decode workers
-            worker = worker.get("decode_worker_id", worker.get("worker_id", worker))
-        # Records written before raw times carry no read sizes: unknown, not 0.
-        sizes = (sum(rec.read_content_chars), sum(rec.read_reasoning_chars),
-                 sum(rec.read_tool_call_chars)) if rec.sizes_known else (None, None, None)
-        timing = server.get("timing") if isinstance(server.get("timing"), dict) else {}
-        received = _number(timing.get("request_received_ms"))
-        for key in _AS_RECORDED:
-            append[key](getattr(rec, key))
-        append["worker_id"](None if worker is None else str(worker))
-        append["content_chars"](sizes[0])
-        append["reasoning_chars"](sizes[1])
-        append["tool_call_chars"](sizes[2])
-        append["error_type"](rec.error.type if rec.error else None)
-        append["server_ttft_ms"](_number(timing.get("ttft_ms")))
-        append["server_total_ms"](_number(timing.get("total_time_ms")))
-        # Both stamps are wall clock; meaningful when client and server share a host.
-        append["send_to_received_ms"](
-            None if received is None else received - rec.start_unix_ns / 1e6)
-        classes = _classes(rec, replies)
-        for key in integrity.COLUMNS:
-            append[key](np.nan if classes is None else classes[key])
+        try:
+            values = _request_values(rec, replies)
+        except Exception as exc:  # an agent-written record no reader foresaw
+            unreadable += 1
+            issues.append(files.Issue(str(rows.trials[trial_index].get("trial")),
+                                      f"request {rec.request_id!r} not read: {exc!r}"))
+            continue
+        for add, value in zip(append, values, strict=True):
+            add(value)
         rows.req_trial.append(trial_index)
         # Raw times only; `latency.derive` turns them into every timing column per chunk.
         rows.send_ns.append(rec.send_ns)
@@ -366,8 +375,34 @@ def _add_requests(trial_index: int, records: list[LLMCallRecord], rows: Rows,
         rows.n_reads.append(len(rec.read_ns))
         rows.read_ns.extend(rec.read_ns)
         rows.read_tool_chars.extend(latency.aligned_tool_chars(rec))
+        rows.read_chars.extend(latency.aligned_chars(rec))
+    return unreadable
 
 
-def _number(value: Any) -> float | None:
-    """A server-reported figure, if it is a number (servers other than Dynamo send none)."""
-    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+_RECORD_COLUMNS = (*_AS_RECORDED, "worker_id", "content_chars", "reasoning_chars",
+                   "tool_call_chars", "error_type", "server_ttft_ms", "server_total_ms",
+                   "send_to_received_ms", *integrity.COLUMNS)
+
+
+def _request_values(rec: LLMCallRecord, replies: _Replies) -> tuple[Any, ...]:
+    """One request's column values, in `_RECORD_COLUMNS` order."""
+    server = rec.server or {}
+    worker = server.get("worker_id")
+    if isinstance(worker, dict):  # disaggregated serving names prefill and decode workers
+        worker = worker.get("decode_worker_id", worker.get("worker_id", worker))
+    # Records written before raw times carry no read sizes: unknown, not 0.
+    sizes = (sum(rec.read_content_chars), sum(rec.read_reasoning_chars),
+             sum(rec.read_tool_call_chars)) if rec.sizes_known else (None, None, None)
+    timing = server.get("timing") if isinstance(server.get("timing"), dict) else {}
+    received = finite_number(timing.get("request_received_ms"))
+    classes = _classes(rec, replies)
+    return (
+        *(getattr(rec, key) for key in _AS_RECORDED),
+        None if worker is None else str(worker)[:200], *sizes,
+        rec.error.type if rec.error else None,
+        finite_number(timing.get("ttft_ms"), MS_MAX),
+        finite_number(timing.get("total_time_ms"), MS_MAX),
+        # Both stamps are wall clock; meaningful when client and server share a host.
+        None if received is None else received - rec.start_unix_ns / 1e6,
+        *(np.nan if classes is None else classes[key] for key in integrity.COLUMNS),
+    )

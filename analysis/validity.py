@@ -111,7 +111,7 @@ def _levels(tables: Tables, summary: pd.DataFrame, shares: pd.DataFrame) -> pd.D
                       None) if manifest else None
         configured = s.get("configured_concurrency")
         achieved = s.get("achieved_trial_concurrency")
-        share = s.get("achieved_share")
+        share = s.get("achieved_trial_share")
         if share is None or pd.isna(share):
             share = achieved / configured if configured and pd.notna(achieved) else float("nan")
         rows.append({
@@ -158,7 +158,8 @@ def validity_section(tables: Tables, summary: pd.DataFrame) -> list[str]:
     if not summary.empty:
         lines += [table(_levels(tables, summary, shares)), "",
                   "*configured*: concurrent trials asked for; *achieved*: trials running on "
-                  "average over the level (and its share of configured); *in flight*: LLM "
+                  "average over the level's measured window (and its share of configured); "
+                  "*in flight*: LLM "
                   "requests in flight on average; *workers*: each worker's share of the "
                   "level's requests, where the server names the worker that served each "
                   "(Dynamo's nvext worker_id).", ""]

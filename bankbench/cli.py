@@ -8,6 +8,7 @@ functions so that `bankbench --help` answers at once.
 from __future__ import annotations
 
 import argparse
+import difflib
 import importlib
 import sys
 
@@ -34,9 +35,28 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _unknown_arguments(parser: argparse.ArgumentParser, args: argparse.Namespace,
+                       extras: list[str]) -> None:
+    """Refuse arguments the command does not know with the command's own usage and, for a
+    misspelt option, the closest one it has (argparse would show the top-level usage)."""
+    commands = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    command = commands.choices[args.command]
+    known = [o for action in command._actions for o in action.option_strings]
+    hints = []
+    for extra in extras:
+        name = extra.split("=", 1)[0]
+        close = difflib.get_close_matches(name, known, n=1) if name.startswith("-") else []
+        if close:
+            hints.append(f"{name}: did you mean {close[0]}?")
+    command.error(f"unrecognized arguments: {' '.join(extras)}"
+                  + (f" ({'; '.join(hints)})" if hints else ""))
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args, extras = parser.parse_known_args(argv)
+    if extras:
+        _unknown_arguments(parser, args, extras)
     try:
         return int(args.func(args) or 0)
     except KeyboardInterrupt:

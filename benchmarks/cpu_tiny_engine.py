@@ -15,10 +15,12 @@ worker's own per-request timings (llama.cpp's, `bankbench/serve/engine_speed.py`
 
 `--sweep-shaped` instead sends the sweep's own requests (the kept tool prompt, the agent's
 tools, guided vs unguided) and prints where each request's time goes
-(benchmarks/cpu_tiny_sweep_shape.py), once per `--settings` entry of worker arguments.
+(benchmarks/cpu_tiny_sweep_shape.py), once per `--settings` entry of worker arguments;
+`--from-sweep DIR` prints the same split for a finished sweep's own requests, per level.
 
   python benchmarks/cpu_tiny_engine.py [--levels 1,2,4] [--tokens 64] [--rounds 3]
   python benchmarks/cpu_tiny_engine.py --sweep-shaped [--settings "'';--threads 1"]
+  python benchmarks/cpu_tiny_engine.py --from-sweep jobs/sweep-…
 """
 
 from __future__ import annotations
@@ -181,7 +183,15 @@ def main() -> None:
                     help="sweep-shaped: worker arguments per engine setting, ';'-separated "
                     "(e.g. \";--threads 1\": defaults, then one thread)")
     ap.add_argument("--scenarios", type=int, default=4, help="sweep-shaped: sample scenarios")
+    ap.add_argument("--from-sweep", metavar="SWEEP_DIR", type=Path,
+                    help="no stack: the breakdown of a finished cpu-tiny sweep's own requests "
+                    "(its worker's timings), per level, guided or free")
     args = ap.parse_args()
+    if args.from_sweep:
+        from benchmarks.cpu_tiny_sweep_shape import breakdown_table, sweep_rows
+
+        print("\n".join(breakdown_table(sweep_rows(args.from_sweep))))
+        return
     print(f"load average before: {os.getloadavg()}", flush=True)
     if args.sweep_shaped:
         from benchmarks.cpu_tiny_sweep_shape import run

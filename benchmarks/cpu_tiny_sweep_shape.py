@@ -144,7 +144,8 @@ def breakdown_table(rows: list[dict]) -> list[str]:
             out.append(f"| {kind} | 0 | | | | | | | | | | |")
             continue
         wait = [x.first_token_ms - x.prefill_ms for x in t if x.first_token_ms is not None]
-        outside = [r["e2e_ms"] - r["timing"].worker_ms for r in timed]
+        outside = [r["e2e_ms"] - r["timing"].worker_ms for r in timed
+                   if r.get("e2e_ms") is not None]
         out.append(
             f"| {kind} | {len(t)} | {_fmt(_median([x.prompt_tokens for x in t]), '.0f')} | "
             f"{_fmt(_median([x.prefill_tokens for x in t]), '.0f')} | "
@@ -199,6 +200,31 @@ def run_setting(stream: Callable[..., dict], state: Any, tasks: list[Path], roun
         for task in tasks:
             rows += scenario_rows(send, tail, task, tokens)
     return rows
+
+
+def sweep_rows(sweep_dir: Path) -> list[dict]:
+    """A finished sweep's requests as the worker timed them (`<sweep>/server/`), each under
+    its level (by the time it ended) and whether a grammar guided it; no client times."""
+    from datetime import datetime
+
+    from bankbench.serve.engine_speed import stack_timings
+
+    records = json.loads((sweep_dir / "sweep.json").read_text())["level_records"]
+    spans = [(r["level"], datetime.fromisoformat(r["started_at"]).timestamp(),
+              datetime.fromisoformat(r["finished_at"]).timestamp())
+             for r in records if r.get("started_at") and r.get("finished_at")]
+    rows = []
+    for timing in stack_timings(sweep_dir / "server"):
+        level = next((c for c, start, end in spans if start <= timing.end_unix_s <= end + 1),
+                     None)
+        if level is None:
+            continue  # the stack's warm-up, or a level that did not finish
+        if (timing.decode_tokens or 0) <= 1:
+            kind = f"level {level}, 1-token probe"  # a readiness check, not an agent turn
+        else:
+            kind = f"level {level}, {'guided' if timing.guided else 'free'}"
+        rows.append({"kind": kind, "e2e_ms": None, "timing": timing})
+    return sorted(rows, key=lambda r: r["kind"])
 
 
 def run(stream: Callable[..., dict], settings: list[str], limit: int, rounds: int,

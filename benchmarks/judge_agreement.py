@@ -35,7 +35,7 @@ sys.path.insert(0, str(REPO))
 
 from analysis.judge.client import JudgeClient  # noqa: E402
 from analysis.judge.prompt import DEFAULT_VERSION, load_prompt, messages  # noqa: E402
-from analysis.trial_inputs import BankCall, TrialInputs  # noqa: E402
+from analysis.trial_inputs import BankCall, Goal, TrialInputs  # noqa: E402
 from contracts.judge import METRICS, JudgeSample  # noqa: E402
 
 GOLD = {
@@ -64,7 +64,8 @@ def sessions(gold_set: str, scenario_id: str, goals: list[dict], tools: list[str
     def inputs(kind: str, calls: list[tuple[str, str]], final: str) -> TrialInputs:
         return TrialInputs(
             scenario_id=f"{gold_set}-{scenario_id}-{kind}",
-            instruction=" ".join(texts), goals=texts, known_tools=tools,
+            instruction=" ".join(texts), goals=[Goal(text=t) for t in texts],
+            known_tools=tools,
             calls=[BankCall(seq=n, tool=tool, arguments={"request": goal}, valid=True)
                    for n, (goal, tool) in enumerate(calls, start=1)],
             final_answer=final)

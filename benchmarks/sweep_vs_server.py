@@ -52,7 +52,7 @@ def main() -> int:
         server = server_metrics(Path(job.path) / "metrics_before.prom",
                                 Path(job.path) / "metrics_after.prom")
         client_ttft = reqs.ttft_ms.mean()
-        server_ttft = server.get("server_ttft_ms_mean", float("nan"))
+        server_ttft = server.get("frontend_ttft_ms_mean", float("nan"))
         server_n = int(server.get("server_requests", -1))
         equal = server_n == len(reqs)
         ok &= equal

@@ -11,7 +11,12 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
+from contracts.bounds import Count
+
 AGENT_STATUS_FILE = "agent_status.json"
+# The agent whose report analysis believes (by the import path Harbor records in a trial's
+# config): the project's own. Any other agent's status says nothing about who failed.
+PROJECT_AGENT = "agents.banking:BankingAgent"
 
 Status = Literal["ok", "agent_error", "infra_error", "harness_error"]
 
@@ -26,7 +31,7 @@ class AgentStatus(BaseModel):
         "harness_error: the task environment's bank could not be used."
     )
     reason: str | None = Field(None, description="One line saying what went wrong.")
-    attempts: int = Field(0, description="Self-evaluation attempts made.")
-    accepted_attempt: int | None = Field(None, description="Attempt marked with `bank accept`.")
-    llm_calls: int = 0
-    failed_llm_calls: int = 0
+    attempts: Count = Field(0, description="Self-evaluation attempts made.")
+    accepted_attempt: Count | None = Field(None, description="Attempt marked with `bank accept`.")
+    llm_calls: Count = 0
+    failed_llm_calls: Count = 0

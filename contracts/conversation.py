@@ -34,9 +34,11 @@ PROTOCOL_LINE = "Protocol: conversation"
 # bank client sends them inside the request, never to a file). Unset: the scripted customer.
 CUSTOMER_ENV = ("BANK_CUSTOMER", "BANK_USER_BASE_URL", "BANK_USER_MODEL", "BANK_USER_API_KEY")
 # `bank say`'s exit status when the llm customer's model endpoint failed (sysexits'
-# EX_TEMPFAIL): the serving side's fault, not the environment's. Any other non-zero status
-# means the bank/customer machinery failed.
+# EX_TEMPFAIL): its failed request says whether the server failed or the agent's words led to
+# it. EXIT_USAGE (EX_USAGE): the message itself was refused. Any other non-zero status means
+# the bank/customer machinery failed.
 EXIT_CUSTOMER_MODEL_FAILED = 75
+EXIT_USAGE = 64
 
 EndReason = Literal["satisfied", "turn_limit"]
 CustomerKind = Literal["scripted", "llm"]

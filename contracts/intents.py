@@ -15,6 +15,10 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 INTENTS_FILE = "intents.jsonl"
+# Lines the bank records at most (calls and acceptances; the bank's intentlog.py refuses more),
+# and past which the verifier scores a log 0 unread (verify.py): no agent's volume of calls can
+# run the verifier out of time, which would take its trial out of the quality figures.
+MAX_LOG_LINES = 5000
 
 
 class Intent(BaseModel):

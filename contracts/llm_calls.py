@@ -11,13 +11,18 @@ list per read made the record ~2.5x slower to parse, and analysis parses 100,000
 Records written before raw times existed carry `ttft_ms`/`itl_ms`/`e2e_ms` instead; they load
 as equivalent raw times (send at 0, reads at the cumulative offsets, end at e2e), so every
 reader sees one shape. Their reads' sizes are unknown (`sizes_known` false).
+
+Any agent can write this file, so every number is bounded (`contracts/bounds.py`): a record
+holding one out of range is not a valid record, and readers count it as unreadable.
 """
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from contracts.bounds import COUNT_MAX, LIST_MAX, NS_MAX, Count, HttpStatus, Millis, Nanos
 
 LLM_CALLS_FILE = "llm_calls.jsonl"
 
@@ -38,15 +43,16 @@ ARGUMENTS_KEPT = 4096
 class StreamedCall(BaseModel):
     """One tool call as the stream delivered it: its deltas merged by index."""
 
-    index: int = Field(description="The index its deltas carried (deltas without one merge "
-                                   "into 0 and are counted in `unindexed_deltas`).")
-    ids: list[str] = Field(default_factory=list,
+    index: Annotated[int, Field(ge=-COUNT_MAX, le=COUNT_MAX)] = Field(
+        description="The index its deltas carried (deltas without one merge into 0 and are "
+        "counted in `unindexed_deltas`).")
+    ids: list[str] = Field(default_factory=list, max_length=LIST_MAX,
                            description="Distinct ids its deltas carried, in order (one is "
                            "expected; none or two are integrity failures).")
     name: str = ""
     arguments: str = Field("", description=f"Argument text as streamed, its first "
                                            f"{ARGUMENTS_KEPT} characters.")
-    arguments_chars: int = Field(0, description="Length of the whole argument text.")
+    arguments_chars: Count = Field(0, description="Length of the whole argument text.")
 
 
 class ToolStream(BaseModel):
@@ -54,14 +60,14 @@ class ToolStream(BaseModel):
     tool-call integrity classes (analysis/metrics/integrity.py); the reply's text is in the
     trajectory (same request_id)."""
 
-    offered: int = Field(description="Tools the request carried (0: none, e.g. text mode).")
+    offered: Count = Field(description="Tools the request carried (0: none, e.g. text mode).")
     choice: str | None = Field(None, description="tool_choice as sent: auto | required | none "
                                "| the name of a forced function; None: not sent.")
     calls: list[StreamedCall] = Field(
-        default_factory=list, description=f"The reply's tool calls by index, the first "
-        f"{CALLS_KEPT}.")
-    n_calls: int = Field(0, description="Tool calls the reply held, kept or not.")
-    unindexed_deltas: int = Field(0, description="Tool-call deltas that carried no index.")
+        default_factory=list, max_length=LIST_MAX,
+        description=f"The reply's tool calls by index, the first {CALLS_KEPT}.")
+    n_calls: Count = Field(0, description="Tool calls the reply held, kept or not.")
+    unindexed_deltas: Count = Field(0, description="Tool-call deltas that carried no index.")
     done: bool = Field(description="The stream ended with `[DONE]`.")
 
 
@@ -79,48 +85,49 @@ class LLMCallRecord(BaseModel):
     request_id: str
     trial_name: str
     scenario_id: str
-    attempt: int = Field(description="Self-evaluation attempt number, 1-based.")
-    turn: int = Field(0, description="Conversation turn (customer message), 0-based; always 0 "
+    attempt: Count = Field(description="Self-evaluation attempt number, 1-based.")
+    turn: Count = Field(0, description="Conversation turn (customer message), 0-based; always 0 "
                                      "in the single-turn protocol.")
-    step: int = Field(description="ReAct step within the attempt (evaluator calls: 0).")
+    step: Count = Field(description="ReAct step within the attempt (evaluator calls: 0).")
     role: str = Field(description="Caller: 'agent', 'evaluator', or another such as "
                                   "'user_simulator' (kept apart by analysis).")
     model: str
     session_id: str | None = None
-    start_unix_ns: int = Field(
+    start_unix_ns: Nanos = Field(
         description="Wall clock (time.time_ns()) at `send_ns`: places the request in time.")
-    send_ns: int | None = Field(
+    send_ns: Nanos | None = Field(
         None, description="perf_counter_ns() when the request was handed to the HTTP "
         "transport (before a pooled connection is taken or opened and the request written). "
         "None when the call was cancelled before it was sent.")
-    read_ns: list[int] = Field(
-        default_factory=list,
+    read_ns: list[Nanos] = Field(
+        default_factory=list, max_length=LIST_MAX,
         description="perf_counter_ns() when each network read returned that carried at least "
         "one content, reasoning or tool-call delta, in order. The role-only first chunk and "
         "the closing finish/usage chunks carry none and are not listed.")
-    read_content_chars: list[int] = Field(
-        default_factory=list, description="Content characters per read (parallel to read_ns); "
-        "empty when no read carried content.")
-    read_reasoning_chars: list[int] = Field(
-        default_factory=list, description="Reasoning characters per read; empty when none.")
-    read_tool_call_chars: list[int] = Field(
-        default_factory=list, description="Tool-call name + argument characters per read; "
-        "empty when no read carried a tool-call delta.")
-    end_ns: int | None = Field(
+    read_content_chars: list[Count] = Field(
+        default_factory=list, max_length=LIST_MAX, description="Content characters per read "
+        "(parallel to read_ns); empty when no read carried content.")
+    read_reasoning_chars: list[Count] = Field(
+        default_factory=list, max_length=LIST_MAX,
+        description="Reasoning characters per read; empty when none.")
+    read_tool_call_chars: list[Count] = Field(
+        default_factory=list, max_length=LIST_MAX, description="Tool-call name + argument "
+        "characters per read; empty when no read carried a tool-call delta.")
+    end_ns: Nanos | None = Field(
         None, description="perf_counter_ns() when the stream ended: the read carrying "
         "`[DONE]` (or the end of the body without one); for a failed try, when the failure "
         "was seen. None when nothing was sent.")
-    prompt_tokens: int | None = None
-    completion_tokens: int | None = None
-    cached_tokens: int | None = None
+    prompt_tokens: Count | None = None
+    completion_tokens: Count | None = None
+    cached_tokens: Count | None = None
     token_source: Literal["server", "client"] | None = Field(
         None, description="Who counted prompt_tokens/completion_tokens: 'server' (its usage), "
         "'client' (the agent's --ak tokenizer, for a server that sent no usage; without the "
         "chat template's tokens), None (nobody: counts unknown).")
     finish_reason: str | None = None
-    http_status: int | None = None
-    retries: int = 0
-    overloaded: int = Field(
+    http_status: HttpStatus | None = None
+    retries: Count = 0
+    overloaded: Count = Field(
         0, description="Tries of this request the server answered HTTP 429 or 529 (shedding "
         "load), whether a retry then succeeded or not.")
     error: CallError | None = None
@@ -132,9 +139,9 @@ class LLMCallRecord(BaseModel):
         "written before it (integrity classes then unmeasured).")
     # Records written before raw times: read, converted, never written again.
     sizes_known: bool = Field(True, exclude=True)
-    ttft_ms: float | None = Field(None, exclude=True)
-    itl_ms: list[float] | None = Field(None, exclude=True)
-    e2e_ms: float | None = Field(None, exclude=True)
+    ttft_ms: Millis | None = Field(None, exclude=True)
+    itl_ms: list[Millis] | None = Field(None, exclude=True, max_length=LIST_MAX)
+    e2e_ms: Millis | None = Field(None, exclude=True)
 
     @model_validator(mode="after")
     def _counts_of_older_records(self) -> LLMCallRecord:
@@ -158,4 +165,6 @@ class LLMCallRecord(BaseModel):
                 self.read_ns = [round(t * 1e6) for t in times]
             if self.e2e_ms is not None:
                 self.end_ns = round(self.e2e_ms * 1e6)
+            if max([*self.read_ns, self.end_ns or 0]) > NS_MAX:
+                raise ValueError("times add up past the bound on a clock reading")
         return self

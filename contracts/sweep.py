@@ -40,13 +40,20 @@ ROUTERS_FILE = "routers.json"
 METRICS_BEFORE = "metrics_before.prom"
 METRICS_AFTER = "metrics_after.prom"
 SHARD_FILE = "shard.json"
+# With `steady` M a level runs at least M x its concurrency trials: a sweep asks for it
+# (--steady, off by default: a sweep runs what it is told), a capacity search runs every level
+# with STEADY_MULTIPLE unless told otherwise. A level's measured window starts once
+# DEFAULT_WARMUP_SHARE of its first `level` trials have finished.
+DEFAULT_STEADY = 0
+STEADY_MULTIPLE = 3
+DEFAULT_WARMUP_SHARE = 0.5
 
 # Short names of Harbor environments; anything else is passed on as `module:Class`.
 ENVIRONMENTS = {
     "local": "environments.local:LocalEnvironment",
     "docker": "docker",
 }
-_LEVEL_DIR = re.compile(r"^c(\d+)$")
+_LEVEL_DIR = re.compile(r"^c(\d+)(?:\.p(\d+))?$")
 _SHARD_DIR = re.compile(r"^s(\d+)$")
 
 
@@ -57,6 +64,22 @@ def level_dir_name(level: int) -> str:
 
 def level_dir(sweep_dir: Path, level: int) -> Path:
     return sweep_dir / level_dir_name(level)
+
+
+def pass_dir_name(level: int, number: int) -> str:
+    """The folder of a level's extra pass (more repeats run after the level): `c<level>.p<n>`,
+    n = 1, 2 …; pass 0 is the level folder itself. Readers fold a pass into its level
+    (`level_of_dir`)."""
+    return level_dir_name(level) if number == 0 else f"{level_dir_name(level)}.p{number}"
+
+
+def steady_repeats(repeats: int, concurrency: int, n_tasks: int, steady: int) -> int:
+    """harbor -k for a level (or one shard of it) of `concurrency` slots over `n_tasks` tasks:
+    `repeats`, raised until the level runs at least `steady` x `concurrency` trials so that its
+    slots stay full over a measured window (0: never raised)."""
+    if steady <= 0 or n_tasks <= 0:
+        return repeats
+    return max(repeats, -(-steady * concurrency // n_tasks))
 
 
 def shard_dir_name(shard: int) -> str:
@@ -82,7 +105,8 @@ def router_dir_name(router: str) -> str:
 
 
 def level_of_dir(name: str) -> int | None:
-    """The level a `c<level>` folder name holds, or None for any other name."""
+    """The level a `c<level>` (or extra pass `c<level>.p<n>`) folder name holds, or None for
+    any other name."""
     found = _LEVEL_DIR.match(name)
     return int(found.group(1)) if found else None
 
@@ -153,6 +177,22 @@ class SweepConfig(BaseModel):
     agent_kwargs: dict[str, str] = Field(
         default_factory=dict, description="Agent options passed as harbor --ak key=value."
     )
+    steady: int = Field(
+        DEFAULT_STEADY, ge=0, description="Run each level at steady state: at least STEADY x "
+        "LEVEL trials, scenarios x repeats cycled (harbor -k raised at that level, never "
+        "below --attempts), so its slots stay full over a measured window (3 is what a "
+        "capacity search runs); 0: -k --attempts at every level.",
+    )
+    warmup_share: float = Field(
+        DEFAULT_WARMUP_SHARE, ge=0.0, le=1.0, description="Warm-up left out of a level's "
+        "measured window: each run of the level is measured from the time this share of its "
+        "first LEVEL trials have finished (0: from its first request).",
+    )
+    keep_drain: bool = Field(
+        False, description="Keep a level's drain in its measured window (default: left out, "
+        "from the first trial end after each run's last trial start: the queue is empty and "
+        "a freed slot stays idle).",
+    )
 
     @field_validator("levels")
     @classmethod
@@ -197,7 +237,12 @@ class SweepConfig(BaseModel):
             fields.pop("max_turns")
         if self.shards == 1:
             fields.pop("shards")  # an unsharded sweep's fingerprint is what it was before
+        if self.steady == 0:
+            fields.pop("steady")  # a sweep started before the field keeps its fingerprint
         fields.pop("ray")  # where the shards run, not what they measure
+        # How the measured window is cut is a reading of the run, not what it ran.
+        fields.pop("warmup_share")
+        fields.pop("keep_drain")
         return fields
 
     def fingerprint(self) -> str:
@@ -210,10 +255,35 @@ class SweepConfig(BaseModel):
         return [f"{k}: {theirs[k]!r} -> {mine[k]!r}" for k in mine if mine[k] != theirs.get(k)]
 
 
+class LevelRun(BaseModel):
+    """One run of a level's Harbor job(s): the first, each resume, each extra pass. The level's
+    measured window is cut per run, so the pause between two runs is never measured."""
+
+    started_at: datetime = Field(description="When the run's Harbor processes started.")
+    finished_at: datetime | None = Field(None, description="When they ended (None: killed).")
+    cut_at: datetime | None = Field(
+        None, description="The run was stopped before its queue emptied: the earliest start "
+        "of a trial it left unfinished (moved aside or rerun by the next run). Its measured "
+        "window ends there: later, some slots held trials whose requests are not kept.")
+
+
+class LevelPass(BaseModel):
+    """More repeats of a level run after it, as their own Harbor job(s) in `c<level>.p<n>/`."""
+
+    job_dir: str = Field(description="Its folder, relative to the sweep dir (c<level>.p<n>).")
+    repeats: int = Field(ge=1, description="Repeats per scenario asked for.")
+    attempts: int | None = Field(
+        None, description="Its harbor -k: the repeats, raised to the steady-state minimum "
+        "like the level's (None until it starts).")
+    state: str = Field("pending", description="pending | running | complete | failed | "
+                       "interrupted")
+
+
 class LevelRecord(BaseModel):
     level: int = Field(description="Configured concurrency (harbor -n).")
     job_dir: str = Field(description="Harbor job folder, relative to the sweep dir (c<level>).")
-    state: str = Field("pending", description="pending | running | complete | failed")
+    state: str = Field("pending", description="pending | running | complete | failed | "
+                       "interrupted (the sweep was stopped while the level ran)")
     router: str | None = Field(
         None, description="Router the level ran behind (the launched profile's; None: unknown, "
         "e.g. --base-url).")
@@ -225,6 +295,14 @@ class LevelRecord(BaseModel):
     )
     metrics: bool = Field(False, description="Before/after /metrics scrapes were taken.")
     shards: int = Field(1, ge=1, description="Harbor processes that ran the level.")
+    repeats: int | None = Field(
+        None, description="harbor -k of the level's (first shard's) job: --attempts, raised "
+        "for steady state (SweepConfig.steady); None in sweeps older than the field.")
+    runs: list[LevelRun] = Field(
+        default_factory=list, description="Each run of the level, in order (empty in sweeps "
+        "older than the field: analysis finds the runs from the trials).")
+    passes: list[LevelPass] = Field(
+        default_factory=list, description="Extra passes of more repeats, in order.")
 
 
 class ShardRecord(BaseModel):

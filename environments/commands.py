@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from environments.sandbox import HostTools
+from environments.host_tools import HostTools
 
 
 def exec_argv(enter: list[str], tools: HostTools, uid: int | None, *, max_processes: int,

@@ -23,11 +23,12 @@ scratch_mb, max_processes, max_file_mb bound the agent (environments/options.py)
 This module is where each of Harbor's environment calls (start, stop, exec, copies in and
 out) meets the phase rules above (when the agent phase ends, when verification begins), in
 the order they depend on. The parts, one job each: options.py (`--ek` options, the trial's
-note), trial_roots.py (where trial folders live; leftovers of killed runs), trial_layout.py
-(what a root holds), sandbox.py (host tools, building a root, running a command),
-namespace.py + trial_init.py (the trial's namespaces and mounts), process_end.py (finding and
-ending the trial's processes), trial_users.py (who runs a command), commands.py (an exec's
-command line), uploads.py / transfer.py (copies into / out of the trial), dockerfile.py.
+note), host_tools.py (the host's programs and the namespace recipe), trial_roots.py (where
+trial folders live; leftovers of killed runs), root_layout.py + trial_layout.py (what a root
+holds, and building it), namespace.py + trial_init.py (the trial's namespaces and mounts),
+process_end.py (finding and ending the trial's processes), trial_users.py (who runs a
+command), commands.py (an exec's command line), execution.py (running it, output bounded),
+uploads.py / transfer.py (copies into / out of the trial), dockerfile.py.
 """
 
 from __future__ import annotations
@@ -43,20 +44,29 @@ from pathlib import Path
 from harbor.environments.base import BaseEnvironment, ExecResult
 from harbor.environments.capabilities import EnvironmentCapabilities
 from harbor.models.trial.paths import EnvironmentPaths
+from harbor.utils.scripts import quote_shell_arg
 
 from environments import trial_roots, uploads
 from environments.commands import exec_argv, exec_environment
 from environments.dockerfile import dockerfile_entrypoint, dockerfile_workdir
+from environments.execution import Lingering, run_command
+from environments.host_tools import HostTools, cached_host_tools
 from environments.namespace import NamespaceHolder, resolve_inside
 from environments.options import NOTE_FILE, LocalEnvironmentOptions, LocalEnvNote, parse_options
-from environments.sandbox import HostTools, RootLayout, cached_host_tools, run_command
+from environments.root_layout import RootLayout
 from environments.transfer import copy_file_out, copy_tree_out
 from environments.trial_layout import APP_DIR, make_trial_root
 from environments.trial_users import TrialUsers, is_root
 from environments.uploads import normal
 
-# What Harbor's verifier runs first (harbor/verifier/verifier.py): `rm -f` of these, as root.
-VERIFIER_FIRST_STEP = "/logs/verifier/reward."
+
+def verifier_first_step(paths: EnvironmentPaths, task_os) -> str:
+    """The command Harbor's verifier runs first, as root, to remove old rewards
+    (harbor/verifier/verifier.py · `_remove_reward_files`), built the way Harbor builds it.
+    Only this exact command (or the upload of /tests) begins verification: text that merely
+    contains it (an agent's command, a model's words on a root command line) never does."""
+    paths_ = (paths.reward_text_path, paths.reward_json_path)
+    return "rm -f -- " + " ".join(quote_shell_arg(path, task_os) for path in paths_)
 
 
 class LocalEnvironment(BaseEnvironment):
@@ -74,13 +84,15 @@ class LocalEnvironment(BaseEnvironment):
         max_files: int | str = 100_000,
         max_log_depth: int | str = 64,
         max_log_entries: int | str = 20_000,
+        max_output_mb: int | str = 8,
         network: str = "private",
         **kwargs,
     ):
         self._options = parse_options(
             keep=keep, state_dir=state_dir, ro_paths=ro_paths or [], scratch_mb=scratch_mb,
             max_processes=max_processes, max_file_mb=max_file_mb, max_files=max_files,
-            max_log_depth=max_log_depth, max_log_entries=max_log_entries, network=network,
+            max_log_depth=max_log_depth, max_log_entries=max_log_entries,
+            max_output_mb=max_output_mb, network=network,
         )
         self._tools: HostTools | None = None
         self._layout: RootLayout | None = None
@@ -89,7 +101,9 @@ class LocalEnvironment(BaseEnvironment):
         self._users: TrialUsers | None = None  # at start, when the host's tools are known
         self._note = LocalEnvNote()
         self._agent_ran = False  # an agent command ran since the agent's uid was last ended
+        self._lingering = Lingering()  # output pipes of root's services, drained until stop
         super().__init__(*args, **kwargs)
+        self._verifier_step = verifier_first_step(EnvironmentPaths.for_os(self.os), self.os)
         self._workdir = (
             self.task_env_config.workdir or dockerfile_workdir(self.environment_dir) or APP_DIR
         )
@@ -189,6 +203,7 @@ class LocalEnvironment(BaseEnvironment):
             await asyncio.to_thread(self._holder.end_members)
             await asyncio.to_thread(self._holder.stop)
             self._holder = None
+        self._lingering.close()
         if not delete or self._options.keep:
             trial_roots.record_owner(self._state, keep=True)
             self.logger.info(f"LocalEnvironment kept {self._state}")
@@ -218,11 +233,14 @@ class LocalEnvironment(BaseEnvironment):
             self.logger.debug(f"LocalEnvironment: the agent phase is over; ended {ended}")
 
     def _write_note(self) -> None:
-        """`<trial>/localenv.json`: the environment's own record, beside Harbor's result."""
+        """`<trial>/localenv.json`: the environment's own record, beside Harbor's result
+        (written whole or not at all: a reader never meets half of it)."""
+        path = Path(self.trial_paths.trial_dir) / NOTE_FILE
+        partial = path.with_name(f".{NOTE_FILE}.partial")
         try:
-            trial_dir = Path(self.trial_paths.trial_dir)
-            (trial_dir / NOTE_FILE).write_text(self._note.model_dump_json(indent=1))
-        except OSError as exc:
+            partial.write_text(self._note.model_dump_json(indent=1))
+            partial.replace(path)
+        except (OSError, ValueError) as exc:
             self.logger.warning(f"LocalEnvironment could not write {NOTE_FILE}: {exc}")
 
     async def _begin_verification(self) -> None:
@@ -252,7 +270,7 @@ class LocalEnvironment(BaseEnvironment):
         if self._holder is None or self._tools is None or self._layout is None:
             raise RuntimeError("LocalEnvironment.exec called before start() or after stop()")
         user = self._resolve_user(user)
-        if is_root(user) and VERIFIER_FIRST_STEP in command:
+        if is_root(user) and command == self._verifier_step:
             await self._begin_verification()
         assert self._users is not None
         uid, warning = self._users.run_as(user)
@@ -269,12 +287,15 @@ class LocalEnvironment(BaseEnvironment):
                          max_file_mb=self._options.max_file_mb, cwd=cwd or self._workdir,
                          command=command)
         process_env = exec_environment(self._layout.path, uid is None, self._merge_env(env))
-        code, stdout, stderr, timed_out = await run_command(
-            argv, process_env, timeout_sec or None, self._state / "exec"
-        )
-        if timed_out:
+        done = await run_command(
+            argv, process_env, timeout_sec or None,
+            max_output_bytes=self._options.max_output_mb << 20,
+            linger=self._lingering if is_root(user) else None)
+        stderr = done.stderr
+        if done.timed_out:
             stderr += f"\nLocalEnvironment: command timed out after {timeout_sec} s; killed"
-        return ExecResult(stdout=stdout or None, stderr=stderr or None, return_code=code)
+        return ExecResult(stdout=done.stdout or None, stderr=stderr or None,
+                          return_code=done.code)
 
     def _host_path(self, container_path: str, write: bool) -> Path:
         """Where a container path is, seen from the host through the trial's own mounts, with
@@ -382,10 +403,15 @@ class LocalEnvironment(BaseEnvironment):
             max_depth=self._options.max_log_depth, max_entries=self._options.max_log_entries)
         if report.left_out:
             self._note.logs_left_out.append(report)
-            self._write_note()
             named = ", ".join(f"{e.path} ({e.why})" for e in report.examples[:3])
             self.logger.warning(f"LocalEnvironment left {report.left_out} entries of "
                                 f"{source_dir} out of the job folder, e.g. {named}")
+        for rejected in report.rejected:
+            self._note.files_rejected.append(rejected)
+            self.logger.warning(f"LocalEnvironment kept {rejected.path} as {rejected.kept_as}: "
+                                f"Harbor parses that name and it is {rejected.why}")
+        if report.left_out or report.rejected:
+            self._write_note()
 
 
 __all__ = ["NOTE_FILE", "LocalEnvironment", "LocalEnvNote", "LocalEnvironmentOptions"]

@@ -24,7 +24,8 @@ import sys
 from pathlib import Path
 
 from environments import process_end
-from environments.sandbox import HostTools, NamespaceUnavailableError, RootLayout, inside
+from environments.host_tools import HostTools, NamespaceUnavailableError
+from environments.root_layout import RootLayout, inside
 
 SCRATCH = "/.localenv/scratch"  # the tmpfs mount point inside the root
 OLD_ROOT = "/.localenv/old-root"  # where pivot_root puts the host's tree, then unmounted

@@ -7,7 +7,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field, ValidationError, field_validator
 
-from environments.transfer import CopyReport
+from environments.transfer import CopyReport, Rejected
 
 NOTE_FILE = "localenv.json"  # in the trial's folder on the host: what the environment did
 
@@ -39,6 +39,9 @@ class LocalEnvironmentOptions(BaseModel):
         64, ge=4, description="Folders deep a copy of the trial's logs to the host goes.")
     max_log_entries: int = Field(
         20_000, ge=100, description="Entries a copy of one log folder to the host takes.")
+    max_output_mb: int = Field(
+        8, ge=1, le=1024, description="Output of one command the harness keeps, stdout and "
+        "stderr each; the rest is counted and dropped, and the result says so.")
     network: Literal["private", "host"] = Field(
         "private", description="private: the agent's commands get a network namespace of "
         "their own with loopback alone; host: they share the host's network.")
@@ -81,3 +84,7 @@ class LocalEnvNote(BaseModel):
     logs_left_out: list[CopyReport] = Field(
         default_factory=list, description="Copies of the trial's folders that left something "
         "out: links, special files, trees deeper or larger than the bounds.")
+    files_rejected: list[Rejected] = Field(
+        default_factory=list, description="Files the trial left under a name Harbor parses on "
+        "the host (e.g. the agent's trajectory.json) that were not what Harbor expects: kept "
+        "under another name, never under theirs.")

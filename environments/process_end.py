@@ -89,6 +89,15 @@ def processes_of(uid: int) -> list[int]:
     return found
 
 
+def kill_group(pgid: int) -> None:
+    """SIGKILL one command's process group (a command the harness started in its own
+    session); gone already is fine."""
+    try:
+        os.killpg(pgid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
 def end_all(find, within_sec: float = 5.0) -> int:
     """SIGKILL every process `find()` lists until it lists none alive; returns how many
     were hit."""

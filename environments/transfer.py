@@ -10,16 +10,25 @@ folders deep and copies at most `max_entries` entries, so no tree can make it fa
 leaves out is counted and the first few are named. It never replaces a file the host target
 already has: those were written by the harness (the agent's own host-side logs), and an agent's
 file of the same name must not stand in for them.
+
+Harbor parses some files of a trial on the host, in its own process, and not every failure of
+that parse is caught (0.25 reads `agent/trajectory.json` with `read_text()` and catches only
+`OSError` and `ValidationError`: three bytes that are not UTF-8 end the whole job). A file
+under such a name (`HOST_PARSED`) is copied under it only when it is what Harbor expects (UTF-8
+JSON within a size bound); otherwise it is kept under another name and recorded. Names are
+recorded escaped (`\xff` for a byte that is not UTF-8), so a record always serialises.
 """
 
 from __future__ import annotations
 
 import errno
+import json
 import os
 import stat
 from pathlib import Path
+from typing import Annotated
 
-from pydantic import BaseModel, Field
+from pydantic import AfterValidator, BaseModel, Field
 
 OPEN_DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 # O_NONBLOCK: a FIFO swapped in for a listed file must not block the copy.
@@ -27,6 +36,24 @@ OPEN_FILE = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 CREATE_FILE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
 NAMED_AT_MOST = 20
 CHUNK = 1 << 20
+# Names Harbor parses on the host wherever they appear in a copied log folder (an agent's
+# trajectory, a step's too), and the largest such file copied.
+HOST_PARSED = frozenset({"trajectory.json"})
+MAX_PARSED_BYTES = 64 << 20
+REJECTED_SUFFIX = ".localenv-rejected"
+
+
+def escape_name(name: str) -> str:
+    """`name` as printable text: bytes that are not UTF-8 (which Python names carry as lone
+    surrogates) written `\\xNN`, so the name always serialises."""
+    try:
+        raw = name.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError:
+        raw = name.encode("utf-8", "backslashreplace")
+    return raw.decode("utf-8", "backslashreplace")
+
+
+Name = Annotated[str, AfterValidator(escape_name)]
 
 
 class LinkInPathError(FileNotFoundError):
@@ -34,26 +61,40 @@ class LinkInPathError(FileNotFoundError):
 
 
 class LeftOut(BaseModel):
-    path: str = Field(description="Path inside the trial.")
+    path: Name = Field(description="Path inside the trial (escaped).")
     why: str = Field(description="link | special file | too deep | too many entries | vanished")
+
+
+class Rejected(BaseModel):
+    """A file under a name Harbor parses that is not what Harbor expects."""
+
+    path: Name = Field(description="Path inside the trial (escaped).")
+    kept_as: Name | None = Field(description="Its name in the job folder; None when that "
+                                 "name was taken too and the file was left out.")
+    why: str
 
 
 class CopyReport(BaseModel):
     """What one copy out of the trial did."""
 
-    source: str
+    source: Name
     files: int = 0
     bytes: int = 0
     left_out: int = 0
     examples: list[LeftOut] = Field(default_factory=list)
-    host_files_kept: list[str] = Field(
+    host_files_kept: list[Name] = Field(
         default_factory=list, description="Files the host target already had (the harness's "
         "own, e.g. the agent's host-side logs), kept instead of the trial's file of that name.")
+    rejected: list[Rejected] = Field(default_factory=list)
 
     def leave_out(self, path: str, why: str) -> None:
         self.left_out += 1
         if len(self.examples) < NAMED_AT_MOST:
             self.examples.append(LeftOut(path=path, why=why))
+
+    def keep_host_file(self, path: str) -> None:
+        if len(self.host_files_kept) < NAMED_AT_MOST:
+            self.host_files_kept.append(escape_name(path))
 
 
 def open_inside(view: str, container_path: str, directory: bool) -> int:
@@ -170,19 +211,60 @@ def _copy_entry(dir_fd: int, name: str, target: Path, inside: str, report: CopyR
         if not stat.S_ISREG(info.st_mode):
             report.leave_out(inside, "special file")
             return
+        parsed = name in HOST_PARSED
+        written = target.with_name(f".{target.name}.localenv-check") if parsed else target
+        if parsed and target.exists():
+            report.keep_host_file(inside)
+            return
         try:
-            out = os.open(target, CREATE_FILE, 0o644)
+            out = os.open(written, CREATE_FILE, 0o644)
         except FileExistsError:
-            if len(report.host_files_kept) < NAMED_AT_MOST:
-                report.host_files_kept.append(inside)
+            report.keep_host_file(inside)
             return
         try:
             report.bytes += _copy_bytes(fd, out, info.st_size)
         finally:
             os.close(out)
         report.files += 1
+        if parsed:
+            _place_parsed(written, target, inside, report)
     finally:
         os.close(fd)
+
+
+def parse_problem(path: Path) -> str | None:
+    """Why Harbor could not parse the file at `path` safely, or None: it must be UTF-8 JSON
+    of at most MAX_PARSED_BYTES."""
+    size = path.stat().st_size
+    if size > MAX_PARSED_BYTES:
+        return f"{size} bytes, more than {MAX_PARSED_BYTES}"
+    try:
+        json.loads(path.read_bytes().decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        return f"not UTF-8 ({exc.reason} at byte {exc.start})"
+    except (ValueError, RecursionError) as exc:
+        return f"not JSON ({str(exc)[:80]})"
+    return None
+
+
+def _place_parsed(written: Path, target: Path, inside: str, report: CopyReport) -> None:
+    """Give a copied file a name Harbor parses only when Harbor can parse it."""
+    problem = parse_problem(written)
+    if problem is None:
+        try:
+            os.link(written, target)  # fails, never replaces, if the name was taken meanwhile
+        except FileExistsError:
+            report.keep_host_file(inside)
+        written.unlink()
+        return
+    kept: Path | None = target.with_name(target.name + REJECTED_SUFFIX)
+    try:
+        os.link(written, kept)
+    except FileExistsError:
+        kept = None
+    written.unlink()
+    report.rejected.append(Rejected(path=inside, kept_as=kept.name if kept else None,
+                                    why=problem))
 
 
 def _copy_bytes(source: int, target: int, size: int) -> int:

@@ -10,7 +10,7 @@ from harbor.models.trial.paths import EnvironmentPaths
 
 from environments.namespace import init_spec
 from environments.options import LocalEnvironmentOptions
-from environments.sandbox import BindMount, RootLayout, build_root, inside, plan_layout
+from environments.root_layout import BindMount, RootLayout, build_root, inside, plan_layout
 from environments.uploads import copy_tree_direct
 
 APP_DIR = "/app"  # where environment/ lands, as the tasks' Dockerfiles `COPY . /app`
@@ -57,5 +57,4 @@ def make_trial_root(state: Path, paths: EnvironmentPaths, workdir: str, environm
                      scratch_logs=[str(paths.agent_dir), str(paths.artifacts_dir)],
                      max_files=options.max_files, loopback=options.network == "private")
     (state / "init.json").write_text(json.dumps(spec, indent=1))
-    (state / "exec").mkdir()
     return layout

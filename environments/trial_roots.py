@@ -27,7 +27,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field, ValidationError
 
-from environments.sandbox import DEFAULT_PATH, mounts_under
+from environments.root_layout import DEFAULT_PATH, mounts_under
 
 BASE_NAME = "bankbench-local-env"
 OWNER_FILE = "owner.json"
@@ -141,8 +141,11 @@ def remove_leftovers(base: Path) -> list[Path]:
     except OSError:
         return []
     for entry in entries:
-        if not entry.is_dir(follow_symlinks=False) or entry.stat(follow_symlinks=False).st_uid \
-                != os.geteuid():
+        try:  # another harness sharing the base may delete its folder while we look
+            if not entry.is_dir(follow_symlinks=False) or \
+                    entry.stat(follow_symlinks=False).st_uid != os.geteuid():
+                continue
+        except OSError:
             continue
         folder = Path(entry.path)
         if is_leftover(folder) and not remove_tree(folder):

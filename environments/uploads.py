@@ -19,7 +19,7 @@ import subprocess
 import tarfile
 from pathlib import Path
 
-from environments.sandbox import DEFAULT_PATH
+from environments.root_layout import DEFAULT_PATH
 
 
 def normal(container_path: str) -> str:

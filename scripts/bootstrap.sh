@@ -63,6 +63,17 @@ if _bankbench_sync; then
     *":$BANKBENCH_ROOT/.venv/bin:"*) ;;
     *) export PATH="$BANKBENCH_ROOT/.venv/bin:$PATH" ;;
   esac
+  # The README's `uv run …` needs uv in the caller's shell too: where the set-up found or put
+  # it (pip --user's ~/.local/bin, or pip's own scripts folder) goes on PATH as well.
+  if ! command -v uv >/dev/null 2>&1; then
+    if [ -x "$HOME/.local/bin/uv" ]; then
+      export PATH="$HOME/.local/bin:$PATH"
+    elif _bankbench_uv="$(python3 -c 'import os, uv; print(os.path.dirname(uv.find_uv_bin()))' \
+                          2>/dev/null)" && [ -x "$_bankbench_uv/uv" ]; then
+      export PATH="$_bankbench_uv:$PATH"
+    fi
+    unset _bankbench_uv
+  fi
 else
   unset -f _bankbench_sync
   echo "bootstrap: set-up failed (see the lines above); bankbench is not on PATH" >&2

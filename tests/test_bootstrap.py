@@ -48,6 +48,9 @@ def test_a_uv_installed_by_pip_user_is_found_without_installing_it_again():
     path = [p for p in os.environ["PATH"].split(":") if p and Path(p) != local_bin]
     if not (local_bin / "uv").exists() or any((Path(p) / "uv").exists() for p in path):
         pytest.skip("needs a uv in ~/.local/bin and none elsewhere on PATH")
-    done = _shell(f"export PATH='{':'.join(path)}'; source scripts/bootstrap.sh; echo rc=$?")
+    done = _shell(f"export PATH='{':'.join(path)}'; source scripts/bootstrap.sh; echo rc=$?; "
+                  "command -v uv")
     assert "rc=0" in done.stdout, done.stderr[-2000:]
     assert "installing uv" not in done.stderr
+    # and the caller's shell finds it afterwards (the README's `uv run …`)
+    assert str(local_bin / "uv") in done.stdout

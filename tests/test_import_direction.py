@@ -62,7 +62,8 @@ def test_package_imports_only_downward(package):
 ANALYSIS_LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("rules", ("analysis", "analysis.files", "analysis.status", "analysis.markdown",
                "analysis.metrics", "analysis.plots", "analysis.synthetic",
-               "analysis.router_decisions", "analysis.task_folder", "analysis.decision_noise")),
+               "analysis.router_decisions", "analysis.task_folder", "analysis.decision_noise",
+               "analysis.windows")),
     ("reading", ("analysis.trial_rows", "analysis.tables", "analysis.progress",
                  "analysis.trial_inputs", "analysis.trajectory")),
     ("post-passes", ("analysis.provenance", "analysis.compare",

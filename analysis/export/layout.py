@@ -14,7 +14,6 @@ files its `export.json` lists), and writes `export.json`.
 
 from __future__ import annotations
 
-import os
 from collections import Counter
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -23,6 +22,7 @@ from pydantic import BaseModel, Field, ValidationError
 
 from analysis.files import Issue
 from analysis.tables import AnalysisInputError, Tables, is_sweep_dir, load
+from contracts.atomic import write_atomic
 from contracts.sweep import ROUTERS_FILE, SWEEP_FILE, RouterSweepManifest, level_of_dir
 
 MANIFEST_FILE = "export.json"
@@ -88,12 +88,6 @@ def set_order(folder: str) -> tuple[str, int]:
     return (head if level is not None else folder, level or 0)
 
 
-def write_text_atomic(path: Path, text: str) -> None:
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
-
-
 def jsonl(rows: Iterable[BaseModel]) -> str:
     return "".join(row.model_dump_json(exclude_none=True) + "\n" for row in rows)
 
@@ -133,7 +127,7 @@ def run_export(path: Path, out: Path | None, fmt: str, read: Reader,
         directory = out / folder
         directory.mkdir(parents=True, exist_ok=True)
         for name, text in contents.items():
-            write_text_atomic(directory / name, text)
+            write_atomic(directory / name, text)
             files.append(str(Path(folder) / name))
         log(f"{folder if folder != '.' else path.name}: {rows_of(contents)} rows → {directory}")
     manifest = ExportManifest(
@@ -141,7 +135,7 @@ def run_export(path: Path, out: Path | None, fmt: str, read: Reader,
         levels={folder: rows_of(contents) for folder, contents in sets.items()},
         issues=[str(i) for i in issues] + table_issues)
     remove_stale(out, set(files), owns)
-    write_text_atomic(out / MANIFEST_FILE, manifest.model_dump_json(indent=2) + "\n")
+    write_atomic(out / MANIFEST_FILE, manifest.model_dump_json(indent=2) + "\n")
     return manifest
 
 

@@ -67,7 +67,7 @@ class TopicAdherenceRow(BaseModel):
 def canonical_names(inputs: TrialInputs) -> dict[str, str]:
     """Normalised name → the task's spelling (expected tools first, then the task's tools)."""
     names: dict[str, str] = {}
-    alternatives = [name for names in inputs.goal_tools or [] for name in names]
+    alternatives = [name for names in inputs.served_alternatives or [] for name in names]
     for name in [*inputs.expected_tools, *alternatives, *inputs.known_tools]:
         names.setdefault(normalise_tool_name(name), name)
     return names
@@ -89,11 +89,12 @@ def predicted_calls(inputs: TrialInputs) -> list[tuple[BankCall, ToolCall]]:
 def reference_names(inputs: TrialInputs, called: list[str]) -> list[str]:
     """Expected tools in goal order. Where a goal lists alternatives (any one serves it), the
     one the agent called stands for the goal; else the preferred (first) one."""
-    if inputs.goal_tools is None:
+    served = inputs.served_alternatives
+    if served is None:
         return list(inputs.expected_tools)
     left = Counter(called)
     names = []
-    for alternatives in inputs.goal_tools:
+    for alternatives in served:
         name = next((a for a in alternatives if left[a] > 0), alternatives[0])
         left[name] -= 1
         names.append(name)
@@ -141,7 +142,7 @@ def messages(inputs: TrialInputs) -> list[Message]:
     """The customer's request; per model turn one ai message with that turn's bank calls
     (calls the trajectory does not show get one each), then the replies the agent saw; then
     the final answer."""
-    out = [Message(type="human", content=inputs.instruction or "\n".join(inputs.goals))]
+    out = [Message(type="human", content=inputs.instruction or "\n".join(inputs.goal_texts))]
     groups: list[list[tuple[ToolCall, Turn | None]]] = []
     for (_, tool_call), turn in zip(predicted_calls(inputs), _match_turns(inputs), strict=True):
         last = groups[-1][-1][1] if groups else None
@@ -162,9 +163,9 @@ def messages(inputs: TrialInputs) -> list[Message]:
 
 def goal_reference(inputs: TrialInputs) -> str:
     """The outcome the customer asked for, stated from the goals (no tool names)."""
-    if not inputs.goals:
+    if not inputs.goal_texts:
         return ""
-    listed = "; ".join(f"({i}) {goal}" for i, goal in enumerate(inputs.goals, start=1))
+    listed = "; ".join(f"({i}) {goal}" for i, goal in enumerate(inputs.goal_texts, start=1))
     return f"Every one of the customer's requests is carried out: {listed}."
 
 

@@ -82,7 +82,8 @@ def session_text(inputs: TrialInputs) -> str:
     in conversation mode every customer and agent turn with the calls between them;
     otherwise the agent's calls with what the bank answered (its trajectory when it wrote
     one, else the bank's record of the scored attempt) and its final answer."""
-    goals = "\n".join(f"{n}. {g}" for n, g in enumerate(inputs.goals, start=1)) or "(none listed)"
+    goals = ("\n".join(f"{n}. {g}" for n, g in enumerate(inputs.goal_texts, start=1))
+             or "(none listed)")
     parts = ["Customer's message:", inputs.instruction or "(not recorded)", "",
              "Customer's goals:", goals, "",
              "Tools the assistant had: " + (", ".join(inputs.known_tools) or "(not recorded)"),

@@ -1,9 +1,9 @@
 """`judge_path`: every scored or agent-failed trial of a job or sweep, judged once per
 (prompt version, judge model), its verdict written to `<trial>/judge/<version>-<model>.json`.
 
-Resumable: a trial that already has a verdict file for this prompt version and model is
-skipped (verdicts whose every sample failed at the endpoint are tried again; unparseable
-answers are kept — at temperature 0 the same judge would answer the same). One trial's
+Resumable: a trial that already has a usable verdict file for this prompt version and model
+is skipped; a verdict with no usable sample (every request failed, or no answer could be
+parsed) is asked again on the next run, and `force` asks every trial again. One trial's
 failure never stops the others. Nothing here writes outside `<trial>/judge/`.
 """
 
@@ -24,6 +24,7 @@ from analysis.judge.prompt import DEFAULT_VERSION, load_prompt, messages
 from analysis.status import QUALITY_STATUSES
 from analysis.tables import AnalysisInputError, load
 from analysis.trial_inputs import read_trial_inputs
+from contracts.atomic import write_atomic
 from contracts.judge import JUDGE_DIR, METRICS, JudgeRecord, JudgeSample, MetricSummary, record_name
 
 
@@ -39,6 +40,7 @@ class JudgeOptions(BaseModel):
     nvext_annotations: list[str] = Field(
         default_factory=list, description="Dynamo nvext annotations formatted with "
         "{scenario_id} and {sample} (0-based), e.g. output_replay_id:{scenario_id}:{sample}.")
+    force: bool = Field(False, description="Judge again trials that already have a verdict.")
 
     @property
     def effective_temperature(self) -> float:
@@ -47,12 +49,31 @@ class JudgeOptions(BaseModel):
         return 0.0 if self.samples == 1 else 0.7
 
 
+# Verdict states with no usable sample: asked again on the next run.
+FAILED_VERDICTS = ("error", "unparseable")
+
+
 class JudgeRunSummary(BaseModel):
     judged: int = 0
     skipped_done: int = 0
     skipped_status: dict[str, int] = Field(default_factory=dict)
     outcomes: dict[str, int] = Field(default_factory=dict)
     files: list[str] = Field(default_factory=list)
+
+    @property
+    def failed(self) -> int:
+        """Verdicts of this run with no usable sample."""
+        return sum(self.outcomes.get(s, 0) for s in FAILED_VERDICTS)
+
+    @property
+    def verdicts(self) -> int:
+        """Verdicts this judge now has: asked in this run, or usable ones kept from before."""
+        return self.judged + self.skipped_done
+
+    @property
+    def mostly_failed(self) -> bool:
+        """Most of the judge's verdicts are unusable: its figures would stand on few."""
+        return self.judged > 0 and 2 * self.failed > self.verdicts
 
 
 def _metric(samples: list[JudgeSample], name: str) -> MetricSummary:
@@ -77,7 +98,7 @@ def _already_judged(path: Path) -> bool:
         record = JudgeRecord.model_validate_json(path.read_bytes())
     except (OSError, ValueError):
         return False
-    return record.status != "error"
+    return record.status not in FAILED_VERDICTS
 
 
 def judge_path(path: Path, options: JudgeOptions,
@@ -105,7 +126,7 @@ def judge_path(path: Path, options: JudgeOptions,
                 continue
             trial_dir = Path(job_paths[trial["job"]]) / trial["trial"]
             out = trial_dir / JUDGE_DIR / name
-            if _already_judged(out):
+            if not options.force and _already_judged(out):
                 summary.skipped_done += 1
                 continue
             issues: list[Issue] = []
@@ -128,9 +149,7 @@ def judge_path(path: Path, options: JudgeOptions,
                 samples=samples, status=_status(samples), judged_at=datetime.now(UTC),
                 **{m: _metric(samples, m) for m in METRICS})
             out.parent.mkdir(exist_ok=True)
-            tmp = out.with_name(f".{out.name}.tmp")
-            tmp.write_text(record.model_dump_json(indent=2) + "\n", encoding="utf-8")
-            os.replace(tmp, out)
+            write_atomic(out, record.model_dump_json(indent=2) + "\n")
             summary.judged += 1
             outcomes[record.status] += 1
             summary.files.append(str(out))

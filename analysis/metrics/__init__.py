@@ -11,6 +11,7 @@ from __future__ import annotations
 from analysis.metrics import (
     counts,
     goodput,
+    host,
     integrity,
     latency,
     quality,
@@ -22,7 +23,7 @@ from analysis.metrics.base import Metric
 
 ALL: tuple[Metric, ...] = (
     *latency.METRICS, *throughput.METRICS, *quality.METRICS, *goodput.METRICS, *usage.METRICS,
-    *server.METRICS, *counts.METRICS, *integrity.METRICS, integrity.N_REPLIES,
+    *server.METRICS, *host.METRICS, *counts.METRICS, *integrity.METRICS, integrity.N_REPLIES,
 )
 BY_KEY: dict[str, Metric] = {m.key: m for m in ALL}
 

@@ -27,13 +27,28 @@ RUNNING = _count("n_running", "running", "Trials without a result yet.")
 COUNTED = _count("n_counted", "counted in quality", "Scored plus agent-failed trials.")
 EXCLUDED = _count("n_excluded", "excluded", "Infra-failed, harness-failed and interrupted "
                   "trials.")
+EXCLUDED_SHARE = Metric(
+    "excluded_share", "Excluded share", "share", None,
+    "Excluded trials over finished ones (counted + excluded): the part of the level the quality "
+    "figures leave out, shown beside TSQ. Only failures of code the agent cannot reach "
+    "exclude a trial (docs/reliability.md); empty when no trial finished.",
+    column="excluded share")
+REQUESTS_UNREADABLE = _count(
+    "n_requests_unreadable", "requests unreadable", "Call records that could not be read "
+    "(invalid, out of bounds, or past the size limit on one call log); their trials keep "
+    "their status and reward.", unit="requests")
 REQUESTS = _count("n_requests", "requests", "LLM calls of the system under test (agent and "
                   "evaluator), failed ones included.", unit="requests")
+CANCELLED_REQUESTS = _count(
+    "n_cancelled_requests", "cancelled requests", "Requests of interrupted trials that did not "
+    "finish (Harbor was stopped under them): not the server's errors, left out of error_rate.",
+    unit="requests")
 TOKEN_COUNTS = Metric("token_counts", "Tokens counted by", "–", None,
                       "Who counted the level's tokens: `server` (its usage), `client` (the "
                       "agent's tokenizer), `mixed`, or `unknown`.", column="tokens counted by")
 
 TRIAL_COUNTS = (TRIALS, SCORED, AGENT_FAILED, INFRA_FAILED, HARNESS_FAILED, INTERRUPTED,
-                RUNNING, COUNTED, EXCLUDED)
+                RUNNING, COUNTED, EXCLUDED, EXCLUDED_SHARE, REQUESTS_UNREADABLE)
 METRICS = (TRIALS, SCORED, AGENT_FAILED, INFRA_FAILED, HARNESS_FAILED, INTERRUPTED, RUNNING,
-           COUNTED, EXCLUDED, REQUESTS, TOKEN_COUNTS)
+           COUNTED, EXCLUDED, EXCLUDED_SHARE, REQUESTS_UNREADABLE, REQUESTS, CANCELLED_REQUESTS,
+           TOKEN_COUNTS)

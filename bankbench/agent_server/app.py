@@ -152,10 +152,16 @@ def create_app(config: ServerConfig) -> FastAPI:
         return _error(429, "busy", f"{slots.limit} episodes already running; retry later",
                       headers={"Retry-After": "1"})
 
+    app.state.started = 0
+
     @app.get("/health")
     async def health() -> dict:
+        # `active` counts slots held by requests; `running` the episodes not yet ended, one
+        # being stopped after its request ended included; the totals are since the start.
+        running = len(app.state.tasks)
         return {"status": "ok", "active": slots.active, "max_concurrency": slots.limit,
-                "episodes": len(app.state.tasks)}
+                "running": running, "episodes_started": app.state.started,
+                "episodes_finished": app.state.started - running}
 
     @app.get("/scenarios")
     async def scenarios() -> dict:
@@ -163,6 +169,7 @@ def create_app(config: ServerConfig) -> FastAPI:
 
     def _start(scenario: str, message: str | None, on_step=None, rid: str | None = None):
         task = asyncio.create_task(run_episode(config, scenario, message, on_step, rid))
+        app.state.started += 1
         app.state.tasks.add(task)
         task.add_done_callback(app.state.tasks.discard)
         return task

@@ -7,6 +7,7 @@ import argparse
 
 def register(sub: argparse._SubParsersAction) -> None:
     from agents.test_agent import add_arguments
+    from bankbench.commands.sweep import DefaultsHelpFormatter
 
     p = sub.add_parser(
         "check",
@@ -16,6 +17,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "(a task's tool schemas, the --ak options, their max_tokens) and prints a verdict per "
         "step. A tool mode is suggested only after its first request completed. Exit 0 only "
         "when the agent's first request completed.",
+        formatter_class=DefaultsHelpFormatter,
     )
     add_arguments(p)
     p.set_defaults(func=_run)

@@ -16,8 +16,10 @@ def register(sub: argparse._SubParsersAction) -> None:
             "session-level judgements of every scored or agent_failed trial of a job or sweep, "
             "and write each verdict to <trial>/judge/<prompt-version>-<model>.json "
             "(reward.json is never touched). Resumable: trials already judged with the same "
-            "prompt version and model are skipped. `bankbench report` then shows the judge "
-            "figures. Details: docs/judge.md."
+            "prompt version and model are skipped, except verdicts with no usable answer "
+            "(every request failed or could not be parsed), which are asked again; --force "
+            "asks every trial again. Exits 1 when most of the verdicts are unusable. "
+            "`bankbench report` then shows the judge figures. Details: docs/judge.md."
         ),
     )
     p.add_argument("path", type=Path, metavar="JOB_OR_SWEEP",
@@ -42,6 +44,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="Dynamo nvext annotation sent with each request, formatted with "
                         "{scenario_id} and {sample}, e.g. output_replay_id:{scenario_id}:{sample} "
                         "for a response-replay trace (repeatable).")
+    p.add_argument("--force", action="store_true",
+                   help="judge again trials that already have a verdict for this prompt "
+                        "version and model (default: only those without a usable one)")
     p.set_defaults(func=_run)
 
 
@@ -57,7 +62,7 @@ def _run(args: argparse.Namespace) -> int:
             base_url=args.base_url, model=args.model, api_key_env=args.api_key_env,
             samples=args.samples, temperature=args.temperature,
             prompt_version=args.prompt_version or DEFAULT_VERSION, timeout_s=args.timeout,
-            nvext_annotations=args.nvext_annotation)
+            nvext_annotations=args.nvext_annotation, force=args.force)
     except ValidationError as exc:
         problem = exc.errors()[0]
         print(f"bankbench judge: --{problem['loc'][0]}: {problem['msg']}", file=sys.stderr)
@@ -82,7 +87,12 @@ def _run(args: argparse.Namespace) -> int:
     skipped = ", ".join(f"{n} {s}" for s, n in sorted(summary.skipped_status.items())) or "none"
     print(f"  judged {summary.judged} trial(s) ({outcomes}); {summary.skipped_done} already "
           f"judged; not judged by status: {skipped}", file=sys.stderr)
-    return 1 if summary.outcomes.get("error") else 0
+    if summary.mostly_failed:
+        print(f"bankbench judge: WARNING: {summary.failed} of {summary.verdicts} verdicts have no "
+              "usable answer (see the reasons above): the judge figures stand on the rest. "
+              "They are asked again on the next run; check the judge model and prompt first.",
+              file=sys.stderr)
+    return 1 if summary.outcomes.get("error") or summary.mostly_failed else 0
 
 
 def _preflight(base_url: str, model: str, api_key_env: str | None) -> str | None:

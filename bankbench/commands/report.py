@@ -49,10 +49,15 @@ def _run(args: argparse.Namespace) -> int:
     from bankbench.slo_option import request_slo
 
     try:
+        out = _writable_out(args)
+    except ValueError as exc:
+        print(f"bankbench report: {exc}", file=sys.stderr)
+        return 2
+    try:
         slo = request_slo(args.slo)
         print(f"bankbench report: reading {args.path}"
               + (f" and {len(args.compare)} to compare" if args.compare else ""), file=sys.stderr)
-        report = write_report(args.path, args.out, args.compare, slo, draw=not args.no_plots,
+        report = write_report(args.path, out, args.compare, slo, draw=not args.no_plots,
                               allow_mixed=args.allow_mixed,
                               log=lambda line: print(f"  {line}", file=sys.stderr))
     except (AnalysisInputError, ValueError) as exc:
@@ -65,3 +70,29 @@ def _run(args: argparse.Namespace) -> int:
         print(table, file=sys.stderr)
     print(report)
     return 0
+
+
+def _writable_out(args: argparse.Namespace) -> Path | None:
+    """Where the report goes: --out, else its default folder (a sweep's own) — or, when that
+    cannot be written (a sweep on a read-only share), `./<name>-report`, said on one line.
+    ValueError (one line) when --out cannot be written."""
+    from analysis.report import default_out_dir
+    from bankbench.writable import unwritable
+
+    if args.out is not None:
+        if why := unwritable(Path(args.out)):
+            raise ValueError(f"--out {args.out}: cannot write there ({why})")
+        return Path(args.out)
+    if not Path(args.path).is_dir():
+        return None  # the reader names the missing folder
+    default = default_out_dir(Path(args.path))
+    why = unwritable(default)
+    if why is None:
+        return None
+    here = Path.cwd() / f"{Path(args.path).resolve().name}-report"
+    if unwritable(here):
+        raise ValueError(f"{default}: cannot write there ({why}), nor in {Path.cwd()}; "
+                         "give --out DIR")
+    print(f"bankbench report: {default} cannot be written ({why}); the report goes to {here} "
+          "(--out chooses), the sweep is only read", file=sys.stderr)
+    return here

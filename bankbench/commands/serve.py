@@ -27,7 +27,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=lambda a: p.print_help() or 2)
     ssub = p.add_subparsers(dest="serve_command", metavar="ACTION")
 
-    up = ssub.add_parser("up", help="start a stack and wait until it answers")
+    up = ssub.add_parser(
+        "up", help="start a stack and wait until it answers",
+        description="Start a server stack (its components as process groups, or containers for "
+        "the GPU profiles) and return once it answers: the model is listed, the workers are "
+        "registered and a one-token completion works. What it started is recorded in the state "
+        "dir, so status, logs, metrics and down find it. On failure nothing is left running and "
+        "the failing component's log tail is printed.")
     up.add_argument("--profile", required=True, help=PROFILE_HELP)
     up.add_argument("--router", default=None,
                     help="Dynamo router mode: round-robin, kv, random, power-of-two, "
@@ -49,20 +55,30 @@ def register(sub: argparse._SubParsersAction) -> None:
     _state_dir_arg(up, "where to record the stack (default: <cache>/serve/<profile>)")
     up.set_defaults(func=_up)
 
-    st = ssub.add_parser("status", help="is the stack (or any OpenAI-compatible URL) answering?")
+    st = ssub.add_parser(
+        "status", help="is the stack (or any OpenAI-compatible URL) answering?",
+        description="Ask a recorded stack (or --url) for its models and, for Dynamo, its "
+        "registered workers, and say which recorded components still run. Exit 0 when it "
+        "answers and every component is alive.")
     st.add_argument("--url", default=None, help="check this base URL instead of a recorded stack")
     st.add_argument("--api-key-env", default=None,
                     help="environment variable holding a bearer token for --url")
     _state_dir_arg(st)
     st.set_defaults(func=_status)
 
-    lg = ssub.add_parser("logs", help="print the last lines of each component's log")
+    lg = ssub.add_parser(
+        "logs", help="print the last lines of each component's log",
+        description="Print the last --lines lines of each component's log file (frontend, "
+        "workers, router) of a recorded stack.")
     lg.add_argument("--component", default=None, help="frontend, mocker, worker-0, … (default all)")
     lg.add_argument("-n", "--lines", type=int, default=40, help="lines per component (default 40)")
     _state_dir_arg(lg)
     lg.set_defaults(func=_logs)
 
-    dn = ssub.add_parser("down", help="stop everything `up` started")
+    dn = ssub.add_parser(
+        "down", help="stop everything `up` started",
+        description="Stop exactly what `up` recorded in the state dir (SIGTERM, then SIGKILL to "
+        "each component's process group; containers for the GPU profiles), nothing else.")
     _state_dir_arg(dn)
     dn.set_defaults(func=_down)
 
@@ -78,7 +94,10 @@ def register(sub: argparse._SubParsersAction) -> None:
                     help="profile option, as for `up` (e.g. worker.gpus=0,1)")
     dr.set_defaults(func=_doctor)
 
-    mt = ssub.add_parser("metrics", help="save the frontend's Prometheus /metrics to a file")
+    mt = ssub.add_parser(
+        "metrics", help="save the frontend's Prometheus /metrics to a file",
+        description="Scrape the frontend's Prometheus /metrics (a recorded stack's, or --url) "
+        "into a file, as the sweep does before and after each level.")
     mt.add_argument("--out", required=True, type=Path, help="file to write")
     mt.add_argument("--url", default=None, help="base or /metrics URL instead of a recorded stack")
     _state_dir_arg(mt)

@@ -41,8 +41,13 @@ def _key_values(items: list[str], option: str) -> dict[str, str]:
 
 
 def _levels(text: str) -> list[int]:
+    items = [x.strip() for x in text.split(",")]
+    if "" in items:
+        raise argparse.ArgumentTypeError(
+            f"{text!r}: an empty level between commas; expected comma-separated integers, "
+            "e.g. 1,2,4,8")
     try:
-        return [int(x) for x in text.split(",") if x.strip()]
+        return [int(x) for x in items]
     except ValueError:
         raise argparse.ArgumentTypeError(
             f"{text!r}: expected comma-separated integers, e.g. 1,2,4,8"
@@ -84,7 +89,7 @@ def add_run_options(p: argparse.ArgumentParser) -> None:
     tasks = p.add_argument_group("tasks")
     tasks.add_argument("--tasks", **_from_config("tasks"))
     tasks.add_argument("--source", **_from_config("source"))
-    tasks.add_argument("--limit", type=int, **_from_config("limit"))
+    tasks.add_argument("--limit", type=int, **_from_config("limit", " (default: every one)"))
     tasks.add_argument("--mode", choices=_choices("mode"), **_from_config("mode"))
     # No argparse default (SUPPRESS): given without --mode conversation it is an error, not
     # silently ignored, so the parser must see whether it was typed.
@@ -99,6 +104,11 @@ def add_run_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--shards", type=int, metavar="N", **_from_config(
         "shards", " (docs/scaling.md)"))
     p.add_argument("--ray", metavar="ADDRESS", **_from_config("ray"))
+    window = p.add_argument_group("steady state (docs/analysis.md: the measured window)")
+    window.add_argument("--steady", type=int, metavar="M", **_from_config("steady"))
+    window.add_argument("--warmup-share", type=float, metavar="S",
+                        **_from_config("warmup_share"))
+    window.add_argument("--keep-drain", action="store_true", **_from_config("keep_drain"))
     p.add_argument("--ak", action="append", metavar="KEY=VALUE",
                    **_from_config("agent_kwargs", "; repeatable, e.g. self_eval=true"))
 
@@ -158,6 +168,7 @@ def _rayjob_args(argv: list[str]) -> list[str]:
 def _run(args: argparse.Namespace) -> int:
     from pydantic import ValidationError
 
+    from bankbench.serve.errors import ServeError
     from bankbench.sweep.errors import BadOptions, SweepError
     from bankbench.sweep.manifest import load_manifest
     from bankbench.sweep.routers import is_router_sweep, load_router_manifest, run_router_sweep
@@ -189,7 +200,12 @@ def _run(args: argparse.Namespace) -> int:
         _check_max_turns(explicit, explicit.get("mode", stored.config.mode))
         if explicit:
             # Given options must match the stored ones; check_resumable names any difference.
-            fields = dict(stored.config.model_dump(), **explicit)
+            # Key=value options are checked key by key: typing one --set again must not drop
+            # the others the sweep stored (e.g. the replay trace a scripted mocker got).
+            fields = stored.config.model_dump()
+            for key, value in explicit.items():
+                fields[key] = ({**fields[key], **value} if isinstance(value, dict)
+                               and isinstance(fields.get(key), dict) else value)
         else:
             fields = stored.config.model_dump()
     else:
@@ -219,6 +235,9 @@ def _run(args: argparse.Namespace) -> int:
         print("bankbench sweep: --port applies to a --profile sweep; a --base-url sweep "
               "resumes at a new address with --base-url NEW_URL", file=sys.stderr)
         return 2
+    if problem := unwritable_sweep(sweep_dir, resume=bool(args.resume)):
+        print(f"bankbench sweep: {problem}", file=sys.stderr)
+        return 2
     stopped_by = _stop_cleanly_on_signals()
     try:
         if routers:
@@ -232,16 +251,28 @@ def _run(args: argparse.Namespace) -> int:
     except (SweepError, FileNotFoundError, ValueError) as exc:
         print(f"bankbench sweep: {exc}", file=sys.stderr)
         return 2 if isinstance(exc, BadOptions) else 1
-    except Exception as exc:
-        # Server start failures carry their own one-line cause and log tail.
-        if exc.__class__.__name__ == "ServeError":
-            print(f"bankbench sweep: server failed to start: {exc}", file=sys.stderr)
-            return 1
-        raise
+    except ServeError as exc:  # its own one-line cause and the log's tail
+        print(f"bankbench sweep: server failed to start: {exc}", file=sys.stderr)
+        return 1
     for report in reports:
         _print_summary(report.parent)
         print(f"\nreport: {report}")
     return 0
+
+
+def unwritable_sweep(sweep_dir: Path, *, resume: bool) -> str | None:
+    """Why a sweep (or capacity search) could not write its folder, said before anything runs;
+    None when it can."""
+    from bankbench.writable import unwritable
+
+    why = unwritable(sweep_dir if resume else sweep_dir.parent)
+    if why is None:
+        return None
+    if resume:
+        return (f"--resume {sweep_dir}: cannot write there ({why}); a resume writes into the "
+                "sweep: copy it somewhere writable and resume the copy (`bankbench report "
+                f"{sweep_dir} --out DIR` reads it without writing)")
+    return f"--out {sweep_dir.parent}: cannot write there ({why}); choose another --out"
 
 
 def _print_summary(report_dir: Path) -> None:
@@ -266,21 +297,10 @@ def _option_name(loc: tuple) -> str:
 def _stop_cleanly_on_signals() -> dict[str, int]:
     """Ctrl-C (SIGINT) and `kill PID` (SIGTERM, what service managers and CI runners send) stop
     the sweep cleanly: Harbor stopped, the sweep's server brought down, the resume command
-    printed.
+    printed (bankbench/sweep/stop.py: a signal is never lost)."""
+    from bankbench.sweep import stop
 
-    SIGINT gets a handler of its own too: a shell starts a background job (`cmd &` in a script)
-    with SIGINT ignored, Python then keeps it ignored, and `kill -INT` would do nothing, nor
-    reach Harbor, which inherits the ignored disposition. A handler is reset to the default
-    on exec, so the processes the sweep starts get a working SIGINT back."""
-    seen: dict[str, int] = {}
-
-    def handler(signum: int, frame: object) -> None:
-        seen["signal"] = signum
-        raise KeyboardInterrupt
-
-    signal.signal(signal.SIGTERM, handler)
-    signal.signal(signal.SIGINT, handler)
-    return seen
+    return stop.install()
 
 
 def _check_max_turns(given: dict, mode: str | None) -> None:
@@ -297,7 +317,8 @@ def _explicit_options(args: argparse.Namespace, all_fields: bool = False) -> dic
         "server_options": _key_values(args.server_set, "--set"), "base_url": args.base_url,
         "model": args.model, "source": args.source, "tasks": args.tasks, "limit": args.limit,
         "mode": args.mode, "labels": args.labels, "env": args.env, "shards": args.shards,
-        "ray": args.ray,
+        "ray": args.ray, "steady": args.steady, "warmup_share": args.warmup_share,
+        "keep_drain": args.keep_drain,
         "agent_kwargs": _key_values(args.ak, "--ak"),
     }
     if getattr(args, "max_turns", None) is not None:

@@ -74,7 +74,8 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="a row that fails validation stops the build before anything is written (fail, "
         "default) or is left out and reported (skip)",
     )
-    b.add_argument("--limit", type=int, help="build only the first N selected scenarios")
+    b.add_argument("--limit", type=int,
+                   help="build only the first N selected scenarios (default: every one)")
     b.add_argument(
         "--scenarios",
         help="comma-separated scenario ids to build, e.g. banking-001,banking-007",
@@ -90,7 +91,8 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="remove task dirs under --out whose scenario is not in the dataset any more",
     )
     b.add_argument(
-        "--progress-every", type=int, default=10, metavar="N", help="progress line every N tasks"
+        "--progress-every", type=int, default=10, metavar="N",
+        help="progress line every N tasks (default: %(default)s)"
     )
     b.add_argument("--json", action="store_true", help="print the build summary as JSON")
     b.set_defaults(func=_build)

@@ -14,7 +14,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel
 
 GiB = 1024**3
 DTYPE_BYTES = {"bfloat16": 2, "float16": 2, "float32": 4, "float8_e4m3fn": 1}
@@ -135,8 +135,3 @@ def gpus() -> list[GpuInfo]:
         found.append(GpuInfo(index=int(index), name=name, memory_mib=int(float(mem)),
                              driver=driver))
     return found
-
-
-class ContextPlan(BaseModel):
-    max_model_len: int | None = Field(description="None: leave the engine's default")
-    note: str = ""

@@ -6,6 +6,7 @@ whose message names the key.
 
 from __future__ import annotations
 
+import difflib
 import shlex
 from pathlib import Path
 
@@ -42,6 +43,12 @@ class MockerOptions(_Options):
         "(0 does not remove the delays in Dynamo 1.6.1, so it is refused)",
     )
     replay_trace: Path | None = Field(default=None, description="response-replay trace JSONL")
+    scripted: bool = Field(
+        default=True,
+        description="a sweep or capacity search that starts this stack serves each task's "
+        "oracle tool calls (then an answer) through a replay trace, so the agent makes "
+        "decisions; false: the mocker's random tokens, timing only (bankbench serve up never "
+        "scripts: it has no tasks)")
     tool_call_parser: str | None = Field(default="hermes", description="model-card tool parser")
     reasoning_parser: str | None = Field(default=None, description="model-card reasoning parser")
     model_path: Path | None = Field(
@@ -149,8 +156,10 @@ def validate_options[T: BaseModel](model: type[T], raw: dict | None, profile: st
         key = ".".join(str(p) for p in err["loc"]) or "?"
         if err["type"] == "extra_forbidden":
             known = ", ".join(sorted(model.model_fields))
+            close = difflib.get_close_matches(key, list(model.model_fields), n=1)
+            hint = f"did you mean {close[0]}? " if close else ""
             raise ServeError(
-                f"unknown option {key!r} for profile {profile} (known: {known})"
+                f"unknown option {key!r} for profile {profile} ({hint}known: {known})"
             ) from None
         value = (raw or {}).get(key)
         raise ServeError(

@@ -6,6 +6,8 @@ A new profile (or a stack with its own router) is one module implementing
 
 from __future__ import annotations
 
+import difflib
+
 from bankbench.serve import cpu_mocker, cpu_tiny
 from bankbench.serve.base import StackProfile
 from bankbench.serve.errors import ServeError
@@ -31,4 +33,7 @@ def get(name: str) -> StackProfile:
     try:
         return REGISTRY[name]
     except KeyError:
-        raise ServeError(f"unknown profile {name!r} (known: {', '.join(REGISTRY)})") from None
+        close = difflib.get_close_matches(name, list(REGISTRY), n=1)
+        hint = f"did you mean {close[0]}? " if close else ""
+        raise ServeError(f"unknown profile {name!r} ({hint}known: {', '.join(REGISTRY)})"
+                         ) from None

@@ -15,6 +15,13 @@ ordinary random mocker tokens — no error — so tests should assert on the con
 For the frontend to turn `<tool_call>…</tool_call>` text into `tool_calls` deltas, the stack
 must run with a tool-call parser on the model card (`hermes`, the cpu-mocker default) and the
 request must pass `tools`.
+
+A sweep (or capacity search) that starts a cpu-mocker stack itself scripts it this way unless
+told otherwise (`scripted_sweep_config`): each scenario's session is its oracle's calls, one
+per turn, then an answer, and the agent selects turn k with its k-th request. The mock model
+then makes decisions (the same every repeat), so the decision half of a capacity search has
+something to compare; the scripted calls are the tasks' expected tools, so their TSQ is 1 by
+construction: it exercises the pipeline, not a model.
 """
 
 from __future__ import annotations
@@ -23,6 +30,15 @@ import json
 from pathlib import Path
 
 from pydantic import BaseModel
+
+from contracts.sweep import SweepConfig
+
+SCRIPTED_PROFILE = "cpu-mocker"
+SCRIPT_FILE = "mocker_replies.jsonl"
+# The agent's annotation that picks its k-th request's scripted turn (fields of agents/options).
+SCRIPT_ANNOTATION = "output_replay_id:{scenario_id}:{request_index}"
+ANSWER = "Done: every request has been handled."
+ANSWERS = 3  # answers after the calls, for an agent that takes a step or two more
 
 
 class ReplayLine(BaseModel):
@@ -73,3 +89,47 @@ def write_trace(
 def replay_annotation(session_id: str, turn: int) -> dict:
     """The `nvext` body fragment that selects turn `turn` (0-based) of `session_id`."""
     return {"annotations": [f"output_replay_id:{session_id}:{turn}"]}
+
+
+def oracle_calls(task_dir: Path) -> list[tuple[str, dict]]:
+    """(tool, schema-valid arguments) for each expected tool of a built task, in goal order."""
+    from tasks.banking.arguments import arguments_for
+
+    task_dir = Path(task_dir)
+    expected = json.loads((task_dir / "tests" / "expected.json").read_text())["expected_tools"]
+    schemas = {t["function"]["name"]: t["function"]["parameters"]
+               for t in json.loads((task_dir / "environment" / "tools.json").read_text())}
+    return [(name, arguments_for(schemas[name].get("properties") or {},
+                                 schemas[name].get("required") or [])) for name in expected]
+
+
+def oracle_sessions(tasks_dir: Path) -> dict[str, list[str]]:
+    """Scenario id → its scripted turns: one oracle call per turn, then answers."""
+    tasks = sorted(p.parent for p in Path(tasks_dir).glob("*/task.toml"))
+    return {task.name: [*(tool_call_text(name, args) for name, args in oracle_calls(task)),
+                        *[ANSWER] * ANSWERS] for task in tasks}
+
+
+def scripted_sweep_config(config: SweepConfig, sweep_dir: Path,
+                          tasks_dir: Path | None = None) -> SweepConfig:
+    """The config of a sweep whose own cpu-mocker stack is scripted to call the tasks' oracle
+    tools: the replay trace `<sweep>/mocker_replies.jsonl` (written from `tasks_dir` when given)
+    and the agent's annotation that selects it. Without `tasks_dir` (a resume, before its
+    check) only a sweep that was scripted when it began (its trace is there) is. Unchanged for
+    another profile, a stack given its own `replay_trace`, an agent given its own
+    `nvext_annotations`, or `--set scripted=false`."""
+    from bankbench.serve.options import MockerOptions, validate_options
+
+    options = dict(config.server_options)
+    trace = Path(sweep_dir).resolve() / SCRIPT_FILE
+    if (config.profile != SCRIPTED_PROFILE or "replay_trace" in options
+            or "nvext_annotations" in config.agent_kwargs
+            or not validate_options(MockerOptions, options, SCRIPTED_PROFILE).scripted):
+        return config
+    if tasks_dir is not None:
+        write_trace(trace, oracle_sessions(tasks_dir))
+    elif not trace.is_file():
+        return config  # a sweep begun before scripting, or unscripted: resumed as it was
+    return config.model_copy(update={
+        "server_options": {**options, "replay_trace": str(trace)},
+        "agent_kwargs": {**config.agent_kwargs, "nvext_annotations": SCRIPT_ANNOTATION}})

@@ -10,6 +10,7 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from bankbench.paths import serve_state_root
+from contracts.atomic import write_atomic
 
 STATE_FILE = "state.json"
 
@@ -66,9 +67,7 @@ def save_state(state: ServerState) -> Path:
     _registry().mkdir(parents=True, exist_ok=True)
     (_registry() / key).write_text(str(state.state_dir.resolve()))
     path = state.state_dir / STATE_FILE
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(state.model_dump_json(indent=2))
-    tmp.replace(path)
+    write_atomic(path, state.model_dump_json(indent=2))
     return path
 
 

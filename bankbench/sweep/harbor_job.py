@@ -1,5 +1,6 @@
-"""One Harbor job as a child process: its command line, its state on disk, and running it with
-progress lines while it works. The sweep loop (runner.py) calls these once per level."""
+"""One Harbor job: its command line, its state on disk, the trials that must run again, its
+child environment and how it is stopped. The level runner (level.py) and the executors
+(executors.py, ray_shards.py) use these for every shard of every level."""
 
 from __future__ import annotations
 
@@ -9,15 +10,17 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from datetime import UTC, datetime
 from enum import StrEnum
 from pathlib import Path
 
-from analysis.progress import trial_status
+from analysis.status import trial_status
 from bankbench import procs
+from contracts.agent_status import PROJECT_AGENT
+from contracts.atomic import write_atomic
 from contracts.sweep import SweepConfig, level_jobs
 
-AGENT_IMPORT_PATH = "agents.banking:BankingAgent"
+AGENT_IMPORT_PATH = PROJECT_AGENT
 
 
 class JobState(StrEnum):
@@ -42,10 +45,10 @@ def harbor_executable() -> str:
 
 def harbor_run_argv(
     config: SweepConfig, *, tasks_dir: Path, sweep_dir: Path, job_name: str, level: int,
-    base_url: str, model: str, include: list[str] | None = None,
+    base_url: str, model: str, include: list[str] | None = None, attempts: int | None = None,
 ) -> list[str]:
     """`harbor run` for one level's job (`level` = its -n); `include` names the tasks of one
-    shard (harbor -i each, in place of --n-tasks)."""
+    shard (harbor -i each, in place of --n-tasks); `attempts` its -k (default --attempts)."""
     cmd = [
         harbor_executable(), "run",
         "--path", str(tasks_dir),
@@ -53,7 +56,7 @@ def harbor_run_argv(
         "--env", config.environment,
         "-m", model,
         "-n", str(level),
-        "-k", str(config.attempts),
+        "-k", str(attempts or config.attempts),
         "--jobs-dir", str(sweep_dir),
         "--job-name", job_name,
         "--quiet", "--yes",
@@ -126,22 +129,48 @@ def trial_problem(trial_dir: Path) -> str | None:
         return "cut short"
     if not isinstance(data, dict) or not data.get("trial_name"):
         return "cut short"
+    config = trial_dir / "config.json"
+    if config.exists() and not _is_json_object(config):
+        return "cut short (its config.json)"  # Harbor's resume would stop on it
     status, _ = trial_status(trial_dir, job_finished=True)
     return "interrupted" if status == "interrupted" else None
 
 
-def quarantine_unfinished_trials(
-    job_dir: Path, dest: Path, also: Callable[[Path], str | None] | None = None,
-) -> list[tuple[Path, str]]:
-    """Move trial folders that hold a result.json but no finished trial (see trial_problem),
-    or that `also` names a reason for, out of the job into `dest`, so `harbor job resume` runs
-    those trials again and the job holds each trial once. Moved, not deleted: nothing is lost.
-    Returns (new path, why)."""
+def trial_started_at(trial_dir: Path) -> datetime:
+    """When a trial started (wall clock): its result.json's `started_at`, else when Harbor
+    wrote its config.json (the trial's first file)."""
+    try:
+        started = json.loads((trial_dir / "result.json").read_text()).get("started_at")
+        if started:
+            at = datetime.fromisoformat(started)
+            return at if at.tzinfo else at.astimezone()  # Harbor writes local naive times
+    except (OSError, ValueError, AttributeError):
+        pass
+    return datetime.fromtimestamp((trial_dir / "config.json").stat().st_mtime, UTC)
+
+
+def infra_failed(trial_dir: Path) -> str | None:
+    """Why a finished trial must run again on resume: the server failed it (infra_failed) —
+    it measured the outage, not the agent."""
+    status, reason = trial_status(trial_dir)
+    return f"infra failure ({reason})" if status == "infra_failed" else None
+
+
+def rerun_reason(trial_dir: Path) -> str | None:
+    """Why a trial folder holding a result.json is moved aside on resume, or None: not a
+    finished trial (trial_problem), or a trial the server failed (infra_failed)."""
+    return trial_problem(trial_dir) or infra_failed(trial_dir)
+
+
+def quarantine_unfinished_trials(job_dir: Path, dest: Path) -> list[tuple[Path, str]]:
+    """Move trial folders that hold a result.json but must run again (rerun_reason) out of
+    the job into `dest`, so `harbor job resume` runs those trials again and the job holds each
+    trial once. Moved, not deleted: nothing is lost. Returns (new path, why)."""
     moved = []
     for trial in trial_dirs(job_dir):
         if not (trial / "result.json").exists():
             continue  # Harbor's resume deletes and reruns these itself
-        problem = trial_problem(trial) or (also(trial) if also else None)
+        problem = rerun_reason(trial)
         if problem:
             dest.mkdir(parents=True, exist_ok=True)
             target = dest / trial.name
@@ -150,21 +179,55 @@ def quarantine_unfinished_trials(
     return moved
 
 
+def _is_json_object(path: Path) -> bool:
+    try:
+        return isinstance(json.loads(path.read_text()), dict)
+    except (OSError, UnicodeDecodeError, ValueError):
+        return False
+
+
+# The job files Harbor's resume reads without forgiving a bad one, with Harbor's own model of
+# each (a file written in place: a process killed mid-write leaves it empty or cut short).
+def _job_models() -> dict[str, type]:
+    from harbor.models.job.config import JobConfig
+    from harbor.models.job.lock import JobLock
+    from harbor.models.job.result import JobResult
+
+    return {"config.json": JobConfig, "result.json": JobResult, "lock.json": JobLock}
+
+
+def broken_job_files(job_dir: Path) -> dict[str, str]:
+    """The job's own files that exist but that Harbor could not read back (empty, cut short,
+    not its model): file name -> why."""
+    broken = {}
+    for name, model in _job_models().items():
+        path = job_dir / name
+        if not path.exists():
+            continue
+        try:
+            text = path.read_text()
+        except (OSError, UnicodeDecodeError) as exc:
+            broken[name] = f"unreadable ({exc.__class__.__name__})"
+            continue
+        if not text.strip():
+            broken[name] = "empty"
+            continue
+        try:
+            model.model_validate_json(text)
+        except ValueError:
+            broken[name] = "cut short" if not _is_json_object(path) else "not Harbor's format"
+    return broken
+
+
 def job_state(job_dir: Path) -> JobState:
-    """State of one Harbor job; of a sharded level folder, the state of all its shards (complete
-    only when every shard is, with as many shard jobs as its shard.json files say)."""
-    jobs = level_jobs(job_dir)
-    if jobs and jobs != [job_dir]:
-        states = [job_state(j) for j in jobs]
-        expected = _expected_shards(jobs)
-        if len(jobs) == expected and all(s is JobState.COMPLETE for s in states):
-            return JobState.COMPLETE
-        return JobState.PARTIAL
+    """State of one Harbor job folder (a level's state is its shards', bankbench/sweep/level.py)."""
     if not (job_dir / "config.json").exists():
         return JobState.ABSENT
     try:
         result = json.loads((job_dir / "result.json").read_text())
     except (OSError, ValueError):
+        return JobState.PARTIAL
+    if not isinstance(result, dict):
         return JobState.PARTIAL
     total = result.get("n_total_trials")
     if result.get("finished_at") and isinstance(total, int):
@@ -174,63 +237,16 @@ def job_state(job_dir: Path) -> JobState:
     return JobState.PARTIAL
 
 
-def _expected_shards(jobs: list[Path]) -> int:
-    from contracts.sweep import SHARD_FILE, ShardRecord
-
-    for job in jobs:
-        try:
-            return ShardRecord.model_validate_json((job / SHARD_FILE).read_text()).n_shards
-        except (OSError, ValueError):
-            continue
-    return len(jobs)
+def harbor_env() -> dict[str, str]:
+    """The environment of every Harbor child, wherever it runs."""
+    return dict(os.environ, HARBOR_TELEMETRY="0", LITELLM_LOCAL_MODEL_COST_MAP="True")
 
 
-def run_job(
-    cmd: list[str], *, log_path: Path, job_dir: Path,
-    progress: Callable[[Path], str | None] | None = None,
-    poll_s: float = 2.0, report_every_s: float = 10.0,
-    watch: Callable[[], str | None] | None = None, watch_every_s: float = 10.0,
-) -> None:
-    """Run Harbor to completion, printing a progress line whenever it changes (at most every
-    `report_every_s`). Ctrl-C stops Harbor's whole process group before re-raising.
-
-    `watch` (every `watch_every_s`) returns why the job cannot go on (the server is gone), or
-    None; on a reason Harbor is stopped the way Ctrl-C stops it and JobAborted is raised."""
+def announce(cmd: list[str], log_path: Path) -> None:
+    """The command, as a header in Harbor's log, before Harbor writes there."""
     log_path.parent.mkdir(parents=True, exist_ok=True)
-    env = dict(os.environ, HARBOR_TELEMETRY="0", LITELLM_LOCAL_MODEL_COST_MAP="True")
     with log_path.open("ab") as log:
         log.write(("\n$ " + " ".join(cmd) + "\n").encode())
-    # The parent-death signal makes a killed sweep take Harbor with it.
-    proc = procs.spawn(cmd, log_path, env=env, die_with_parent=True)
-    last_line, last_time = None, 0.0
-    last_watch = time.monotonic()
-    try:
-        while proc.poll() is None:
-            time.sleep(poll_s)
-            if watch is not None and time.monotonic() - last_watch >= watch_every_s:
-                reason = watch()
-                last_watch = time.monotonic()
-                if reason and proc.poll() is None:
-                    stop_process_group(proc)
-                    raise JobAborted(reason)
-            if progress is None:
-                continue
-            line = progress(job_dir)
-            now = time.monotonic()
-            if line and line != last_line and now - last_time >= report_every_s:
-                print(line, flush=True)
-                last_line, last_time = line, now
-    except KeyboardInterrupt:
-        stop_process_group(proc)
-        raise
-    if progress is not None:
-        line = progress(job_dir)
-        if line and line != last_line:
-            print(line, flush=True)
-    if proc.returncode != 0:
-        raise HarborFailed(
-            f"harbor exited with {proc.returncode}; last lines of {log_path}:\n" + tail(log_path)
-        )
 
 
 # SIGINT first: Harbor then finishes writing what it can (cancelled trials' results).
@@ -277,8 +293,6 @@ def rewrite_base_url(job_dir: Path, old: str, new: str) -> int:
         except (OSError, ValueError):
             continue
         if _swap_base_url(data, old, new):
-            tmp = path.with_suffix(".json.tmp")
-            tmp.write_text(json.dumps(data, indent=4))
-            os.replace(tmp, path)
+            write_atomic(path, json.dumps(data, indent=4))
             changed += 1
     return changed

@@ -71,24 +71,6 @@ def hold(sweep_dir: Path, *, busy_hint: str) -> Iterator[None]:
         os.close(fd)
 
 
-def is_locked(sweep_dir: Path) -> bool:
-    """True while some live process holds the sweep directory's lock (this one included)."""
-    key = sweep_dir.resolve()
-    if key in _held:
-        return True
-    try:
-        fd = os.open(key / LOCK_FILE, os.O_RDONLY | os.O_CLOEXEC)
-    except OSError:
-        return False
-    try:
-        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-    except BlockingIOError:
-        return True
-    finally:
-        os.close(fd)
-    return False
-
-
 def claim_new_dir(path: Path) -> Path:
     """Create a fresh directory at `path`, or at `path-2`, `path-3`… when taken: mkdir is
     atomic, so two sweeps asking for the same default name in the same second get two."""

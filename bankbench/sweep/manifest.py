@@ -3,15 +3,19 @@ atomically, checked before a resume, and pointed at a server that came back else
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from pydantic import BaseModel
 
 from bankbench.sweep import harbor_job
 from bankbench.sweep.errors import SweepError
 from bankbench.sweep.server_checks import check_server_or_fail
+from contracts.atomic import write_atomic
 from contracts.sweep import SWEEP_FILE, SweepConfig, SweepManifest
+
+if TYPE_CHECKING:
+    from agents.options import BankingAgentOptions
 
 
 def load_model[M: BaseModel](path: Path, model: type[M], what: str) -> M:
@@ -25,9 +29,7 @@ def load_model[M: BaseModel](path: Path, model: type[M], what: str) -> M:
 
 
 def save_model(path: Path, data: BaseModel) -> None:
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(data.model_dump_json(indent=2))
-    os.replace(tmp, path)  # never leave a half-written file behind
+    write_atomic(path, data.model_dump_json(indent=2))
 
 
 def load_manifest(sweep_dir: Path) -> SweepManifest:
@@ -53,8 +55,8 @@ def check_resumable(config: SweepConfig, sweep_dir: Path) -> SweepManifest:
     return manifest
 
 
-def move_to_new_url(config: SweepConfig, sweep_dir: Path,
-                     manifest: SweepManifest) -> SweepManifest:
+def move_to_new_url(config: SweepConfig, agent: BankingAgentOptions, sweep_dir: Path,
+                    manifest: SweepManifest) -> SweepManifest:
     """`--resume DIR --base-url NEW`: the server came back elsewhere (`serve up` picks a new
     port). Harbor's resume replays each level's job config and refuses one whose trials differ,
     so the agent's base_url is rewritten in every level's job and trial config; the URLs used
@@ -62,7 +64,7 @@ def move_to_new_url(config: SweepConfig, sweep_dir: Path,
     old, new = manifest.config.base_url, config.base_url
     if not old or not new or old == new:
         return manifest
-    check_server_or_fail(config, new, str(config.model))
+    check_server_or_fail(agent, new, str(config.model))
     manifest.config = config
     manifest.fingerprint = config.fingerprint()
     point_jobs_at(sweep_dir, manifest, old, new)

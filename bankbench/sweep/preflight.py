@@ -10,11 +10,15 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import httpx
 
 from bankbench.sweep.errors import BadOptions
 from contracts.sweep import SweepConfig
+
+if TYPE_CHECKING:  # parsed by the agent's own model, imported when options are checked
+    from agents.options import BankingAgentOptions
 
 DEFAULT_TIMEOUT_S = 5.0
 DEFAULT_KEY_ENV = "OPENAI_API_KEY"
@@ -77,18 +81,27 @@ def _is_served(model: str, served: list[str]) -> bool:
     return model in served or model.split("/", 1)[-1] in served
 
 
-def check_options(config: SweepConfig) -> None:
+def check_options(config: SweepConfig) -> BankingAgentOptions:
     """What can be checked before anything slow starts (building tasks, a server, Harbor): the
     agent's --ak options (the agent's own validation, as `bankbench check` applies it), the
-    label method and its file, the dataset source. SweepError with one line."""
+    label method and its file, the dataset source. SweepError with one line. Returns the agent's
+    options, parsed once for the sweep (its server checks ask the model and key they name)."""
     from agents.options import parse_options
 
     try:
-        parse_options(dict(config.agent_kwargs))
+        agent = parse_options(dict(config.agent_kwargs))
     except ValueError as exc:
         raise BadOptions(str(exc).removeprefix("BankingAgent: ")) from None
+    if config.profile:  # a misspelt profile or --set key: before any task is built
+        from bankbench.serve import api
+
+        try:
+            api.check(config.profile, router=config.router, workers=config.workers,
+                      model=config.model, options=dict(config.server_options))
+        except api.ServeError as exc:
+            raise BadOptions(str(exc)) from None
     if config.tasks:
-        return  # nothing is built
+        return agent  # nothing is built
     from tasks.banking.labels import LabelsError
     from tasks.banking.labels.curated import read_labels_file
     from tasks.banking.labels.methods import method_of
@@ -102,3 +115,4 @@ def check_options(config: SweepConfig) -> None:
     if config.source not in ("auto", "hf", "sample") and not Path(config.source).is_dir():
         raise BadOptions(f"--source {config.source}: no such directory (expected auto, hf, "
                          "sample or a folder in the hub's layout)")
+    return agent

@@ -6,10 +6,13 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from bankbench.sweep import preflight
 from bankbench.sweep.errors import SweepError
-from contracts.sweep import SweepConfig
+
+if TYPE_CHECKING:
+    from agents.options import BankingAgentOptions
 
 
 class Scraper:
@@ -40,11 +43,11 @@ class Scraper:
             return False
 
 
-def check_server_or_fail(config: SweepConfig, base_url: str, model: str) -> None:
-    key_env = config.agent_kwargs.get("api_key_env", preflight.DEFAULT_KEY_ENV)
-    model = config.agent_kwargs.get("model", model)
+def check_server_or_fail(agent: BankingAgentOptions, base_url: str, model: str) -> None:
+    """The server answers for the model the agent will ask for (its `--ak model`, else
+    `model`), with the key the agent will send."""
     try:
-        preflight.check_server(base_url, model, api_key_env=key_env)
+        preflight.check_server(base_url, agent.model or model, api_key_env=agent.api_key_env)
     except preflight.PreflightFailed as exc:
         raise SweepError(f"server check failed, no trial was run: {exc}") from None
 
@@ -55,11 +58,12 @@ class ServerWatch:
     gone: a loaded server may miss one answer, a dead one misses them all. Bounded: at most
     (rechecks + 1) x (timeout + gap) ≈ 30 s from the first miss to the verdict."""
 
-    def __init__(self, config: SweepConfig, base_url: str, model: str, *, every_s: float = 10.0,
-                 rechecks: int = 3, gap_s: float = 3.0, timeout_s: float = 5.0) -> None:
+    def __init__(self, agent: BankingAgentOptions, base_url: str, model: str, *,
+                 every_s: float = 10.0, rechecks: int = 3, gap_s: float = 3.0,
+                 timeout_s: float = 5.0) -> None:
         self.base_url = base_url
-        self.model = config.agent_kwargs.get("model", model)
-        self.key_env = config.agent_kwargs.get("api_key_env", preflight.DEFAULT_KEY_ENV)
+        self.model = agent.model or model
+        self.key_env = agent.api_key_env
         self.every_s, self.rechecks, self.gap_s, self.timeout_s = (
             every_s, rechecks, gap_s, timeout_s)
 

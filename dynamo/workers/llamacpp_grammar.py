@@ -24,13 +24,17 @@ def closed(schema: Any) -> Any:
 
     LLGuidance follows JSON Schema, where an absent `additionalProperties` allows any extra key;
     a tool's argument schema means "these keys", and a small model otherwise invents more.
+    An object that names its keys only in `anyOf`/`oneOf`/`allOf` branches (the frontend's JSON
+    guide for a forced call: one branch per tool) stays open: `additionalProperties` counts only
+    the object's own `properties`, so closing it would forbid every key; the branches are closed.
     """
     if isinstance(schema, list):
         return [closed(s) for s in schema]
     if not isinstance(schema, dict):
         return schema
     out = {k: closed(v) for k, v in schema.items()}
-    is_object = out.get("type") == "object" or "properties" in out
+    branches = any(k in out for k in ("anyOf", "oneOf", "allOf"))
+    is_object = "properties" in out or (out.get("type") == "object" and not branches)
     if is_object and "additionalProperties" not in out:
         out["additionalProperties"] = False
     return out

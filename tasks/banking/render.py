@@ -14,6 +14,7 @@ from typing import Any
 from contracts.conversation import PROTOCOL_LINE, CustomerBrief, Persona
 from contracts.expected import Expected
 from contracts.task import CONVERSATION_MODE, InstructionMode, TaskMetadata, metadata_toml
+from contracts.tools import Tool, ToolFunction
 from tasks.banking.dataset import Scenario
 from tasks.banking.rows import ToolRow
 
@@ -49,18 +50,10 @@ def dumps(value: Any) -> str:
 
 
 def openai_tool(tool: ToolRow) -> dict[str, Any]:
-    return {
-        "type": "function",
-        "function": {
-            "name": tool.title,
-            "description": tool.description,
-            "parameters": {
-                "type": "object",
-                "properties": tool.parameters,
-                "required": list(tool.required),
-            },
-        },
-    }
+    return Tool(function=ToolFunction(
+        name=tool.title, description=tool.description,
+        parameters={"type": "object", "properties": tool.parameters,
+                    "required": list(tool.required)})).model_dump()
 
 
 def tools_json(tools: list[ToolRow]) -> str:

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from types import SimpleNamespace
 from typing import Any
 
+from agents.bank_bridge import SAY_MESSAGE_ENV
 from contracts.conversation import PROTOCOL_LINE, SayReply
 
 TOOLS = [{"type": "function", "function": {
@@ -45,6 +46,12 @@ class ConversationBankStandIn:
     async def exec(self, command: str, cwd: str | None = None, env: dict | None = None,
                    timeout_sec: int | None = None, user: str | None = None) -> SimpleNamespace:
         argv = shlex.split(command)
+        message = None
+        if "|" in argv:  # `printf %s "$BANK_SAY_MESSAGE" | /app/bank say - ...`
+            argv = argv[argv.index("|") + 1:]
+            env = dict(env or {})
+            message = env.pop(SAY_MESSAGE_ENV)
+            env = env or None
         verb, attempt = argv[1], int(argv[-1]) if argv[-2:-1] == ["--attempt"] else 1
         if verb == "tools":
             return _done(json.dumps(TOOLS))
@@ -53,8 +60,8 @@ class ConversationBankStandIn:
             return _done(json.dumps({"status": "ok"}))
         if verb == "accept":
             return _done("")
-        assert verb == "say", command
-        self.says.append((attempt, argv[2], env))
+        assert verb == "say" and argv[2] == "-" and message is not None, command
+        self.says.append((attempt, message, env))
         if self.fail_say:
             return SimpleNamespace(return_code=self.fail_say.code, stdout=self.fail_say.stdout,
                                    stderr=self.fail_say.stderr)

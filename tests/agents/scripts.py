@@ -9,8 +9,24 @@ session S with the nvext annotation `output_replay_id:S:k`, so the tests pass
 from __future__ import annotations
 
 import json
+import re
 
 from bankbench.serve.replay import tool_call_text as tc
+
+_CALL = re.compile(r"<tool_call>\s*(\{.*?\})\s*</tool_call>", re.S)
+_TEXT_ACTION = re.compile(r"Action:[*`\s]*([A-Za-z_]+)")
+
+
+def scripted_calls(turns: list[str]) -> list[str]:
+    """Tool names a script makes the agent call, in order (hermes blocks or text Actions)."""
+    names: list[str] = []
+    for turn in turns:
+        blocks = _CALL.findall(turn)
+        names += [json.loads(b)["name"] for b in blocks]
+        if not blocks and "Final Answer" not in turn:
+            names += _TEXT_ACTION.findall(turn)
+    return names
+
 
 ACCT_A, ACCT_B = "12345678", "87654321"
 

@@ -10,7 +10,7 @@ from harbor.models.agent.context import AgentContext
 
 from agents.banking import BankingAgent
 from analysis.files import read_agent_status
-from analysis.status import classify
+from analysis.status import StatusFacts, classify
 
 
 class BrokenBankEnv:
@@ -43,8 +43,7 @@ async def test_unusable_bank_is_a_harness_error(tmp_path: Path):
     read = read_agent_status(trial, issues := [])
     assert issues == [] and read is not None
     # Even if the verifier scored the empty intent log, the trial is no quality result.
-    status, reason = classify(has_result=True, job_finished=True, exception_type=None,
-                              exception_message=None, agent_status=read.status,
-                              agent_reason=read.reason, agent_attempts=read.attempts,
-                              has_reward=True)
+    status, reason = classify(StatusFacts(
+        has_result=True, job_finished=True, own_agent=True, agent_status=read.status,
+        agent_reason=read.reason, agent_attempts=read.attempts, has_reward=True))
     assert status == "harness_failed" and "bank unavailable" in reason

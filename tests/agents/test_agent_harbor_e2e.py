@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import subprocess
 import sys
 from pathlib import Path
@@ -20,13 +19,9 @@ from harbor.models.trial.result import TrialResult
 from analysis.metrics.latency import timing_ms
 from contracts.llm_calls import SESSION_CLOSE_ROLE, LLMCallRecord
 from tests.agents import scripts
-from tests.agents.harbor_run import agent_calls, read_jsonl, run_job, token_count, trials
+from tests.support.harbor_run import agent_calls, read_jsonl, run_job, token_count, trials
 
 pytestmark = [pytest.mark.dynamo, pytest.mark.harbor]
-
-_CALL = re.compile(r"<tool_call>\s*(\{.*?\})\s*</tool_call>", re.S)
-_TEXT_ACTION = re.compile(r"Action:[*`\s]*([A-Za-z_]+)")
-
 
 def _norm(name: str) -> str:
     return name.lower().replace("_", "").replace("-", "")
@@ -43,17 +38,6 @@ def set_f1(actual: list[str], expected: list[str]) -> float:
         return 0.0
     p, r = hit / len(a), hit / len(e)
     return 2 * p * r / (p + r)
-
-
-def scripted_calls(turns: list[str]) -> list[str]:
-    """Tool names a script makes the agent call, in order (hermes blocks or text Actions)."""
-    names: list[str] = []
-    for turn in turns:
-        blocks = _CALL.findall(turn)
-        names += [json.loads(b)["name"] for b in blocks]
-        if not blocks and "Final Answer" not in turn:
-            names += _TEXT_ACTION.findall(turn)
-    return names
 
 
 def _server_token_sums(base_url: str) -> tuple[float, float]:
@@ -91,7 +75,7 @@ def test_scores_match_the_scripts(native_job, sample_tasks):
         result = TrialResult.model_validate_json((trial / "result.json").read_text())
         assert result.exception_info is None, result.exception_info
         reward = json.loads((trial / "verifier/reward.json").read_text())
-        implied = set_f1(scripted_calls(scripts.NATIVE[scenario]),
+        implied = set_f1(scripts.scripted_calls(scripts.NATIVE[scenario]),
                          expected_tools(sample_tasks, scenario))
         assert reward["tsq"] == pytest.approx(implied), scenario
         status = json.loads((trial / "agent/agent_status.json").read_text())
@@ -102,7 +86,7 @@ def test_concurrent_trials_never_mix_intents(native_job):
     job, _ = native_job
     for scenario, trial in trials(job).items():
         intents = read_jsonl(trial / "agent/intents.jsonl")
-        assert [i["tool"] for i in intents] == scripted_calls(scripts.NATIVE[scenario])
+        assert [i["tool"] for i in intents] == scripts.scripted_calls(scripts.NATIVE[scenario])
         assert {i["attempt"] for i in intents} == {1}
     malformed = read_jsonl(trials(job)["banking-001"] / "agent/intents.jsonl")[-1]
     assert malformed["tool"] == "request_replacement_card" and malformed["valid"] is False
@@ -155,7 +139,7 @@ def test_self_eval_retries_until_accepted(sample_tasks, scripted_stack, tmp_path
         assert {c["attempt"] for c in calls} == {1, 2}
         assert [i["accept"] for i in intents if "accept" in i] == [2]
         second = [c["tool"] for c in calls if c["attempt"] == 2]
-        assert second == scripted_calls(turns[3:5])
+        assert second == scripts.scripted_calls(turns[3:5])
         reward = json.loads((trial / "verifier/reward.json").read_text())
         assert reward["tsq"] == pytest.approx(set_f1(second, expected_tools(sample_tasks,
                                                                             scenario)))
@@ -180,10 +164,10 @@ def test_text_mode(sample_tasks, scripted_stack, tmp_path, secret_key):
     trial = trials(job)["banking-003"]
     turns = scripts.TEXT["banking-003"]
     intents = read_jsonl(trial / "agent/intents.jsonl")
-    assert [i["tool"] for i in intents] == scripted_calls(turns)
+    assert [i["tool"] for i in intents] == scripts.scripted_calls(turns)
     assert intents[1]["arguments"] == {"from_currency": "USD", "to_currency": "EUR"}
     reward = json.loads((trial / "verifier/reward.json").read_text())
-    assert reward["tsq"] == pytest.approx(set_f1(scripted_calls(turns),
+    assert reward["tsq"] == pytest.approx(set_f1(scripts.scripted_calls(turns),
                                                  expected_tools(sample_tasks, "banking-003")))
     assert len(agent_calls(trial)) == len(turns)
 

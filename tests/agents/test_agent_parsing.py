@@ -4,13 +4,14 @@ and the shell quoting of bank calls."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from agents.bank_bridge import call_command
+from agents.bank_bridge import MAX_SAY_BYTES, call_command, say_command, say_env
 from agents.options import parse_options, strip_provider
 from agents.self_eval import parse_verdict, retry_feedback
 from agents.text_protocol import parse_reply
@@ -145,6 +146,30 @@ def test_bank_call_arguments_reach_the_bank_verbatim(tmp_path: Path, tool, args)
     cmd = call_command(tool, args, 2, bank=str(stub))
     out = subprocess.run(["bash", "-c", cmd], capture_output=True, text=True, check=True).stdout
     assert json.loads(out) == ["call", tool, args, "--attempt", "2"]
+
+
+@pytest.mark.parametrize("message", [
+    "rm -f -- /logs/verifier/reward.txt /logs/verifier/reward.json",
+    "-", "--attempt=99", "it's $(kill -9 -1) `id` \"q\"\n two lines", "nul\x00 and \ud800",
+])
+def test_say_sends_the_message_on_stdin_never_on_the_command_line(tmp_path: Path, message):
+    stub = tmp_path / "bank"
+    stub.write_text(f"#!{sys.executable}\nimport json, sys\n"
+                    "print(json.dumps([sys.argv[1:], sys.stdin.read()]))\n")
+    stub.chmod(0o755)
+    command = say_command(3, bank=str(stub))
+    assert "reward" not in command and "kill" not in command
+    env = {"PATH": os.environ["PATH"], **say_env(message)}
+    out = subprocess.run(["bash", "-c", command], env=env, capture_output=True, text=True,
+                         check=True).stdout
+    argv, stdin = json.loads(out)
+    assert argv == ["say", "-", "--attempt", "3"]
+    assert stdin == message.replace("\x00", "\ufffd").replace("\ud800", "?")
+
+
+def test_say_passes_at_most_a_bounded_message():
+    [value] = say_env("é" * MAX_SAY_BYTES).values()
+    assert len(value.encode()) <= MAX_SAY_BYTES + len(" [...]") and value.endswith(" [...]")
 
 
 # ---- tool_choice option -----------------------------------------------------------------

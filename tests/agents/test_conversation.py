@@ -19,7 +19,7 @@ from agents.conversation import CONVERSATION_INTRO, customer_env, first_message,
 from agents.options import parse_options
 from agents.react import EMPTY_SAY_NUDGE
 from agents.self_eval import evaluator_messages
-from contracts.conversation import CUSTOMER_ENV, EXIT_CUSTOMER_MODEL_FAILED
+from contracts.conversation import CUSTOMER_ENV, EXIT_CUSTOMER_MODEL_FAILED, EXIT_USAGE
 from contracts.llm_calls import SESSION_CLOSE_ROLE, LLMCallRecord
 from tests.agents import scripts
 from tests.agents.conversation_standin import (
@@ -143,16 +143,30 @@ async def test_a_rejected_conversation_starts_again_with_the_feedback(scripted_s
     assert context.metadata["turns_per_attempt"] == [1, 1]
 
 
+def _endpoint_failed(status: int, error: dict | None = None, stderr: str = "") -> SayFailure:
+    """`bank say` exiting 75 with the llm customer's failed request, as the bank prints it."""
+    call = {"request_id": "sim-x", "model": "sim", "start_unix_ns": 1, "http_status": status,
+            **({"error": error} if error else {})}
+    return SayFailure(EXIT_CUSTOMER_MODEL_FAILED, stderr=stderr or f"customer model: HTTP {status}",
+                      stdout=json.dumps({"error": f"HTTP {status}", "simulator_calls": [call]}))
+
+
 @pytest.mark.dynamo
 @pytest.mark.parametrize("failure, status, words", [
     (SayFailure(1, stderr="bank: no customer.json"), "harness_error", "exited 1"),
-    (SayFailure(EXIT_CUSTOMER_MODEL_FAILED, stderr="customer model: HTTP 503", stdout=json.dumps(
-        {"error": "HTTP 503", "simulator_calls": [{"request_id": "sim-x", "model": "sim",
-                                                   "start_unix_ns": 1, "http_status": 503}]})),
-     "infra_error", "HTTP 503"),
+    (_endpoint_failed(503), "infra_error", "HTTP 503"),
     (SayFailure(0, stdout='{"turn": 1}'), "harness_error", "printed no valid reply"),
+    # The agent's own words: refused by the bank, rejected by the customer's endpoint, or
+    # leaving the customer's model nothing to say.
+    (SayFailure(EXIT_USAGE, stderr="bank: say needs a non-empty message"), "agent_error",
+     "refused the message"),
+    (_endpoint_failed(400, {"type": "http_400", "message": "too long"}), "agent_error",
+     "HTTP 400"),
+    (_endpoint_failed(200, {"type": "bad_response", "message": "no content"},
+                      stderr="no message content"), "agent_error", "no message content"),
 ])
-async def test_a_failed_say_is_no_agent_error(scripted_stack, tmp_path, failure, status, words):
+async def test_a_failed_say_is_charged_to_whoever_failed(scripted_stack, tmp_path, failure,
+                                                         status, words):
     env = ConversationBankStandIn(["unused"], fail_say=failure)
     logs, context = await _run(scripted_stack, tmp_path, "banking-002", env)
     written = _status(logs)
@@ -162,7 +176,8 @@ async def test_a_failed_say_is_no_agent_error(scripted_stack, tmp_path, failure,
     simulated = [(r.request_id, r.turn, r.http_status) for r in _records(logs)
                  if r.role == "user_simulator"]
     # The llm customer's failed request is kept, stamped with the turn it was for.
-    assert simulated == ([("sim-x", 1, 503)] if status == "infra_error" else [])
+    endpoint = failure.code == EXIT_CUSTOMER_MODEL_FAILED
+    assert [r[0] for r in simulated] == (["sim-x"] if endpoint else [])
 
 
 @pytest.mark.dynamo

@@ -17,9 +17,8 @@ from contracts.conversation import CUSTOMER_FILE, ConversationEntry, CustomerBri
 from contracts.llm_calls import LLMCallRecord
 from contracts.tsq import TsqDetails
 from tests.agents import scripts
-from tests.agents.harbor_run import agent_calls, read_jsonl, run_job, token_count, trials
-from tests.agents.test_agent_harbor_e2e import scripted_calls
 from tests.support.built_tasks import build_sample
+from tests.support.harbor_run import agent_calls, read_jsonl, run_job, token_count, trials
 
 pytestmark = [pytest.mark.dynamo, pytest.mark.harbor]
 
@@ -63,7 +62,7 @@ def test_the_customer_reveals_one_goal_per_turn(conversation_trial):
 def test_tool_calls_land_in_the_intents_log_with_their_turn(conversation_trial):
     intents = [i for i in read_jsonl(conversation_trial / "agent/intents.jsonl") if "tool" in i]
     expected = [(name, t) for t, outputs in enumerate(scripts.CONVERSATION_E2E_TURNS)
-                for name in scripted_calls(outputs)]
+                for name in scripts.scripted_calls(outputs)]
     assert [(i["tool"], i["turn"]) for i in intents] == expected
     assert {i["attempt"] for i in intents} == {1}
 
@@ -73,7 +72,7 @@ def test_the_verifier_scores_each_goal(conversation_trial):
     details = TsqDetails.model_validate_json(
         (conversation_trial / "verifier/tsq.json").read_text())
     called = {name for outputs in scripts.CONVERSATION_E2E_TURNS
-              for name in scripted_calls(outputs)}
+              for name in scripts.scripted_calls(outputs)}
     assert [g.index for g in details.goals] == [0, 1, 2, 3]
     for goal in details.goals:
         implied = "served" if set(goal.tools or []) & called else "missed"

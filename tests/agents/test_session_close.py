@@ -16,8 +16,8 @@ from agents.llm import SESSION_FINAL_HEADER, CallInfo, ClientSettings, Streaming
 from contracts.llm_calls import MEASURED_ROLES, SESSION_CLOSE_ROLE, LLMCallRecord
 from contracts.request_trace import REQUEST_TRACE_FILE
 from tests.agents import scripts
-from tests.agents.harbor_run import read_jsonl, run_job, trials
 from tests.support.fault_proxy import FaultProxy, FaultSchedule
+from tests.support.harbor_run import read_jsonl, run_job, trials
 
 pytestmark = pytest.mark.dynamo
 

@@ -10,7 +10,8 @@ from analysis.console import summary_table, summary_table_from
 
 
 def _summary(**overrides) -> pd.DataFrame:
-    row = {"source": "s", "level": 4, "n_trials": 10, "n_excluded": 2, "tsq_mean": 0.5,
+    row = {"source": "s", "level": 4, "n_trials": 10, "n_excluded": 2, "excluded_share": 0.25,
+           "tsq_mean": 0.5,
            "tsq_ci_low": 0.25, "tsq_ci_high": 0.75, "ttft_ms_p50": 1234.56, "ttft_ms_p95": 2000.0,
            "itl_ms_p50": 7.04, "e2e_ms_p50": 9000.4, "output_token_throughput": 321.0,
            "request_throughput": 1.5, "achieved_concurrency": 3.9}
@@ -20,9 +21,10 @@ def _summary(**overrides) -> pd.DataFrame:
 
 def test_one_row_per_level_with_formatted_figures():
     lines = summary_table(_summary()).splitlines()
-    assert len(lines) == 2 and lines[0].split()[:3] == ["level", "trials", "excluded"]
+    # The share of finished trials the quality figures leave out stands beside TSQ.
+    assert len(lines) == 2 and lines[0].split()[:4] == ["level", "trials", "TSQ", "excluded"]
     cells = lines[1].split()
-    assert cells[:4] == ["4", "10", "2", "0.500"]
+    assert cells[:5] == ["4", "10", "0.500", "2", "(25%)"]
     assert "[0.250," in cells and "1,234.6" in cells and "7.0" in cells and "3.90" in cells
 
 
@@ -31,7 +33,8 @@ def test_missing_figures_are_dashes_and_sources_shown_when_several():
                        _summary(source="other", ttft_ms_p50=None)])
     lines = summary_table(frame).splitlines()
     assert lines[0].split()[0] == "source"
-    assert lines[1].split()[0] == "s" and lines[1].split()[4:6] == ["–", "–"]
+    assert lines[1].split()[0] == "s" and lines[1].split()[3] == "–"
+    assert lines[1].split()[6] == "–"  # no TSQ, no interval
     assert lines[2].split()[0] == "other" and "–" in lines[2].split()
 
 

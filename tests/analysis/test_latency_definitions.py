@@ -44,18 +44,61 @@ def test_one_derivation_over_a_batch_keeps_requests_apart():
     assert shown.iloc[1].isna().all()  # the unsent request has no figure at all
 
 
+def _reply(reads: list[int], chars: list[int], tokens: int, server: dict | None = None,
+           end: int | None = None):
+    return record(send_ns=0, read_ns=reads, read_content_chars=chars,
+                  end_ns=end if end is not None else reads[-1] + 1, completion_tokens=tokens,
+                  server=server)
+
+
+def test_a_reply_in_one_read_has_no_decode_rate_but_the_servers_own():
+    # 96 tokens released in one read 107 s after the send: the client saw no decoding
+    one = latency.request_timing(_reply([107_000_000_000], [400], 96, end=107_000_300_000))
+    assert one["client_tpot_ns"] is None and one["tpot_ns"] is None
+    assert one["output_tps_per_user"] is None
+    # the same reply with the server's own timing: first token at 1 s, last at 96 s
+    timed = latency.request_timing(_reply([107_000_000_000], [400], 96, end=107_000_300_000,
+                                          server={"timing": {"ttft_ms": 1000.0,
+                                                             "total_time_ms": 96_000.0}}))
+    assert timed["server_ttft_ns"] == approx(1e9)
+    assert timed["tpot_ns"] == approx(95e9 / 95)  # (total − ttft) / (tokens − 1)
+    assert timed["output_tps_per_user"] == approx(1.0)
+
+
+def test_a_reply_held_back_then_released_counts_only_the_tokens_after_the_first_read():
+    # 100 tokens: the first read carries 90 % of the text, 10 more reads stream the rest
+    reads = [50_000 + 10 * i for i in range(11)]
+    values = latency.request_timing(_reply(reads, [900] + [10] * 10, 100, end=reads[-1]))
+    assert values["client_tpot_ns"] == approx(100 / 10)  # (e2e − ttft) / (100 − 90)
+    # streamed a token per read: exactly vLLM's (e2e − ttft) / (tokens − 1)
+    reads = [1000 + 20 * i for i in range(10)]
+    values = latency.request_timing(_reply(reads, [3, 5, 4, 6, 2, 5, 4, 3, 5, 4], 10,
+                                           end=reads[-1]))
+    assert values["client_tpot_ns"] == approx((reads[-1] - reads[0]) / 9)
+
+
+def test_the_clients_tpot_comes_first_where_the_reply_streamed():
+    server = {"timing": {"ttft_ms": 1.0, "total_time_ms": 11.0}}
+    values = latency.request_timing(_reply([100, 200, 300], [1, 1, 1], 3, server, end=300))
+    assert values["client_tpot_ns"] == approx(100) and values["tpot_ns"] == approx(100)
+    assert values["server_tpot_ns"] == approx(5e6)  # kept beside it
+
+
 @pytest.mark.parametrize(("send", "reads", "end", "tokens", "absent"), [
     (100, [], 170, 3, {"ttft_ns", "tpot_ns", "output_tps_per_user"}),  # nothing came
     (None, [], None, None, {"ttft_ns", "e2e_ns", "tpot_ns", "output_tps_per_user"}),  # unsent
     (100, [110], None, 3, {"e2e_ns", "tpot_ns", "output_tps_per_user"}),  # cut short
     (100, [110], 120, 1, {"tpot_ns", "output_tps_per_user"}),  # one token: no TPOT
     (100, [110], 120, None, {"tpot_ns", "output_tps_per_user"}),  # no usage: unknown
+    (100, [110], 120, 3, {"tpot_ns", "output_tps_per_user"}),  # one read: no decoding seen
 ])
 def test_missing_inputs_give_no_value(send, reads, end, tokens, absent):
     values = latency.request_timing(_raw(send, reads, end, tokens))
     # (no read carried a tool call here, so time to first tool call is always absent; with
     # fewer than two reads there is no gap, so no mean gap)
     names = {m.name for m in latency.REQUEST_METRICS} - {latency.ITL.name, "ttfc_ns"}
+    # no server timing in these records; the client's TPOT goes with TPOT
+    names -= {"server_ttft_ns", "server_tpot_ns", "client_tpot_ns"}
     assert {n for n in names if values[n] is None} == absent
     assert (values[latency.ITL.name] is None) == (len(reads) < 2)
 

@@ -40,5 +40,12 @@ def test_a_trial_whose_reading_fails_costs_only_that_trial(tmp_path, monkeypatch
 
     monkeypatch.setattr(trial_rows, "_read_trial", flaky)  # in-process: what a worker runs
     tables = _load(sweep, monkeypatch, parallel_from=10_000)
-    assert len(tables.trials) == 3
+    # Never dropped: the trial it could not read stands in the table, out of quality, saying
+    # why; the others are read as ever.
+    assert len(tables.trials) == 4
+    row = tables.trials.set_index("trial").loc[victim.name]
+    assert row.status == "harness_failed" and "disk on fire" in row.status_reason
+    assert not row.in_quality
+    assert (tables.trials.drop(columns="status").set_index("trial").drop(victim.name)
+            .notna().any(axis=None))
     assert tables.issues["message"].str.contains("disk on fire").any()

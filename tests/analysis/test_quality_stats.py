@@ -77,7 +77,7 @@ def test_single_trial_level_shows_no_interval(tmp_path):
     assert math.isnan(summary.loc[1, "tsq_ci_low"]) and math.isnan(summary.loc[1, "tsq_ci_high"])
     assert summary.loc[2, "tsq_ci_low"] < summary.loc[2, "tsq_ci_high"]
     text = write_report(sweep).read_text()  # with figures: a NaN interval must draw too
-    assert "| sweep | 1 | 1 | 1 | 0 | 0.5 [—] |" in text
+    assert "| sweep | 1 | 1 | 0 (0%) | 1 | 0 | 0.5 [—] |" in text
     console = summary_table(summary.reset_index()).splitlines()
     assert "—" in console[1] and "—" not in console[2]
 

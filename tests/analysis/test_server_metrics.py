@@ -40,9 +40,9 @@ def test_level_deltas_prefer_frontend_counters(tmp_path):
     (tmp_path / "a.prom").write_text(AFTER)
     got = server_metrics(tmp_path / "b.prom", tmp_path / "a.prom")
     assert got["server_requests"] == 20  # the worker's counter is not added on top
-    assert got["server_ttft_ms_mean"] == pytest.approx(1.0 / 20 * 1000)  # Δsum / Δcount
-    assert got["server_itl_ms_mean"] == pytest.approx(5.0)  # absent before: counts from 0
-    assert "server_e2e_ms_mean" not in got
+    assert got["frontend_ttft_ms_mean"] == pytest.approx(1.0 / 20 * 1000)  # Δsum / Δcount
+    assert got["frontend_itl_ms_mean"] == pytest.approx(5.0)  # absent before: counts from 0
+    assert "frontend_e2e_ms_mean" not in got
     assert server_metrics(tmp_path / "missing.prom", tmp_path / "a.prom") == {}
 
 

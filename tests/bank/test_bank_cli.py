@@ -459,3 +459,20 @@ def test_undecodable_command_line_bytes_still_give_parseable_lines(bank: Bank) -
     assert json.loads(done.stdout)["error"].startswith("unknown tool")
     [record] = bank.records()  # the line is valid UTF-8 JSON; the bytes stay as escapes
     assert record["tool"] == "get_\udcff"
+
+
+def test_the_log_takes_a_bounded_number_of_lines(bank: Bank) -> None:
+    """Past MAX_LOG_LINES nothing more is recorded (so scoring the log stays bounded): the
+    call is refused, not recorded, and says why; the lines before are untouched."""
+    from contracts.intents import MAX_LOG_LINES
+
+    line = json.dumps({"seq": 1, "attempt": 1, "turn": 0, "tool": "x", "arguments": {},
+                       "valid": False, "errors": ["x"], "ts": 1.0}) + "\n"
+    bank.intents.parent.mkdir(parents=True, exist_ok=True)
+    bank.intents.write_text(line * (MAX_LOG_LINES - 1))
+    assert bank.run("call", "get_account_balance", json.dumps(VALID_BALANCE)).returncode == 0
+    before = bank.intents.read_bytes()
+    for args in (("call", "get_account_balance", json.dumps(VALID_BALANCE)), ("accept", "1")):
+        refused = bank.run(*args)
+        assert refused.returncode == 2 and "most lines" in refused.stderr, refused.stderr
+    assert bank.intents.read_bytes() == before

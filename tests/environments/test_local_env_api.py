@@ -14,8 +14,9 @@ import pytest
 from localenv_helpers import IS_ROOT, gone_within, holder_pids, process_gone, read_pid
 
 import environments.local as local
-import environments.sandbox as sandbox
-from environments.sandbox import NamespaceUnavailableError, probe_host_tools
+import environments.root_layout as root_layout
+from environments.execution import TIMEOUT_EXIT_CODE
+from environments.host_tools import NamespaceUnavailableError, probe_host_tools
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -114,7 +115,7 @@ async def test_timeout_kills_the_whole_process_group(make_env):
     result = await env.exec(
         "sleep 300 & echo $! > /tmp/child.pid; echo started; wait", timeout_sec=2
     )
-    assert result.return_code == sandbox.TIMEOUT_EXIT_CODE
+    assert result.return_code == TIMEOUT_EXIT_CODE
     assert "timed out after 2 s" in (result.stderr or "")
     assert result.stdout == "started\n"  # output before the timeout is kept
     read_pid(env.view, "/tmp/child.pid")
@@ -170,11 +171,11 @@ async def test_concurrent_environments_do_not_share_files(make_env):
 
 
 async def test_python3_falls_back_to_the_harness_interpreter(make_env, monkeypatch):
-    monkeypatch.setattr(sandbox, "system_python_ok", lambda: False)
+    monkeypatch.setattr(root_layout, "system_python_ok", lambda: False)
     env = make_env()
     await env.start(force_build=False)
     result = await env.exec("command -v python3 && python3 -c 'import sys; print(sys.prefix)'")
-    assert result.stdout == f"{sandbox.FALLBACK_BIN}/python3\n{sys.base_prefix}\n"
+    assert result.stdout == f"{root_layout.FALLBACK_BIN}/python3\n{sys.base_prefix}\n"
 
 
 async def test_extra_read_only_paths_are_visible(make_env, tmp_path):

@@ -84,3 +84,17 @@ def test_a_memory_folder_too_small_for_a_sweep_is_passed_over(tmp_path):
     fallback = Path(tempfile.gettempdir()) / trial_roots.BASE_NAME
     assert trial_roots.default_base((tmp_path,), min_free=1 << 62) == fallback
     assert trial_roots.default_base((tmp_path,), min_free=1) == tmp_path / trial_roots.BASE_NAME
+
+
+def test_a_folder_deleted_while_the_base_is_read_is_passed_over(tmp_path, monkeypatch):
+    # Another harness sharing the base (every job's default on /dev/shm) deletes its trial's
+    # folder between our listing and our look at it: that is no reason to fail our start.
+    base = trial_roots.prepare_base(tmp_path / "roots")
+    dead_pid, dead_started = _dead_process()
+    vanishing = _folder(base, "vanishing", None)
+    gone = _folder(base, "gone", TrialOwner(pid=dead_pid, started=dead_started,
+                                            pid_namespace=OWN_NS))
+    listed = list(os.scandir(base))
+    trial_roots.remove_tree(vanishing)
+    monkeypatch.setattr(trial_roots.os, "scandir", lambda _: iter(listed))
+    assert trial_roots.remove_leftovers(base) == [gone]

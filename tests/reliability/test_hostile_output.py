@@ -24,9 +24,8 @@ from harbor.models.trial.result import TrialResult
 
 from bankbench.serve.replay import tool_call_text as tc
 from contracts.llm_calls import LLMCallRecord
-from tests.agents.harbor_run import agent_calls
-from tests.agents.test_agent_harbor_e2e import read_jsonl, run_job, trials
 from tests.support.built_tasks import build_sample
+from tests.support.harbor_run import agent_calls, read_jsonl, run_job, trials
 
 pytestmark = [pytest.mark.dynamo, pytest.mark.harbor]
 

@@ -28,12 +28,16 @@ pytestmark = [pytest.mark.dynamo, pytest.mark.harbor, pytest.mark.slow]
 N_TASKS, ATTEMPTS = 5, 2
 
 
+def _sweep_cmd(out: Path, levels: str, name: str = "s", *more: str) -> list[str]:
+    return [sys.executable, "-m", "bankbench", "sweep", "--profile", "cpu-mocker",
+            "--set", "speedup_ratio=10", "--levels", levels, "--attempts", str(ATTEMPTS),
+            "--source", "sample", "--labels", CHEAP_LABELS, "--limit", str(N_TASKS),
+            "--out", str(out), "--name", name, *more]
+
+
 def _start_sweep(out: Path, levels: str, sigint_ignored: bool = False
                  ) -> tuple[subprocess.Popen, Path]:
-    cmd = [sys.executable, "-m", "bankbench", "sweep", "--profile", "cpu-mocker",
-           "--set", "speedup_ratio=10", "--levels", levels, "--attempts", str(ATTEMPTS),
-           "--source", "sample", "--labels", CHEAP_LABELS, "--limit", str(N_TASKS),
-           "--out", str(out), "--name", "s"]
+    cmd = _sweep_cmd(out, levels)
     log = (out / "sweep.out").open("w")
     # sigint_ignored: started the way a shell script starts a background job (`cmd &`), which
     # runs it with SIGINT ignored.
@@ -127,7 +131,10 @@ def test_sigint_stops_cleanly_and_says_how_to_resume(tmp_path):
     _assert_stopped_cleanly(proc, sweep, log, tmp_path)
     # Stopping never throws away what finished, and the sweep continues where it stopped.
     assert len(_finished(sweep / "c1")) >= 1
-    assert json.loads((sweep / "sweep.json").read_text())["finished_at"] is None
+    manifest = json.loads((sweep / "sweep.json").read_text())
+    assert manifest["finished_at"] is None
+    # the level it stopped is recorded as such, not left `running`
+    assert manifest["level_records"][0]["state"] == "interrupted"
     done = bankbench("sweep", "--resume", str(sweep), timeout=600)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     _assert_like_a_clean_run(sweep, before)
@@ -150,3 +157,50 @@ def test_sigterm_stops_like_ctrl_c(tmp_path):
     wait_for(lambda: len(_finished(sweep / "c1")) >= 1, proc, log)
     proc.terminate()  # `kill PID`, as a service manager or CI runner stops a job
     _assert_stopped_cleanly(proc, sweep, log, tmp_path, code=128 + signal.SIGTERM)
+
+
+def _summary_row(sweep: Path) -> dict[str, str]:
+    with (sweep / "summary.csv").open() as fh:
+        [row] = list(csv.DictReader(fh))
+    return row
+
+
+def test_a_resumed_level_reports_the_throughput_of_the_level_run_straight(tmp_path):
+    """The same steady level (c2, 12 trials through 2 slots) run straight, and run with a
+    Ctrl-C in its middle, a 20 s pause and `--resume`: the resumed level's output rate and
+    achieved concurrency are over the runs it ran in (each cut at warm-up and drain, the
+    stopped one where it was stopped), so they agree with the straight run's within 20 %; over
+    first start to last end, as before, the pause would have counted. Both figures printed."""
+    steady = ("--steady", "3", "--limit", "6")  # 6 tasks x 2 attempts = 12 trials >= 3 x 2
+    straight = bankbench(*_sweep_cmd(tmp_path, "2", "straight", *steady)[3:], timeout=900)
+    assert straight.returncode == 0, straight.stdout[-3000:] + straight.stderr[-3000:]
+    log = tmp_path / "sweep.out"
+    proc = subprocess.Popen(_sweep_cmd(tmp_path, "2", "paused", *steady),
+                            stdout=log.open("w"), stderr=subprocess.STDOUT, text=True,
+                            env={**os.environ, **HARBOR_ENV})
+    sweep = tmp_path / "paused"
+    wait_for(lambda: len(_finished(sweep / "c2")) >= 5, proc, log)
+    proc.send_signal(signal.SIGINT)
+    assert proc.wait(timeout=120) == 128 + signal.SIGINT, log.read_text()[-3000:]
+    time.sleep(20)  # the pause: no trial runs
+    done = bankbench("sweep", "--resume", str(sweep), timeout=900)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    a, b = _summary_row(tmp_path / "straight"), _summary_row(sweep)
+    manifest = json.loads((sweep / "sweep.json").read_text())
+    [record] = manifest["level_records"]
+    print(f"\nc2 straight: {float(a['output_token_throughput']):.1f} tok/s, "
+          f"{float(a['achieved_trial_concurrency']):.2f} trials running over "
+          f"{float(a['window_s']):.1f} s; interrupted + resumed: "
+          f"{float(b['output_token_throughput']):.1f} tok/s, "
+          f"{float(b['achieved_trial_concurrency']):.2f} over {float(b['window_s']):.1f} s "
+          f"({len(record['runs'])} runs)")
+    assert record["resumed"] and len(record["runs"]) == 2 and record["runs"][0]["cut_at"]
+    assert b["resumed"] == "True" and b["steady"] == "True" and a["steady"] == "True"
+    for key in ("output_token_throughput", "achieved_trial_concurrency"):
+        assert abs(float(b[key]) / float(a[key]) - 1) <= 0.20, (key, a[key], b[key])
+    # the report marks it resumed: throughput table, columns source, level, window, steady,
+    # resumed
+    report = (sweep / "report.md").read_text()
+    table = report[report.index("## Throughput and concurrency"):]
+    row = next(line for line in table.splitlines() if line.startswith("| paused | 2 |"))
+    assert row.split("|")[4:6] == [" yes ", " yes "], row

@@ -28,7 +28,10 @@ CASES = [
     ("infra_error", True, None, "infra_failed", "LLM request failed"),
     # The bank was unusable: whatever the verifier made of the empty intent log is no score.
     ("harness_error", True, None, "harness_failed", "bank unavailable"),
-    (None, False, "RuntimeError", "harness_failed", "RuntimeError"),
+    # The environment did not start: the harness's. An exception while the agent ran: the
+    # agent's, whatever its name.
+    (None, False, "EnvironmentStartTimeoutError", "harness_failed", "EnvironmentStart"),
+    ("ok", False, "RuntimeError", "agent_failed", "RuntimeError"),
     (None, False, "CancelledError", "interrupted", "interrupted (Harbor was stopped)"),
     # The agent made its attempt, then neither reward nor error: the harness lost the score.
     ("ok", False, None, "harness_failed", "without a reward"),
@@ -97,12 +100,13 @@ def test_report_counts_each_class(job, tmp_path):
                      [c.strip() for c in row.strip("|").split("|")], strict=True))
     assert (cells["trials"], cells["scored"], cells["agent failed"], cells["infra failed"],
             cells["harness failed"], cells["interrupted"], cells["running"]
-            ) == ("9", "1", "2", "1", "3", "2", "0")
-    assert (cells["counted in quality"], cells["excluded"]) == ("3", "6")
+            ) == ("10", "1", "3", "1", "3", "2", "0")
+    assert (cells["counted in quality"], cells["excluded"], cells["excluded share"]
+            ) == ("4", "6", "0.6")
     # the progress line names the classes too
-    counts = re.search(r"9 trials \(([^)]*)\)", done.stderr)
+    counts = re.search(r"10 trials \(([^)]*)\)", done.stderr)
     assert counts, done.stderr
     named = {part.split()[1]: int(part.split()[0]) for part in counts.group(1).split(", ")}
-    assert named == {"scored": 1, "agent_failed": 2, "infra_failed": 1, "harness_failed": 3,
+    assert named == {"scored": 1, "agent_failed": 3, "infra_failed": 1, "harness_failed": 3,
                      "interrupted": 2}
     assert "`interrupted` trials (Harbor was stopped" in report

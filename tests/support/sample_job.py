@@ -20,11 +20,12 @@ def run_sample_job(base: Path, name: str, scenarios: tuple[str, ...], *,
                    agents: list[dict[str, Any]], n_concurrent: int,
                    env_kwargs: dict[str, Any] | None = None,
                    pythonpath: tuple[Path, ...] = (), timeout: int = 600,
-                   build_args: tuple[str, ...] = ()) -> Path:
+                   build_args: tuple[str, ...] = (),
+                   extra_env: dict[str, str] | None = None) -> Path:
     """Build `scenarios` from the sample into `base/tasks` (`build_args` added to `tasks
     build`, e.g. a --mode; the cheap labels unless they name others), run them with `agents`
     as job `name` and return the job folder (`base/jobs/<name>`); fails the test if Harbor
-    fails."""
+    fails. `extra_env` joins Harbor's environment (an agent's API key)."""
     tasks = build_sample_cli(base / "tasks", "--scenarios", ",".join(scenarios), *build_args)
     environment: dict[str, Any] = {"import_path": "environments.local:LocalEnvironment"}
     if env_kwargs:
@@ -36,7 +37,8 @@ def run_sample_job(base: Path, name: str, scenarios: tuple[str, ...], *,
     }
     (base / "job.json").write_text(json.dumps(config))
     env = {**os.environ, "HARBOR_TELEMETRY": "0", "LITELLM_LOCAL_MODEL_COST_MAP": "True",
-           "PYTHONPATH": os.pathsep.join(str(p) for p in (*pythonpath, REPO))}
+           "PYTHONPATH": os.pathsep.join(str(p) for p in (*pythonpath, REPO)),
+           **(extra_env or {})}
     done = subprocess.run([str(BIN / "harbor"), "run", "-c", str(base / "job.json")], cwd=base,
                           env=env, capture_output=True, text=True, timeout=timeout)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]

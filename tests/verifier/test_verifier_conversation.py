@@ -106,3 +106,17 @@ def test_unreadable_conversation_lines_are_counted_not_fatal(talk: Trial) -> Non
     outcome = talk.verify()
     assert outcome.reward["turns"] == 1.0
     assert outcome.details["conversation"]["log"]["corrupt_lines"] == 3
+
+
+def test_a_conversation_log_past_the_banks_bound_scores_zero_unread(talk: Trial) -> None:
+    """The conversation log is bounded as the intents log is: more lines than the bank writes
+    are not parsed, and the trial scores 0 with the reason."""
+    from contracts.intents import MAX_LOG_LINES
+
+    call(talk, "get_account_balance")
+    line = json.dumps({"seq": 1, "attempt": 1, "turn": 0, "speaker": "customer", "text": "x",
+                       "ts": 1.0})
+    talk.intents.with_name("conversation.jsonl").write_text((line + "\n") * (MAX_LOG_LINES + 1))
+    out = talk.verify()
+    assert out.returncode == 0 and set(out.reward.values()) == {0.0}
+    assert f"more than {MAX_LOG_LINES} lines" in out.details["reason"]

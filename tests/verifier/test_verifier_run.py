@@ -263,3 +263,17 @@ def test_odd_characters_in_calls_survive_into_the_details(trial: Trial) -> None:
     outcome = trial.verify()
     assert outcome.details["actual_tools"] == ["get_\udcff", "transfer_funds€"]
     assert outcome.reward["tsq"] == 0.0
+
+
+def test_a_log_past_the_banks_bound_scores_zero_unread(trial: Trial) -> None:
+    """No volume of lines can run the verifier out of time: more than the bank ever records
+    is scored 0 with the reason, without reading the calls."""
+    from contracts.intents import MAX_LOG_LINES
+
+    line = call_line(1, "get_account_balance")
+    trial.write_intents(*[dict(line, seq=n) for n in range(1, MAX_LOG_LINES + 2)])
+    out = trial.verify()
+    assert out.returncode == 0 and set(out.reward.values()) == {0.0}
+    assert f"more than {MAX_LOG_LINES} lines" in out.details["reason"]
+    trial.write_intents(*[dict(line, seq=n) for n in range(1, MAX_LOG_LINES + 1)])
+    assert trial.verify().reward["tsq"] > 0  # at the bound: scored as ever

@@ -15,9 +15,8 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
-import os
+import io
 import re
-import tempfile
 import zipfile
 from functools import cache
 from importlib.metadata import PackageNotFoundError, version
@@ -25,6 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
+from contracts.atomic import write_atomic
 from contracts.cache import cache_dir
 from tasks.banking.labels.model import LabelsError
 
@@ -173,11 +173,10 @@ def encode_cached(texts: list[str], revision: str, root: Path | None = None) -> 
     vectors = load().encode(texts)
     try:
         folder.mkdir(parents=True, exist_ok=True)
-        # Written beside and renamed: builds running at once never read half a file.
-        fd, tmp = tempfile.mkstemp(dir=folder, suffix=".npy.tmp")
-        with os.fdopen(fd, "wb") as handle:
-            np.save(handle, vectors, allow_pickle=False)
-        os.replace(tmp, path)
+        # Builds running at once never read half a file.
+        buffer = io.BytesIO()
+        np.save(buffer, vectors, allow_pickle=False)
+        write_atomic(path, buffer.getvalue())
     except OSError:
         pass
     return vectors

@@ -19,10 +19,10 @@ from pathlib import Path
 import pytest
 
 from analysis.export.writer import INDEX_FILE, export_nemo
+from bankbench.serve.replay import oracle_calls as task_calls
 from bankbench.serve.replay import tool_call_text as tc
 from tests.analysis.export.ragas_venv import ragas_read_back
 from tests.support.built_tasks import build_sample
-from tests.support.task_calls import task_calls
 
 pytestmark = [pytest.mark.dynamo, pytest.mark.harbor, pytest.mark.slow,
               pytest.mark.timeout(900)]

@@ -2,7 +2,9 @@
 judged by the real Dynamo frontend + mocker whose answers a response-replay trace scripts
 (one session per scenario, one turn per sample). Verdicts land beside the trials,
 reward.json is untouched, an unusable answer is recorded as unparseable, a re-run skips
-judged trials, and the report shows the judge figures and the judge model."""
+judged trials and asks the unparseable one again, --force asks all, a pass whose verdicts are
+mostly unusable exits 1 with a warning that the report repeats, and the report shows the judge
+figures and the judge model."""
 
 from __future__ import annotations
 
@@ -129,9 +131,12 @@ def test_a_judged_job_keeps_its_rewards_and_reports_the_judge(stack, oracle_job,
     for trial in trials.values():
         assert SECRET not in (trial / JUDGE_DIR / name).read_text()
 
-    again = _judge(job, stack)
+    again = _judge(job, stack)  # the unparseable verdict is asked again, the others kept
     assert again.returncode == 0, again.stderr
-    assert "judged 0 trial(s) (none); 3 already judged" in again.stderr
+    assert "judged 1 trial(s) (1 unparseable); 2 already judged" in again.stderr
+    forced = _judge(job, stack, "--force")
+    assert forced.returncode == 0, forced.stderr
+    assert "judged 3 trial(s) (2 ok, 1 unparseable); 0 already judged" in forced.stderr
 
     report = _cli("report", str(job), "--no-plots")
     assert report.returncode == 0, report.stderr
@@ -141,6 +146,22 @@ def test_a_judged_job_keeps_its_rewards_and_reports_the_judge(stack, oracle_job,
                   if line.startswith("|") and stack.model in line and "0.9" in line]
     # TSQ mean over the two parsed trials: (1.0 + 0.8) / 2; AC (0.75 + 0.6) / 2
     assert judge_rows and "0.675" in judge_rows[0], text
+
+
+def test_a_judge_pass_whose_verdicts_are_mostly_unusable_fails_loudly(stack, oracle_job,
+                                                                      tmp_path):
+    job = shutil.copytree(oracle_job, tmp_path / "oracle")
+    # every trial gets banking-002's answers: prose, no verdict JSON
+    done = _cli("judge", str(job), "--base-url", stack.base_url, "--model", stack.model,
+                "--nvext-annotation", "output_replay_id:banking-002:{sample}")
+    assert done.returncode == 1, done.stderr
+    assert "judged 3 trial(s) (3 unparseable)" in done.stderr
+    assert "WARNING: 3 of 3 verdicts have no usable answer" in done.stderr
+    report = _cli("report", str(job), "--no-plots")
+    assert report.returncode == 0, report.stderr
+    text = (job.parent / "oracle-report" / "report.md").read_text()
+    section = text.split("## Judge metrics", 1)[1]
+    assert "WARNING: 3 of 3 judge verdicts have no usable answer" in section
 
 
 def test_several_samples_give_their_mean_and_spread(stack, oracle_job, tmp_path):

@@ -14,8 +14,8 @@ from pathlib import Path
 import httpx
 import pytest
 
+from bankbench.serve.replay import oracle_calls as task_calls
 from bankbench.serve.replay import tool_call_text as tc
-from tests.support.task_calls import task_calls
 
 PREFIX = "as-"
 SECRET = "sk-bankbench-agent-server-secret-0123456789"

@@ -38,7 +38,8 @@ def wait_idle(served: Served, seconds: float = 30) -> dict:
     deadline = time.monotonic() + seconds
     while True:
         health = httpx.get(f"{served.url}/health", timeout=5).json()
-        if health["active"] == 0 and health["episodes"] == 0:
+        if health["active"] == 0 and health["running"] == 0:
+            assert health["episodes_finished"] == health["episodes_started"]
             return health
         assert time.monotonic() < deadline, f"server still busy: {health}"
         time.sleep(0.2)

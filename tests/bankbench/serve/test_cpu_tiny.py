@@ -15,9 +15,9 @@ import time
 import httpx
 import pytest
 
-from bankbench.procs import group_alive
-from bankbench.serve import api, llamacpp
+from bankbench.serve import llamacpp
 from bankbench.serve.errors import ServeError
+from tests.support.cpu_tiny import SLOTS, chat, cpu_tiny_stack
 
 BALANCE_TOOL = {
     "type": "function",
@@ -68,27 +68,8 @@ def assert_matches_schema(args: dict, schema: dict) -> None:
 
 @pytest.fixture(scope="module")
 def stack(tmp_path_factory):
-    state_dir = tmp_path_factory.mktemp("cpu-tiny") / "state"
-    try:
-        state = api.up("cpu-tiny", state_dir=state_dir)
-    except ServeError as exc:
-        if exc.component == llamacpp.COMPONENT:
-            pytest.skip(f"the xllamacpp wheel cannot be installed here: {exc.cause}")
-        raise
-    yield state
-    api.down(state)
-    deadline = time.monotonic() + 30
-    pids = [c.pid for c in state.components if c.pid is not None]
-    while any(group_alive(p) for p in pids) and time.monotonic() < deadline:
-        time.sleep(0.2)
-    assert not any(group_alive(p) for p in pids), "cpu-tiny processes left behind"
-
-
-def chat(stack, **body) -> dict:
-    body = {"model": stack.model, **body}
-    r = httpx.post(f"{stack.base_url}/chat/completions", json=body, timeout=120)
-    assert r.status_code == 200, r.text
-    return r.json()
+    with cpu_tiny_stack(tmp_path_factory.mktemp("cpu-tiny") / "state") as state:
+        yield state
 
 
 def stream(stack, **body) -> tuple[list[int], list[dict]]:
@@ -108,8 +89,6 @@ def stream(stack, **body) -> tuple[list[int], list[dict]]:
 
 
 pytestmark = [pytest.mark.dynamo, pytest.mark.slow]
-
-SLOTS = 4  # the worker's default --parallel
 
 
 def test_streamed_completion_has_usage_and_sane_timing(stack):
@@ -393,6 +372,11 @@ for bad in ({"structural_tag": {"type": "structural_tag", "format": {"type": "qw
         out[json.dumps(bad)] = "accepted"
     except InvalidArgument as exc:
         out[json.dumps(bad)] = "refused: " + str(exc)
+# The frontend's JSON guide for a forced call: one anyOf branch per tool.
+guide = {"type": "array", "minItems": 1, "maxItems": 1, "items": {"type": "object", "anyOf": [
+    {"properties": {"name": {"enum": ["t"]}, "parameters": schema},
+     "required": ["name", "parameters"]}]}}
+out["guide"] = w.checked_schema(guide)
 print(json.dumps(out))
 """
 
@@ -425,6 +409,13 @@ def test_structural_tags_become_grammars(stack, tmp_path):
     assert json.loads(embedded) == {
         **schema, "additionalProperties": False, "x-guidance": {"whitespace_flexible": False}
     }
+    # a forced call's JSON guide: the branches are closed, not the object that holds them
+    # (closing it would forbid every key, and the grammar would match no call at all)
+    item = out["guide"]["items"]
+    assert "additionalProperties" not in item
+    branch = item["anyOf"][0]
+    assert branch["additionalProperties"] is False
+    assert branch["properties"]["parameters"]["additionalProperties"] is False
     refused = [v for k, v in out.items() if k.startswith("{")]
     assert all(v.startswith("refused: ") for v in refused), refused
     assert any("qwen_xml" in v for v in refused) and any("regex" in v for v in refused)

@@ -9,12 +9,18 @@ import time
 
 import pytest
 
-from tests.bankbench.serve.test_cpu_tiny import SLOTS, chat, stack  # noqa: F401  (the fixture)
+from tests.support.cpu_tiny import SLOTS, chat, cpu_tiny_stack
 
 pytestmark = [pytest.mark.dynamo, pytest.mark.slow]
 
 
-def test_a_long_shared_prefix_is_copied_to_the_other_slots(stack):  # noqa: F811
+@pytest.fixture(scope="module")
+def stack(tmp_path_factory):
+    with cpu_tiny_stack(tmp_path_factory.mktemp("cpu-tiny") / "state") as state:
+        yield state
+
+
+def test_a_long_shared_prefix_is_copied_to_the_other_slots(stack):
     """Agents that open with the same long tool prompt: after one request has read it, requests
     started together with that prefix all find it cached, whichever slot each lands in (without
     the copy, the slots that never saw it read it cold, side by side)."""

@@ -10,7 +10,7 @@ import pytest
 
 from bankbench.serve import api, llamacpp
 from bankbench.serve.errors import ServeError
-from tests.bankbench.serve.test_cpu_tiny import chat
+from tests.support.cpu_tiny import chat
 
 pytestmark = [pytest.mark.dynamo, pytest.mark.slow]
 

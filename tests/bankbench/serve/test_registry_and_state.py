@@ -6,14 +6,12 @@ from __future__ import annotations
 import ast
 import os
 import subprocess
-import sys
 import time
 from pathlib import Path
 
-import pytest
-
 from bankbench.procs import group_alive, start, start_time
-from bankbench.serve.state import Component, ServerState, known_state_dirs, save_state
+from bankbench.serve.state import known_state_dirs
+from tests.support.serve_state import record_stack, serve_cli
 
 SERVE = Path(__file__).resolve().parents[3] / "bankbench" / "serve"
 
@@ -77,18 +75,6 @@ def test_serve_state_lives_apart_from_the_build_caches(monkeypatch, tmp_path):
     assert serve_state_root() == cache_dir() / "serve"
 
 
-def _record(state_dir: Path, pid: int, started: float | None) -> ServerState:
-    state = ServerState(
-        profile="cpu-mocker", base_url="http://127.0.0.1:9/v1", model="m",
-        state_dir=state_dir,
-        components=[Component(name="frontend", kind="process", pid=pid, start_time=started,
-                              log_path=state_dir / "logs" / "frontend.log")])
-    (state_dir / "logs").mkdir(parents=True)
-    (state_dir / "logs" / "frontend.log").write_text("it crashed\n")
-    save_state(state)
-    return state
-
-
 def _dead_pid() -> tuple[int, float | None]:
     proc = subprocess.Popen(["true"], start_new_session=True)
     started = start_time(proc.pid)
@@ -96,24 +82,12 @@ def _dead_pid() -> tuple[int, float | None]:
     return proc.pid, started
 
 
-def _cli(*args: str, env: dict) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "bankbench", "serve", *args],
-                          capture_output=True, text=True, env=env, timeout=120)
-
-
-@pytest.fixture
-def serve_env(tmp_path, monkeypatch):
-    root = tmp_path / "serve"
-    monkeypatch.setenv("BANKBENCH_SERVE_STATE", str(root))
-    return dict(os.environ, BANKBENCH_SERVE_STATE=str(root))
-
-
 def test_plain_down_stops_the_live_stack_and_forgets_a_dead_one(serve_env, tmp_path):
-    dead = _record(tmp_path / "dead", *_dead_pid())
+    dead = record_stack(tmp_path / "dead", *_dead_pid())
     pid = start(["sleep", "300"], dict(os.environ), tmp_path / "live" / "logs" / "frontend.log")
-    live = _record(tmp_path / "live-state", pid, start_time(pid))
+    live = record_stack(tmp_path / "live-state", pid, start_time(pid))
     assert len(known_state_dirs()) == 2
-    down = _cli("down", env=serve_env)
+    down = serve_cli("down", env=serve_env)
     assert down.returncode == 0, down.stderr
     assert f"forgot the cpu-mocker stack recorded in {dead.state_dir}" in down.stderr
     assert "processes are gone" in down.stderr
@@ -127,21 +101,21 @@ def test_plain_down_stops_the_live_stack_and_forgets_a_dead_one(serve_env, tmp_p
 
 
 def test_status_treats_a_dead_stack_as_gone_but_logs_can_still_read_it(serve_env, tmp_path):
-    dead = _record(tmp_path / "dead", *_dead_pid())
-    logs = _cli("logs", env=serve_env)  # logs keeps a dead stack: it is why one reads them
+    dead = record_stack(tmp_path / "dead", *_dead_pid())
+    logs = serve_cli("logs", env=serve_env)  # logs keeps a dead stack: it is why one reads them
     assert logs.returncode == 0 and "it crashed" in logs.stdout
-    st = _cli("status", env=serve_env)
+    st = serve_cli("status", env=serve_env)
     assert st.returncode == 1
     assert "processes are gone" in st.stderr and "no running stack recorded" in st.stderr
     assert not (dead.state_dir / "state.json").exists()
-    again = _cli("down", env=serve_env)
+    again = serve_cli("down", env=serve_env)
     assert again.returncode == 1 and "no running stack recorded" in again.stderr
     assert "forgot" not in again.stderr  # pruned once, not reported again
 
 
 def test_a_recycled_pid_does_not_keep_a_dead_stack_alive(serve_env, tmp_path):
     # The pid now belongs to a process that started later than the recorded one.
-    _record(tmp_path / "dead", os.getpid(), (start_time(os.getpid()) or 0) - 1)
+    record_stack(tmp_path / "dead", os.getpid(), (start_time(os.getpid()) or 0) - 1)
     from bankbench.serve.api import recorded_stacks
 
     live, gone = recorded_stacks(prune=False)

@@ -6,6 +6,7 @@ from pydantic import ValidationError
 from bankbench.sweep import harbor_job
 from bankbench.sweep.errors import SweepError
 from bankbench.sweep.manifest import check_resumable, save_manifest
+from contracts.agent_status import PROJECT_AGENT
 from contracts.sweep import SweepConfig, SweepManifest
 
 
@@ -92,8 +93,10 @@ def _trial(job, name, finished):
 
 
 def _result(name, **fields):
-    """A result.json as Harbor writes it (trial and task name always), with `fields`."""
-    return {"trial_name": name, "task_name": name.split("__")[0], **fields}
+    """A result.json as Harbor writes it (trial and task name always, the project's agent),
+    with `fields`."""
+    return {"trial_name": name, "task_name": name.split("__")[0],
+            "config": {"agent": {"import_path": PROJECT_AGENT}}, **fields}
 
 
 def test_job_state_from_disk(tmp_path):
@@ -160,7 +163,7 @@ def test_the_sweep_reruns_exactly_what_analysis_calls_interrupted(tmp_path, exce
                                                                  agent):
     """One rule: the sweep moves a trial aside for a rerun iff the report's status says
     interrupted (analysis.status.is_interrupted)."""
-    from analysis.progress import trial_status
+    from analysis.status import trial_status
 
     trial = tmp_path / "c1" / "banking-000__a"
     trial.mkdir(parents=True)
@@ -204,9 +207,11 @@ def test_conversation_mode_and_its_turn_limit():
     assert _config(max_turns=3).fingerprint() == _config().fingerprint()
     import hashlib
 
-    # (nor do the fields added since: shards when 1, ray never)
+    # (nor do the fields added since: shards when 1, steady at its default, ray and the
+    # window's cut never)
     before = {k: v for k, v in _config().model_dump(mode="json").items()
-              if k not in ("max_turns", "shards", "ray")}
+              if k not in ("max_turns", "shards", "ray", "steady", "warmup_share",
+                           "keep_drain")}
     blob = json.dumps(before, sort_keys=True).encode()
     assert _config().fingerprint() == hashlib.sha256(blob).hexdigest()[:16]
 
@@ -282,3 +287,23 @@ def test_resuming_a_sweep_checks_only_a_typed_max_turns(tmp_path, monkeypatch):
     assert resumed == [(goals, True)]
     with pytest.raises(SystemExit, match="--max-turns applies to --mode conversation only"):
         main(["sweep", "--resume", str(tmp_path), "--max-turns", "3"])
+
+
+def test_a_typed_set_on_resume_keeps_the_stored_ones_beside_it(tmp_path, monkeypatch):
+    """A scripted mocker sweep stored a replay trace it was not typed with: typing one --set
+    again on resume is checked key by key, not taken as the whole set."""
+    from bankbench.cli import main
+    from bankbench.commands import sweep as command
+    from bankbench.sweep import runner
+
+    monkeypatch.setattr(command, "_stop_cleanly_on_signals", dict)
+    stored = SweepConfig(levels=[1], profile="cpu-mocker",
+                         server_options={"speedup_ratio": "10", "replay_trace": "/x.jsonl"})
+    save_manifest(tmp_path, _manifest(stored))
+    resumed = []
+    monkeypatch.setattr(runner, "run_sweep", lambda config, sweep_dir, resume, **_: resumed.append(
+        config) or sweep_dir / "report.md")
+    assert main(["sweep", "--resume", str(tmp_path), "--set", "speedup_ratio=10"]) == 0
+    assert resumed == [stored]
+    assert main(["sweep", "--resume", str(tmp_path), "--set", "speedup_ratio=2"]) == 0
+    assert resumed[-1].server_options == {"speedup_ratio": "2", "replay_trace": "/x.jsonl"}

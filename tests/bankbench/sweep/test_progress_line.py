@@ -37,7 +37,7 @@ def test_tsq_is_the_mean_of_quality_trials_with_its_count(tmp_path):
                 rewards={**ZERO, "tsq": 0.8}, agent_status={"status": "ok"})
     text = progress.line(1, job)
     assert "3/6 done" in text and "2 failed (2 infra_failed)" in text
-    assert "TSQ 0.800 (n=1)" in text
+    assert "TSQ 0.800 (n=1, 2 excluded)" in text  # beside it, what it leaves out
 
 
 def test_eta_from_the_pace_of_this_run():
@@ -46,3 +46,12 @@ def test_eta_from_the_pace_of_this_run():
     assert progress.eta(3, 10, 60.0, done_before=3) is None  # nothing finished yet in this run
     assert progress.eta(10, 10, 60.0) is None
     assert progress.eta(1, None, 5.0) is None
+
+
+def test_the_eta_counts_down_while_nothing_finishes():
+    # 4 of 10 finished in the first 40 s (10 s each); then nothing for 20 s, then for 80 s
+    first = progress.eta(4, 10, 40.0, since_last_s=0.0)
+    later = progress.eta(4, 10, 60.0, since_last_s=20.0)
+    assert (first, later) == ("1 min 00 s", "40 s")  # down, not up (the old pace gave 1 min 30)
+    assert progress.eta(4, 10, 120.0, since_last_s=80.0) == \
+        "overdue (no trial finished for 1 min 20 s)"

@@ -7,8 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from bankbench.sweep import harbor_job, shards
+from bankbench.sweep import executors, harbor_job, level, shards
+from bankbench.sweep.harbor_job import JobState
 from contracts.sweep import ShardRecord, SweepConfig, level_jobs
+from tests.support.built_tasks import empty_tasks
 
 
 @pytest.mark.parametrize("level,n,expected", [(8, 2, [4, 4]), (7, 3, [3, 2, 2]),
@@ -33,19 +35,31 @@ def test_shards_leave_an_unsharded_fingerprint_alone_and_change_a_sharded_one():
     assert SweepConfig(**base, shards=2).fingerprint() != SweepConfig(**base).fingerprint()
 
 
-def test_shard_command_names_its_tasks_and_its_concurrency(tmp_path):
+def test_a_shard_is_prepared_with_its_tasks_and_its_concurrency(tmp_path):
     config = SweepConfig(base_url="http://127.0.0.1:1/v1", model="m", shards=2, limit=3)
-    record = ShardRecord(level=4, shard=1, n_shards=2, concurrency=2,
-                         tasks=["banking-001", "banking-002"], host="h")
-    cmd = shards.shard_command(config, tmp_path, record, tmp_path / "tasks",
-                               "http://127.0.0.1:1/v1", "m")
+    tasks = empty_tasks(tmp_path, 5)
+    planned = level.plan(config, tmp_path, tasks, 4)
+    assert [(s.concurrency, s.tasks) for s in planned] == [
+        (2, ["banking-000", "banking-001"]), (2, ["banking-002"])]
+    cmd = level.prepare(planned[1], config, tasks, "http://127.0.0.1:1/v1", "m")
     assert cmd is not None
     assert cmd[cmd.index("-n") + 1] == "2"
-    assert [cmd[i + 1] for i, a in enumerate(cmd) if a == "-i"] == ["banking-001",
-                                                                    "banking-002"]
+    assert [cmd[i + 1] for i, a in enumerate(cmd) if a == "-i"] == ["banking-002"]
     assert "--n-tasks" not in cmd  # the shard's tasks replace the limit
     assert cmd[cmd.index("--jobs-dir") + 1] == str(tmp_path / "c4")
     assert cmd[cmd.index("--job-name") + 1] == "s1"
+    # Its record is written before Harbor starts: a resume keeps the split.
+    assert shards.read_record(tmp_path / "c4" / "s1").tasks == ["banking-002"]
+
+
+def test_an_unsharded_level_is_one_shard_whose_job_is_the_level_folder(tmp_path):
+    config = SweepConfig(base_url="http://127.0.0.1:1/v1", model="m", limit=3)
+    planned = level.plan(config, tmp_path, empty_tasks(tmp_path, 5), 4)
+    assert [(s.job, s.concurrency, s.tasks, s.record) for s in planned] == [
+        (tmp_path / "c4", 4, None, None)]
+    cmd = level.prepare(planned[0], config, tmp_path / "tasks", "http://127.0.0.1:1/v1", "m")
+    assert cmd[cmd.index("--job-name") + 1] == "c4" and "--n-tasks" in cmd
+    assert not (tmp_path / "c4").exists()  # nothing of a shard's on disk
 
 
 def _job(path: Path, trials: int, finished: bool, n_shards: int | None = None) -> None:
@@ -66,47 +80,63 @@ def _job(path: Path, trials: int, finished: bool, n_shards: int | None = None) -
 
 
 def test_a_sharded_level_is_complete_only_when_every_shard_is(tmp_path):
-    level = tmp_path / "c2"
-    _job(level / "s0", 2, finished=True, n_shards=2)
-    assert level_jobs(level) == [level / "s0"]
-    assert harbor_job.job_state(level) is harbor_job.JobState.PARTIAL  # s1 never started
-    _job(level / "s1", 1, finished=False, n_shards=2)
-    assert harbor_job.job_state(level) is harbor_job.JobState.PARTIAL
-    (level / "s1" / "result.json").write_text(json.dumps(
+    config = SweepConfig(base_url="http://127.0.0.1:1/v1", model="m", shards=2)
+    tasks = empty_tasks(tmp_path, 3)
+    folder = tmp_path / "c2"
+    assert level.state(level.plan(config, tmp_path, tasks, 2)) is JobState.ABSENT
+    _job(folder / "s0", 2, finished=True, n_shards=2)
+    assert level_jobs(folder) == [folder / "s0"]
+    # s1 never started
+    assert level.state(level.plan(config, tmp_path, tasks, 2)) is JobState.PARTIAL
+    _job(folder / "s1", 1, finished=False, n_shards=2)
+    assert level.state(level.plan(config, tmp_path, tasks, 2)) is JobState.PARTIAL
+    (folder / "s1" / "result.json").write_text(json.dumps(
         {"n_total_trials": 1, "finished_at": "2026-01-01T00:00:00"}))
-    assert harbor_job.job_state(level) is harbor_job.JobState.COMPLETE
-    assert len(harbor_job.trial_dirs(level)) == 3
+    assert level.state(level.plan(config, tmp_path, tasks, 2)) is JobState.COMPLETE
+    assert len(harbor_job.trial_dirs(folder)) == 3
     single = tmp_path / "c1"
     _job(single, 1, finished=True)
     assert level_jobs(single) == [single]
-    assert harbor_job.job_state(single) is harbor_job.JobState.COMPLETE
+    assert harbor_job.job_state(single) is JobState.COMPLETE
 
 
-def test_a_dead_server_stops_every_shard_of_the_level(tmp_path, monkeypatch):
-    """`watch` saying the server is gone stops all the level's shard processes (here a
-    stand-in command, `sleep`, in place of Harbor) and raises JobAborted."""
-    import psutil
+def stand_in_launches(config: SweepConfig, sweep_dir: Path, level_n: int,
+                      seconds: int = 60) -> list[executors.Launch]:
+    """The level's planned shards, each with a stand-in command (`sleep`) in place of Harbor."""
+    planned = level.plan(config, sweep_dir, sweep_dir / "tasks", level_n)
+    for shard in planned:
+        shards.write_record(shard.job, shard.record)
+    return [executors.Launch(s, ["sleep", str(seconds)]) for s in planned]
 
-    tasks = tmp_path / "tasks"
-    for name in ("banking-000", "banking-001"):
-        (tasks / name).mkdir(parents=True)
-        (tasks / name / "task.toml").write_text("")
-    monkeypatch.setattr(shards, "shard_command", lambda *a, **k: ["sleep", "60"])
-    config = SweepConfig(base_url="http://127.0.0.1:1/v1", model="m", shards=2)
+
+def dying_server(after: int = 1):
+    """A watch that answers for `after` checks, then says the server is gone."""
     calls = []
 
     def watch() -> str | None:
         calls.append(1)
-        return "the server at 127.0.0.1:1 stopped answering" if len(calls) > 1 else None
+        return "the server at 127.0.0.1:1 stopped answering" if len(calls) > after else None
+    return watch
 
-    with pytest.raises(harbor_job.JobAborted, match="stopped answering"):
-        shards.run_level(config, tmp_path, 2, tasks, "http://127.0.0.1:1/v1", "m",
-                         watch=watch, poll_s=0.05, watch_every_s=0.1)
-    pids = [ShardRecord.model_validate_json((tmp_path / "c2" / s / "shard.json").read_text()).pid
-            for s in ("s0", "s1")]
-    assert all(pid and not (psutil.pid_exists(pid) and
+
+def stopped(pids: list[int | None]) -> bool:
+    import psutil
+
+    return all(pid and not (psutil.pid_exists(pid) and
                             psutil.Process(pid).status() != psutil.STATUS_ZOMBIE)
                for pid in pids)
+
+
+def test_a_dead_server_stops_every_shard_of_the_level(tmp_path):
+    """`watch` saying the server is gone stops all the level's shard processes and raises
+    JobAborted (the Ray executor does the same: test_shards_ray.py)."""
+    config = SweepConfig(base_url="http://127.0.0.1:1/v1", model="m", shards=2)
+    empty_tasks(tmp_path, 2)
+    launches = stand_in_launches(config, tmp_path, 2)
+    pacer = executors.Pacer(dying_server(), None, watch_every_s=0.1)
+    with pytest.raises(harbor_job.JobAborted, match="stopped answering"):
+        executors.run_local(launches, pacer, poll_s=0.05)
+    assert stopped([shards.read_record(ln.shard.job).pid for ln in launches])
 
 
 def test_resuming_on_a_new_address_rewrites_every_shard_job(tmp_path):

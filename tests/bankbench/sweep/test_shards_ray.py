@@ -53,3 +53,22 @@ def test_two_shards_run_as_ray_tasks_on_two_nodes(tmp_path):
     assert (level / "metrics_before.prom").is_file() and (level / "metrics_after.prom").is_file()
     report = (tmp_path / "r" / "report.md").read_text()
     assert "| s0 |" in report and "| s1 |" in report
+
+
+def test_a_dead_server_stops_every_ray_shard_of_the_level(tmp_path):
+    """The Ray executor watches the server as the local one does: a watch that says the
+    server is gone cancels both shards' Ray tasks, their processes end, JobAborted is raised
+    (stand-in `sleep` commands in place of Harbor; a real local Ray cluster)."""
+    pytest.importorskip("ray")
+    if os.geteuid() != 0 or not shutil.which("unshare") or not shutil.which("ip"):
+        pytest.skip("needs root, unshare and ip for a loopback-only network namespace")
+    script = (f"ip link set lo up && exec {sys.executable} -m "
+              f"tests.bankbench.sweep.ray_dead_server {tmp_path}")
+    done = subprocess.run(["unshare", "-n", "sh", "-c", script], cwd=ROOT,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0 and (tmp_path / "ray.json").is_file(), \
+        done.stdout[-2000:] + done.stderr[-3000:]
+    result = json.loads((tmp_path / "ray.json").read_text())
+    assert result["raised"] and "stopped answering" in result["raised"]
+    assert all(result["pids"]) and result["stopped"], result
+    assert result["seconds"] < 200  # stopped, not run to the stand-ins' 240 s end

@@ -21,6 +21,7 @@ from pathlib import Path
 
 import pytest
 
+from contracts.host_load import HOST_LOAD_FILE, HostLoad
 from tests.reliability.helpers import HARBOR_ENV, assert_one_line_error, bankbench, wait_for
 from tests.support.built_tasks import CHEAP_LABELS
 
@@ -127,7 +128,7 @@ def test_bad_options_are_one_line_before_anything_slow_and_leave_no_directory(tm
 
 
 def test_a_server_that_dies_stops_the_sweep_which_resumes_on_a_new_port(tmp_path):
-    from analysis.progress import trial_status
+    from analysis.status import trial_status
     from bankbench.serve import api
 
     old = _stack(tmp_path / "stack")
@@ -185,10 +186,16 @@ def test_a_profile_sweep_resumes_on_another_port(tmp_path):
                       "--name", "s", timeout=600)
     assert first.returncode == 0, first.stdout[-2000:] + first.stderr[-2000:]
     sweep = out / "s"
+    # The level's host load: the sweep started the stack, so the server's CPU share is known.
+    load = HostLoad.model_validate_json((sweep / "c1" / HOST_LOAD_FILE).read_text())
+    assert load.seconds > 0 and load.samples >= 1 and load.server_cpu is not None
+    assert load.client_cpu > 0 and load.server_cpu > 0
     old = json.loads((sweep / "sweep.json").read_text())["base_url"]
     port = closed_port()
     again = bankbench("sweep", "--resume", str(sweep), "--port", str(port), timeout=600)
     assert again.returncode == 0, again.stdout[-2000:] + again.stderr[-2000:]
+    # a complete level is skipped on resume: nothing ran, nothing is added to its load
+    assert HostLoad.model_validate_json((sweep / "c1" / HOST_LOAD_FILE).read_text()) == load
     manifest = json.loads((sweep / "sweep.json").read_text())
     assert manifest["base_url"] == f"http://127.0.0.1:{port}/v1"
     assert manifest["earlier_base_urls"] == [old]

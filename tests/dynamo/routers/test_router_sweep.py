@@ -86,7 +86,7 @@ def test_multi_router_sweep_resumes_after_sigkill(tmp_path):
     # and why (calls before the kill may lack the frontend's last, unflushed trace lines)
     calls = [c.model_dump() for t in second.iterdir()
              if (t / "result.json").exists() and t.name not in before
-             for c in read_llm_calls(t, [])]
+             for c in read_llm_calls(t, []).records]
     assert calls
     joined = join_llm_calls(pd.DataFrame(calls), sweep / "r-thompson" / "server")
     assert joined["worker"].notna().all(), joined[joined["worker"].isna()]["request_id"]

@@ -15,7 +15,7 @@ import os
 import time
 
 from convread import parse_log
-from intentlog import intents_path, to_utf8
+from intentlog import MAX_LOG_LINES, LogFull, intents_path, to_utf8
 
 TYPE_CHECKING = False  # typing is imported by type checkers only (start-up cost)
 if TYPE_CHECKING:
@@ -86,6 +86,9 @@ class Locked:
 
     def append(self, lines: list[dict[str, Any]]) -> list[dict[str, Any]]:
         assert self.handle is not None
+        if self._content.count(b"\n") + len(lines) > MAX_LOG_LINES:
+            raise LogFull(f"the conversation log holds its most lines ({MAX_LOG_LINES}): "
+                          "not recorded")
         seq = max((e["seq"] for e in self.entries if isinstance(e.get("seq"), int)), default=0)
         written, data = [], b""
         for line in lines:

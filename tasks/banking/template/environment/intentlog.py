@@ -21,6 +21,13 @@ DEFAULT_INTENTS = "/logs/agent/intents.jsonl"
 # Bounds that keep one runaway call from bloating the log the verifier has to read.
 MAX_ARGUMENTS_BYTES = 16 * 1024
 MAX_TOOL_NAME_CHARS = 256
+# Lines the log takes at most (calls and acceptances): beyond them nothing more is recorded,
+# so the verifier's work on it is bounded (pinned equal to verify.py's and the host contract's).
+MAX_LOG_LINES = 5000
+
+
+class LogFull(Exception):
+    """The log holds MAX_LOG_LINES lines: the line was not recorded."""
 
 
 def intents_path() -> str:
@@ -46,6 +53,9 @@ def append_record(record: dict[str, Any], with_seq: bool, path: str | None = Non
         try:
             handle.seek(0)
             content = handle.read()
+            if content.count(b"\n") >= MAX_LOG_LINES:
+                raise LogFull(f"the intents log holds its most lines ({MAX_LOG_LINES}): not "
+                              "recorded (a trial's bank calls are bounded, so is scoring them)")
             if with_seq:
                 record = dict(record, seq=last_seq(content) + 1)
                 record = {key: record[key] for key in _ordered_keys(record)}

@@ -37,7 +37,7 @@ import sys
 import time
 
 from convlog import current_turn
-from intentlog import append_record, intent_record, intents_path, to_utf8
+from intentlog import LogFull, append_record, intent_record, intents_path, to_utf8
 from toolschema import check_call, parse_arguments, tool_index
 
 TYPE_CHECKING = False  # typing is imported by type checkers only (start-up cost)
@@ -340,6 +340,8 @@ def run(argv: list[str], read_stdin: Callable[[], str], attempt: str | None,
         reply.code, reply.err = EXIT_CONFIG, to_utf8(f"bank: {exc}\n")
     except LogError as exc:
         reply.code, reply.err = EXIT_IOERR, to_utf8(f"bank: {exc}\n")
+    except LogFull as exc:
+        reply.code, reply.err = EXIT_REJECTED, to_utf8(f"bank: {exc}\n")
     except OSError as exc:
         reply.code = EXIT_IOERR
         reply.err = to_utf8(f"bank: cannot write the intents log {intents_path()}: {exc}\n")

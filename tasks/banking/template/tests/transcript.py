@@ -35,12 +35,12 @@ def load_spec(path: str) -> dict[str, Any] | None:
     return spec
 
 
-def read_bytes(path: str, log: dict[str, Any]) -> bytes | None:
-    """A log's bytes, noting in `log` whether it `exists` or why it could not be read
-    (`read_error`); None when there is nothing to read."""
+def read_bytes(path: str, log: dict[str, Any], limit: int = -1) -> bytes | None:
+    """A log's bytes (at most `limit`, when given), noting in `log` whether it `exists` or why
+    it could not be read (`read_error`); None when there is nothing to read."""
     try:
         with open(path, "rb") as handle:
-            content = handle.read()
+            content = handle.read(limit)
     except FileNotFoundError:
         return None
     except OSError as exc:
@@ -50,10 +50,16 @@ def read_bytes(path: str, log: dict[str, Any]) -> bytes | None:
     return content
 
 
-def read_log(path: str) -> dict[str, Any]:
-    """The log's readable lines and what went wrong reading it."""
+def read_log(path: str, max_bytes: int = -1, max_lines: int | None = None) -> dict[str, Any]:
+    """The log's readable lines and what went wrong reading it; past `max_bytes` or
+    `max_lines` (more than the bank writes) it is not parsed and `over_bound` says so."""
     log: dict[str, Any] = {"path": path, "exists": False}
-    log["entries"], log["corrupt_lines"] = parse_log(read_bytes(path, log) or b"")
+    content = read_bytes(path, log, max_bytes + 1 if max_bytes >= 0 else -1) or b""
+    if (max_bytes >= 0 and len(content) > max_bytes) or (
+            max_lines is not None and content.count(b"\n") > max_lines):
+        log["entries"], log["corrupt_lines"], log["over_bound"] = [], 0, True
+        return log
+    log["entries"], log["corrupt_lines"] = parse_log(content)
     return log
 
 

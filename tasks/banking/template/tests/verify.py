@@ -66,6 +66,11 @@ CONVERSATION_FILE = "conversation.jsonl"  # beside the intents log
 DEFAULT_OUT_DIR = "/logs/verifier"
 DEFAULT_TOOLS = ("tools.json beside verify.py", "/app/tools.json")
 MAX_CORRUPT_EXAMPLES = 10
+# The bank records at most this many lines in each of its logs (environment/intentlog.py,
+# convlog.py): a log holding more was not the bank's alone, and is scored 0 unread, so that no
+# log can run the verifier out of time.
+MAX_LOG_LINES = 5000
+MAX_LOG_BYTES = MAX_LOG_LINES * (16 * 1024 + 4096)  # the bank's bound on one line, and room
 
 
 class InputError(Exception):
@@ -114,8 +119,11 @@ def read_intents(path: str) -> dict[str, Any]:
     """Calls and acceptances from the intents log; unreadable lines are skipped and counted."""
     log: dict[str, Any] = {"path": path, "exists": False, "lines": 0, "calls": [],
                            "accepts": [], "corrupt_lines": 0, "corrupt_examples": []}
-    content = transcript.read_bytes(path, log)
-    for number, raw in enumerate((content or b"").splitlines(), start=1):
+    content = transcript.read_bytes(path, log, MAX_LOG_BYTES + 1) or b""
+    if len(content) > MAX_LOG_BYTES or content.count(b"\n") > MAX_LOG_LINES:
+        log["over_bound"] = True
+        return log
+    for number, raw in enumerate(content.splitlines(), start=1):
         if not raw.strip():
             continue
         log["lines"] += 1
@@ -242,7 +250,8 @@ def build_report(expected_path: str, intents_path: str, tools_path: str | None =
     log = read_intents(intents_path)
     spec = transcript.load_spec(spec_path or os.path.join(HERE, "conversation.json"))
     talk = None if spec is None else transcript.read_log(
-        conversation_path or os.path.join(os.path.dirname(intents_path), CONVERSATION_FILE))
+        conversation_path or os.path.join(os.path.dirname(intents_path), CONVERSATION_FILE),
+        MAX_LOG_BYTES, MAX_LOG_LINES)
 
     def turns_of(attempt: int) -> float:
         return SINGLE_TURN if talk is None else float(transcript.turns(talk, attempt))
@@ -261,6 +270,11 @@ def build_report(expected_path: str, intents_path: str, tools_path: str | None =
     except InputError as exc:
         # Selection is still scored; no argument can be called valid without its schema.
         index, report["tools_error"] = None, str(exc)
+    for over in (log, talk or {}):
+        if over.get("over_bound"):
+            report["reason"] = (f"{over['path']} holds more than {MAX_LOG_LINES} lines or "
+                                f"{MAX_LOG_BYTES} bytes, more than the bank records: scored 0")
+            return report
     report["intents"]["valid_flag_disagreements"] = recheck(log["calls"], index)
     try:
         expected = load_expected(expected_path)
