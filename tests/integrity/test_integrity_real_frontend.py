@@ -7,8 +7,8 @@ A request alone must come back clean, requests sent together in the injected cla
 Then `bankbench capacity --slo tool_call_error_rate=0.01` on the same stack, kept minimal: the
 CLI, the real harbor CLI and LocalEnvironment behind the proxy leaving tool calls as unparsed
 markup in every reply in flight together with another request. Two scenarios, two repeats,
-levels 1 and 2 (level 1 never puts two requests in flight, level 2 does): the search passes
-level 1 with no broken reply and stops at level 2, limited by that bound, and the sweep's report
+levels 1 and 2 (level 1 never puts two requests in flight, level 2 does): the bound holds
+at level 1 with no broken reply and fails at level 2, where the search stops, and the sweep's report
 carries the integrity table (the class at c2, not at c1), its figure and the validity block.
 Whether the report marks a class worse beyond noise at the level it was injected, with more
 scenarios and levels, is `benchmarks/tool_call_integrity.py --stack` (minutes a class)."""
@@ -97,12 +97,13 @@ def test_capacity_stops_at_the_level_where_tool_calls_break(stack, tmp_path):
     assert run.corrupted > 0
     record = json.loads((run.sweep / "capacity.json").read_text())
     steps = {s["level"]: s for s in record["steps"]}
+    # the bound holds at level 1 and fails at level 2 (two scenarios cannot certify the
+    # decision check, so level 1's own verdict stays inconclusive: not asserted here)
     check = {c["name"]: c for c in steps[1]["checks"]}["tool_call_error_rate"]
-    assert steps[1]["passed"] and check["value"] == 0, steps[1]
+    assert check["passed"] and check["value"] == 0, steps[1]
     check = {c["name"]: c for c in steps[2]["checks"]}["tool_call_error_rate"]
-    assert not steps[2]["passed"] and check["value"] > 0.01, steps[2]
-    assert record["capacity"] == 1 and record["lowest_failing"] == 2
-    assert any(name.startswith("tool_call_error_rate") for name in record["limiting"])
+    assert not check["passed"] and check["value"] > 0.01, steps[2]
+    assert not steps[2]["passed"] and record["lowest_failing"] == 2
 
     report = (run.sweep / "report.md").read_text()
     section = report.split("## Tool-call integrity vs concurrency")[1].split("\n## ")[0]
