@@ -3,15 +3,19 @@ calls at a concurrency level as it did at a reference run, beyond the disagreeme
 reference has with itself?
 
 Every scenario runs ≥ 2 repeats per level. Per scenario (analysis/decision_noise.py holds the
-statistics): the `floor` is the agreement between repeats at the level, the `baseline` the
-agreement between repeats at the reference (the lowest level of the sweep, or the lowest level
-of another sweep: a run on another server, precision or router), `agreement` the mean over
-every (level repeat, reference repeat) pair, and the `drop` baseline − agreement. Pair
-metrics:
+statistics): the `floor` is the agreement between repeats at the level (pairs that did not run
+side by side), the `baseline` the agreement between repeats at the reference (the lowest
+batched level of the sweep — c2 when it ran, else its lowest level — or that of another sweep:
+a run on another server, precision or router), `agreement` the mean over every (level repeat,
+reference repeat) pair, `divergence` (floor + baseline)/2 − agreement (the judged statistic: 0
+when the two levels' decisions have the same distribution, however noisy) and `drop`
+baseline − agreement (shown beside it; it also grows when only the amount of noise grows).
+Pair metrics:
 
-- `tool_f1`: set F1 of the tool names called; a pair where neither side called a tool is not
-  compared ("no tool calls to compare": a model that never calls a tool is not consistent,
-  it has made no decision); one side empty: 0;
+- `tool_f1`: set F1 of the tool names called; two runs that called no tool agree (a decline is
+  a decision), one side empty: 0; a level where no run on either side called a tool has
+  nothing to compare ("no tool calls to compare": a model that never calls a tool is not
+  consistent, it has made no decision);
 - `arg_agreement`: over the tools both called (k-th call of a tool paired with its k-th call),
   the share of argument keys (union of both sides) whose values are equal; not compared when
   no tool is shared.
@@ -48,9 +52,11 @@ import pandas as pd
 from analysis import tables as tables_mod
 from analysis.decision_noise import (
     Calls,
-    ScenarioAgreement,
-    judge_drop,
-    scenario_agreements,
+    ScenarioDivergence,
+    as_reference,
+    declines_agree,
+    judge_divergence,
+    scenario_divergences,
 )
 from analysis.files import Issue
 from analysis.metrics.base import Metric, cluster_bootstrap_mean_ci
@@ -60,8 +66,8 @@ from contracts.toolnames import normalise_tool_name
 
 TOOL_F1 = Metric("tool_f1", "Tool agreement (F1)", "share", True,
                  "Mean set F1 of tool names over every (level repeat, reference repeat) pair "
-                 "of a scenario, averaged over scenarios; pairs with no tool call on either "
-                 "side are not compared; lost trials are left out.")
+                 "of a scenario, averaged over scenarios; two runs that called no tool agree; "
+                 "lost trials are left out.")
 ARG_AGREEMENT = Metric("arg_agreement", "Argument agreement", "share", True,
                        "Share of argument keys with equal values over the tools both runs "
                        "called, averaged like tool_f1.")
@@ -124,6 +130,8 @@ def read_decisions(tables: tables_mod.Tables) -> Decisions:
         rows.append({
             "source": t.source, "level": int(t.level), "scenario_id": t.scenario_id,
             "repeat": int(t.repeat), "trial": t.trial, "status": t.status,
+            "started_at": getattr(t, "started_at", None),
+            "finished_at": getattr(t, "finished_at", None),
             "lost": float(charged == "server"), "harness_lost": float(charged == "harness"),
             "calls": [(normalise_tool_name(c.tool), c.arguments) for c in bank_calls],
             "schema_valid": _share_valid(bank_calls),
@@ -131,8 +139,9 @@ def read_decisions(tables: tables_mod.Tables) -> Decisions:
                           if replies["agent_replies"] else np.nan),
             "truncated": float(truncated.get((t.source, t.job, t.trial), np.nan)),
         })
-    columns = ["source", "level", "scenario_id", "repeat", "trial", "status", "lost",
-               "harness_lost", "calls", "schema_valid", "malformed", "truncated"]
+    columns = ["source", "level", "scenario_id", "repeat", "trial", "status", "started_at",
+               "finished_at", "lost", "harness_lost", "calls", "schema_valid", "malformed",
+               "truncated"]
     return Decisions(pd.DataFrame(rows, columns=columns), issues)
 
 
@@ -186,23 +195,34 @@ def arg_agreement(mine: Calls, ref: Calls) -> float:
 PAIR_METRICS = {"tool_f1": tool_f1, "arg_agreement": arg_agreement}
 
 
-def calls_by_scenario(rows: pd.DataFrame) -> dict[str, list[Calls]]:
-    """Each scenario's repeats' calls, lost trials (server or harness) left out."""
+def calls_by_scenario(rows: pd.DataFrame
+                      ) -> tuple[dict[str, list[Calls]], dict[str, set[tuple[int, int]]]]:
+    """Each scenario's repeats' calls, lost trials (server or harness) left out, and the
+    index pairs (into that list) of repeats whose run intervals met (they ran side by
+    side, so may share a batch)."""
     kept = rows[(rows["lost"] == 0) & (rows["harness_lost"] == 0)]
-    return {sid: list(group["calls"]) for sid, group in kept.groupby("scenario_id", sort=True)}
+    calls: dict[str, list[Calls]] = {}
+    overlaps: dict[str, set[tuple[int, int]]] = {}
+    for sid, group in kept.groupby("scenario_id", sort=True):
+        group = group.sort_values("repeat")
+        calls[sid] = list(group["calls"])
+        start = pd.to_datetime(group["started_at"], utc=True).to_numpy()
+        end = pd.to_datetime(group["finished_at"], utc=True).to_numpy()
+        overlaps[sid] = {(i, j) for i in range(len(group)) for j in range(i + 1, len(group))
+                         if start[i] < end[j] and start[j] < end[i]}
+    return calls, overlaps
 
 
 def level_scenarios(level_rows: pd.DataFrame, reference: pd.DataFrame, metric: str,
-                    is_reference: bool = False) -> list[ScenarioAgreement]:
-    """Per scenario at a level: floor, baseline and agreement with the reference. The
-    reference level itself agrees with the reference as much as it agrees with itself."""
-    level, ref = calls_by_scenario(level_rows), calls_by_scenario(reference)
-    pair = PAIR_METRICS[metric]
-    scenarios = scenario_agreements(level, ref, pair)
-    if is_reference:
-        scenarios = [ScenarioAgreement(s.scenario_id, s.n_level, s.n_reference, s.floor,
-                                       s.floor, s.floor) for s in scenarios]
-    return scenarios
+                    is_reference: bool = False) -> list[ScenarioDivergence]:
+    """Per scenario at a level: its own agreement, the reference's and the agreement
+    between them. The reference level itself is its own reference: divergence 0."""
+    pair = declines_agree(PAIR_METRICS[metric])
+    level, level_overlaps = calls_by_scenario(level_rows)
+    ref, ref_overlaps = calls_by_scenario(reference)
+    scenarios = scenario_divergences(level, ref, pair, level_overlaps=level_overlaps,
+                                     reference_overlaps=ref_overlaps)
+    return as_reference(scenarios) if is_reference else scenarios
 
 
 def _clustered(values: pd.Series, scenarios: pd.Series) -> tuple[float, float, float]:
@@ -211,28 +231,43 @@ def _clustered(values: pd.Series, scenarios: pd.Series) -> tuple[float, float, f
     return cluster_bootstrap_mean_ci(values.to_numpy(dtype=float), scenarios.to_numpy())
 
 
-def _agreement_columns(key: str, scenarios: list[ScenarioAgreement]) -> dict[str, Any]:
-    verdict = judge_drop(scenarios, max_drop=math.inf, confidence=0.95)
+def _agreement_columns(key: str, scenarios: list[ScenarioDivergence]) -> dict[str, Any]:
+    verdict = judge_divergence(scenarios, margin=math.inf, confidence=0.95)
+    if verdict.outcome == "undecidable":  # no decision made: agreement is not consistency
+        return {f"{key}_n": 0, f"{key}_note": verdict.note,
+                **{f"{key}{name}{end}": math.nan
+                   for name in ("", "_floor", "_baseline", "_divergence", "_drop")
+                   for end in ("", "_ci_low", "_ci_high")}}
     row: dict[str, Any] = {f"{key}_n": verdict.n}
-    for name, (mean, low, high) in (("", verdict.agreement), ("_floor", verdict.floor),
-                                    ("_baseline", verdict.baseline), ("_drop", verdict.drop)):
+    for name, (mean, low, high) in (("", verdict.across), ("_floor", verdict.own),
+                                    ("_baseline", verdict.reference_own),
+                                    ("_divergence", verdict.divergence),
+                                    ("_drop", verdict.drop)):
         row[f"{key}{name}"], row[f"{key}{name}_ci_low"] = mean, low
         row[f"{key}{name}_ci_high"] = high
     row[f"{key}_note"] = verdict.note
     return row
 
 
+def reference_level(levels: Any, preferred: int = 2) -> int:
+    """The reference among the levels run: `preferred` (the lowest batched level, c2) when it
+    ran, else the lowest."""
+    run = {int(v) for v in levels}
+    return preferred if preferred in run else min(run)
+
+
 def consistency_table(decisions: pd.DataFrame, reference: pd.DataFrame | None = None
                       ) -> pd.DataFrame:
     """One row per (source, level): per agreement metric its mean agreement with the
-    reference, floor, baseline and drop with 95% intervals (`_ci_low`/`_ci_high`) and the
-    scenarios compared (`_n`); per-trial shares with scenario-clustered bootstrap intervals;
-    the lost shares. Default reference: each source's lowest level."""
+    reference, floor, baseline, divergence and drop with 95% intervals (`_ci_low`/
+    `_ci_high`) and the scenarios compared (`_n`); per-trial shares with scenario-clustered
+    bootstrap intervals; the lost shares. Default reference: each source's lowest batched
+    level (`reference_level`)."""
     rows = []
     for source, frame in decisions.groupby("source", sort=False):
         ref, ref_label, ref_level = reference, "given", None
         if ref is None:
-            ref_level = int(frame["level"].min())
+            ref_level = reference_level(frame["level"])
             ref, ref_label = frame[frame["level"] == ref_level], f"c{ref_level}"
         for level, at in frame.groupby("level"):
             row: dict[str, Any] = {"source": source, "level": int(level),
@@ -251,18 +286,19 @@ def consistency_table(decisions: pd.DataFrame, reference: pd.DataFrame | None = 
     return pd.DataFrame(rows)
 
 
-def reference_rows(path: Path, issues: list[Issue]) -> pd.DataFrame:
-    """The lowest level of the sweep/job at `path`, as consistency's reference."""
+def reference_rows(path: Path, issues: list[Issue], preferred: int = 2) -> pd.DataFrame:
+    """The reference level (`reference_level`: `preferred` when it ran, else the lowest) of
+    the sweep/job at `path`."""
     ref = read_decisions(tables_mod.load(path))
     issues += ref.issues
     if ref.frame.empty:
         raise tables_mod.AnalysisInputError(f"{path}: no finished trials to compare against")
-    return ref.frame[ref.frame["level"] == ref.frame["level"].min()]
+    return ref.frame[ref.frame["level"] == reference_level(ref.frame["level"], preferred)]
 
 
 def consistency(path: Path, reference: Path | None = None) -> tuple[pd.DataFrame, list[Issue]]:
-    """Per-level consistency of a sweep (or job) directory against its lowest level, or
-    against the lowest level of the sweep/job at `reference`."""
+    """Per-level consistency of a sweep (or job) directory against its lowest batched level,
+    or against that of the sweep/job at `reference`."""
     decisions = read_decisions(tables_mod.load(path))
     issues = list(decisions.issues)
     ref_frame = None if reference is None else reference_rows(reference, issues)

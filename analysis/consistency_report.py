@@ -17,7 +17,8 @@ CONSISTENCY_CSV = "consistency.csv"
 CONSISTENCY_PNG = "consistency_vs_concurrency.png"
 _SHOWN = [  # (column, header, with interval)
     ("tool_f1_n", "scenarios", False), ("tool_f1_floor", "floor (F1)", True),
-    ("tool_f1", "vs reference (F1)", True), ("tool_f1_drop", "drop", True),
+    ("tool_f1", "vs reference (F1)", True), ("tool_f1_divergence", "divergence", True),
+    ("tool_f1_drop", "drop", True),
     ("arg_agreement", "args agree", True), ("schema_valid", "schema-valid calls %", False),
     ("malformed", "malformed replies %", False), ("truncated", "truncated replies %", False),
     ("lost", "trials lost to server %", False),
@@ -27,6 +28,8 @@ _PERCENT = ("schema_valid", "malformed", "truncated", "lost", "harness_lost")
 
 
 def _with_ci(row: pd.Series, key: str, interval: bool) -> str:
+    if key not in row.index:  # a table written before the column existed
+        return "n/a"
     if key.endswith("_n"):
         return str(int(row[key]))
     if key in _PERCENT:
@@ -55,12 +58,16 @@ def write_consistency(tables: Tables, out: Path, *, draw: bool = True
     frame = consistency_table(decisions)
     frame.to_csv(out / CONSISTENCY_CSV, index=False)
     lines = ["## Decision consistency under load (no labels needed)", "",
-             "Each scenario runs at least twice per level. *floor*: agreement (tool-name F1) "
-             "between a level's own repeats; *vs reference*: between its repeats and the "
-             "reference level's; *drop*: the reference's agreement with itself minus the "
-             "agreement with it (0 when nothing but noise changed). Means over scenarios with "
-             "95% intervals that stay open when every scenario agrees (analysis/"
-             "decision_noise.py). Lost trials are left out of agreement and counted apart: "
+             "Each scenario runs at least twice per level. *floor*: agreement (tool-name F1; "
+             "two declines agree) between a level's own repeats that did not run side by "
+             "side; *vs reference*: between its repeats and the reference level's; "
+             "*divergence*: (floor + the reference's floor)/2 minus *vs reference*, 0 when "
+             "the two levels' decisions have the same distribution however noisy (what "
+             "`bankbench capacity` judges); *drop*: the reference's agreement with itself "
+             "minus *vs reference*, which also grows when a level is only noisier. Means over "
+             "scenarios with 95% intervals that stay open when every scenario agrees "
+             "(analysis/decision_noise.py). Lost trials are left out of agreement and counted "
+             "apart: "
              "*lost to server*: server/network errors and time-outs; *lost to harness*: the "
              "harness's own failures.", "",
              table(_shown(frame), ["source", "level", "reference",

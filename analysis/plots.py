@@ -280,10 +280,10 @@ def integrity_vs_concurrency(table: pd.DataFrame, out: Path) -> Path:
     return _save(fig, out)
 
 
-def capacity_frontier(levels: pd.DataFrame, bounds: dict[str, float], max_drop: float,
+def capacity_frontier(levels: pd.DataFrame, bounds: dict[str, float], margin: float,
                       capacity: int | None, out: Path) -> Path:
     """Each searched level's measured value over its bound (≤ 1 passes) and the decision
-    drop (mean and its one-sided bound) against the margin; the capacity found is marked."""
+    divergence (mean and its one-sided bound) against the margin; the capacity is marked."""
     sns.set_theme(style="whitegrid")
     fig, axes = plt.subplots(1, 2, figsize=(12, 4.2))
     frame = levels.sort_values("level")
@@ -292,11 +292,11 @@ def capacity_frontier(levels: pd.DataFrame, bounds: dict[str, float], max_drop: 
     axes[0].axhline(1.0, color="grey", linestyle="--", label="bound")
     axes[0].set_ylabel("Measured / bound (≤ 1 passes)")
     axes[0].set_title("SLO headroom vs concurrency")
-    axes[1].plot(frame["level"], frame["drop"], marker="o", label="drop (mean)")
-    axes[1].plot(frame["level"], frame["drop_bound"], marker="v", linestyle=":",
-                 label="drop, upper bound")
-    axes[1].axhline(max_drop, color="grey", linestyle="--", label="margin (--max-drop)")
-    axes[1].set_ylabel("Agreement drop below the reference's own")
+    axes[1].plot(frame["level"], frame["divergence"], marker="o", label="divergence (mean)")
+    axes[1].plot(frame["level"], frame["divergence_bound"], marker="v", linestyle=":",
+                 label="divergence, upper bound")
+    axes[1].axhline(margin, color="grey", linestyle="--", label="margin (--max-divergence)")
+    axes[1].set_ylabel("Divergence of decisions from the reference")
     axes[1].set_title("Decisions against their own noise vs concurrency")
     for ax in axes:
         _level_axis(ax, frame)

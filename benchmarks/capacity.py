@@ -63,7 +63,7 @@ def main() -> int:
     ap.add_argument("--max-level", type=int, default=64)
     # Six scenarios cannot certify the default 10-point margin (docs/capacity.md): a wide one,
     # so the demonstration shows the decision check at work rather than its sample size.
-    ap.add_argument("--max-drop", type=float, default=0.35)
+    ap.add_argument("--max-divergence", type=float, default=0.35)
     ap.add_argument("--alpha", type=float, default=0.5)
     ap.add_argument("--out", default="/tmp/bankbench-capacity-bench")
     args = ap.parse_args()
@@ -89,7 +89,8 @@ def main() -> int:
         cmd = [sys.executable, "-m", "bankbench", "capacity", "--base-url", base_url,
                "--model", state.model, "--source", "sample", "--limit", str(args.limit),
                "--attempts", str(args.attempts), "--max-level", str(args.max_level),
-               "--max-drop", str(args.max_drop), "--alpha", str(args.alpha),
+               "--max-divergence", str(args.max_divergence), "--alpha", str(args.alpha),
+               "--max-looks", "1",
                "--ak", f"nvext_annotations=output_replay_id:{PREFIX}{{scenario_id}}:"
                "{request_index}", "--out", args.out, "--name", name]
         for slo in slos:

@@ -1,115 +1,197 @@
-"""Error rates of the capacity search's decision check, by simulation through the code the
-search runs: `next_level`/`bracket` pick levels, `analysis.decision_noise.scenario_agreements`
-and `bankbench.capacity.search.judge` judge each, on synthetic decisions from the noise model
-of bankbench/capacity/plan.py (a known floor, and a known drop above a known level).
+"""Error rates of the capacity search, by simulation through the code the search runs: the
+search loop with sequential repeats (bankbench/capacity/sequential.py), the level order
+(search.py), the checks and the decision statistic (checks.py, analysis/decision_noise.py), on
+runs drawn from each model of a family of noise models (bankbench/capacity/noise_models.py:
+(a) the legacy model ... (h) a realistic mix) queued as a level queues them.
 
     .venv/bin/python benchmarks/capacity_noise.py                     # recommended design
-    .venv/bin/python benchmarks/capacity_noise.py --scenarios 50 --repeats 2 --searches 300
+    .venv/bin/python benchmarks/capacity_noise.py --scenarios 50 --searches 200
+    .venv/bin/python benchmarks/capacity_noise.py --held-out          # the held-out models
 
-Prints, each from --searches simulated searches over levels 1..--max-level:
+Per model, from --searches simulated searches each over levels 1..--max-level:
 
-    false stop rate 0.0xx (floor 0.95, no degradation, levels 1..64)
-    detection rate 0.xx (10-point drop from level 16)
+    model <name>: false stop rate X, detection rate Y (drop 0.10 from level 12)
+    model <name>: detection rate Y (drop 0.20 from level 12)
+    model <name>: cliff found rate Z                                  (latency-cliff models)
 
-A false stop is a search that ends below --max-level although no level changed; a detection
-is a search whose capacity is below the level the drop starts at. Also the mean levels run
-and the wall time (perf_counter_ns).
+A false stop is a search with nothing degraded that ends below the top level. A degradation
+switches a share of scenarios to a wrong trajectory from level 12 up, sized so that its true
+divergence from the reference is the drop; detection counts a search whose capacity lies within
+one doubling below that level (6..11) — a stop further below is not a detection. The worst
+case over the models is printed first. One search per run is also made through real Harbor job
+directories, written to disk and judged by the product's reader (bankbench/capacity/run.py ·
+Evaluation), and must reach the same steps as the same search judged in memory.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import random
+import shutil
 import sys
+import tempfile
 import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-if str(REPO) not in sys.path:
-    sys.path.insert(0, str(REPO))
+for path in (REPO, REPO / "benchmarks"):
+    if str(path) not in sys.path:
+        sys.path.insert(0, str(path))
 
-from analysis.consistency import tool_f1  # noqa: E402
-from analysis.decision_noise import pair_mean, per_level_confidence, scenario_agreements  # noqa: E402
-from bankbench.capacity.plan import NoiseModel, draw_level, draw_scenarios  # noqa: E402
-from bankbench.capacity.search import bracket, judge, levels_judgeable, next_level  # noqa: E402
+from analysis.synthetic import record, write_job, write_sweep_manifest, write_trial  # noqa: E402
+from bankbench.capacity import plan  # noqa: E402
+from bankbench.capacity.noise_models import FAMILY, by_name  # noqa: E402
+from bankbench.capacity.run import Evaluation  # noqa: E402
+from bankbench.capacity.search import levels_judgeable  # noqa: E402
+from bankbench.capacity.sequential import look_confidence  # noqa: E402
+from bankbench.capacity.sim_search import CEILING, SimulatedSource, simulate_search  # noqa: E402
 from contracts.capacity import CapacitySearch, CapacityStep  # noqa: E402
+from contracts.sweep import level_dir  # noqa: E402
 
-CEILING = 10**6  # no task-count cap in the simulation
-
-
-def simulate(search: CapacitySearch, rng: random.Random, n_scenarios: int, divergence: float,
-             extra: float, from_level: int, confidence: float) -> tuple[int | None, int]:
-    """One search: (capacity, levels run)."""
-    scenarios = draw_scenarios(rng, n_scenarios, divergence)
-    reference: dict | None = None
-    baselines: dict[str, float] = {}
-    steps: list[CapacityStep] = []
-    while (found := next_level(steps, search, CEILING))[0] is not None:
-        level, phase = found
-        calls = draw_level(rng, scenarios, search.repeats,
-                           extra if level >= from_level else 0.0)
-        is_reference = reference is None
-        if is_reference:
-            reference = calls
-            baselines = {sid: pair_mean(runs, None, tool_f1) for sid, runs in calls.items()}
-        agreements = scenario_agreements(calls, reference, tool_f1, baselines)
-        checks, figures = judge(search, {"lost_rate": 0.0}, agreements, is_reference,
-                                confidence)
-        steps.append(CapacityStep.model_construct(
-            level=level, phase=phase, passed=all(c.passed for c in checks), reused=False,
-            checks=checks, decisions=figures, seconds=0.0, at=None))
-    return bracket(steps)[0], len(steps)
+T0 = 1_767_225_600.0  # 2026-01-01 UTC: simulated time 0
+SECONDS = 30.0  # one unit of simulated trial time
+PASS_GAP_S = 3600.0
 
 
-def run(search: CapacitySearch, searches: int, n_scenarios: int, floor: float, drop: float,
-        from_level: int, seed: int) -> tuple[float, float]:
-    """(share of searches whose capacity is below from_level, mean levels run)."""
-    model = NoiseModel(floor)
-    p, q = model.divergence, model.extra_for_drop(drop)
-    confidence = per_level_confidence(search.alpha, levels_judgeable(search, CEILING))
-    rng = random.Random(seed)
-    below = levels = 0
-    for _ in range(searches):
-        capacity, n = simulate(search, rng, n_scenarios, p, q, from_level, confidence)
-        below += capacity is None or capacity < from_level
-        levels += n
-    return below / searches, levels / searches
+class JobDirSource(SimulatedSource):
+    """The simulated runs written as Harbor job directories (one trial folder per run, its
+    calls in the verifier's record, its times in result.json, lost trials as the agent
+    reports them) and judged by the product's reader."""
+
+    def __init__(self, *args, root: Path, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.root = root
+        self.passes: dict[int, int] = {}
+        write_sweep_manifest(root, [1])
+
+    def ensure(self, level: int, repeats: int) -> None:
+        before = len(self.trials.get(level, []))
+        super().ensure(level, repeats)
+        job = level_dir(self.root, level)
+        if not (job / "config.json").exists():
+            write_job(job, level)
+        # each pass its own run, an hour after the one before (as the level runner records
+        # them), so no pass's drain and the next one's warm-up are measured
+        passes = self.passes[level] = self.passes.get(level, -1) + 1
+        for trial in self.trials[level][before:]:
+            self._write(job, level, trial, passes * PASS_GAP_S)
+
+    def _write(self, job: Path, level: int, trial, offset: float) -> None:
+        from datetime import UTC, datetime
+
+        sid = f"s{trial.scenario:03d}"
+        name = f"{sid}__r{trial.repeat}"
+        at = T0 + offset + trial.start * SECONDS
+        start = datetime.fromtimestamp(at, UTC)
+        length = (trial.end - trial.start) * SECONDS
+        status = {None: "ok", "server": "infra_error", "harness": "harness_error"}[trial.lost]
+        rewards = {"tsq": 1.0}
+        done = write_trial(job, name, scenario_id=sid, started_at=start,
+                           phase_s=(0.0, 0.0, length, 0.0), rewards=rewards,
+                           records=[record(trial_name=name, scenario_id=sid,
+                                           ttft_ms=self.latency[level], e2e_ms=1000.0,
+                                           start_unix_ns=int(at * 1e9) + 1)],
+                           agent_status={"status": status, "reason": trial.lost,
+                                         "attempts": 1})
+        calls = [{"seq": i, "attempt": 1, "tool": tool, "arguments": {}, "valid": True,
+                  "ts": 0.0} for i, tool in enumerate(trial.trajectory or (), start=1)]
+        (done / "verifier" / "intents.jsonl").write_text(
+            "".join(json.dumps(c) + "\n" for c in calls))
+
+    def judge(self, level: int, phase: str, confidence: tuple[float, float]) -> CapacityStep:
+        evaluation = Evaluation(self.root, self.search, None, self.reference_level)
+        return evaluation.step(self.search, level, phase, confidence,
+                               f"c{self.reference_level}", False, 0.0)
+
+
+def through_job_dirs(search: CapacitySearch, n_scenarios: int, root: Path, seed: int
+                     ) -> str:
+    """One search of the realistic model with a degradation of twice the margin (levels up
+    to 32: every trial is a folder on disk, read back at every look), judged from job
+    directories and in memory on the same draws: the two must take the same steps."""
+    model = by_name("h")
+    search = search.model_copy(update={"max_level": min(search.max_level, 32)})
+    drop = 2 * search.max_divergence
+    on_disk = simulate_search(search, model, n_scenarios, random.Random(seed), drop=drop,
+                              from_level=plan.DETECT_FROM, source_type=JobDirSource,
+                              root=root)
+    in_memory = simulate_search(search, model, n_scenarios, random.Random(seed), drop=drop,
+                                from_level=plan.DETECT_FROM)
+
+    def steps(out):
+        return [(s.level, s.verdict, s.repeats) for s in out.record.steps]
+
+    same = steps(on_disk) == steps(in_memory)
+    trials = sum(1 for _ in root.glob("c*/*/result.json"))
+    return (f"job directories: one search of {model.name} (drop {drop:g} from "
+            f"c{plan.DETECT_FROM}, levels 1..{search.max_level}) written to disk "
+            f"({trials} trials) and judged by the product's reader: capacity "
+            f"{on_disk.capacity}, steps {'identical to' if same else 'DIFFERENT FROM'} the "
+            f"in-memory search ({steps(on_disk)})")
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--searches", type=int, default=1000)
-    ap.add_argument("--scenarios", type=int, default=50)
-    ap.add_argument("--repeats", type=int, default=3)
-    ap.add_argument("--floor", type=float, default=0.95)
-    ap.add_argument("--drop", type=float, default=0.10, help="degradation (detection run)")
-    ap.add_argument("--from-level", type=int, default=16, help="degraded from this level")
+    ap.add_argument("--searches", type=int, default=500, help="per model and condition")
+    ap.add_argument("--scenarios", type=int, default=100)
+    ap.add_argument("--repeats", type=int, default=2)
+    ap.add_argument("--max-looks", type=int, default=3)
     ap.add_argument("--max-level", type=int, default=64)
-    ap.add_argument("--max-drop", type=float, default=None, help="margin (default: search's)")
+    ap.add_argument("--models", help="comma list of names (default: the family)")
+    ap.add_argument("--held-out", action="store_true",
+                    help="the held-out models (benchmarks/capacity_heldout_models.py) instead")
+    ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--seed", type=int, default=7)
+    ap.add_argument("--job-dirs", metavar="DIR",
+                    help="keep the job directories of the on-disk search here")
     args = ap.parse_args()
 
-    options = {"repeats": args.repeats, "max_level": args.max_level}
-    if args.max_drop is not None:
-        options["max_drop"] = args.max_drop
-    search = CapacitySearch(**options)
+    from capacity_heldout_models import HELD_OUT
+
+    pool = HELD_OUT if args.held_out else FAMILY
+    models = tuple(by_name(n, pool) for n in args.models.split(",")) if args.models else pool
+    search = CapacitySearch(repeats=args.repeats, max_looks=args.max_looks,
+                            max_level=args.max_level)
+    where = ("held-out models benchmarks/capacity_heldout_models.py" if args.held_out
+             else "family bankbench/capacity/noise_models.py")
     k = levels_judgeable(search, CEILING)
-    print(f"design: {args.scenarios} scenarios x {args.repeats} repeats, --max-drop "
-          f"{search.max_drop:g}, alpha {search.alpha:g} over K={k} judgeable levels "
-          f"(per level {per_level_confidence(search.alpha, k):.4f}); noise model "
-          f"bankbench/capacity/plan.py; {args.searches} searches each", flush=True)
+    passing, stopping = look_confidence(search.alpha, k, search.max_looks)
+    print(f"design: {args.scenarios} scenarios x {args.repeats} repeats per level (doubled "
+          f"when inconclusive, up to {args.max_looks} looks), reference "
+          f"c{search.reference_level}, --max-divergence {search.max_divergence:g}, alpha "
+          f"{search.alpha:g}: a look passes at confidence {passing:.5f} (K={k} levels x "
+          f"{args.max_looks} looks), shows degraded at {stopping:.4f}; levels 1..{args.max_level};"
+          f" {args.searches} searches per model and condition; {where}", flush=True)
     t0 = time.perf_counter_ns()
-    false_stop, levels_null = run(search, args.searches, args.scenarios, args.floor, 0.0,
-                                  args.max_level, args.seed)
-    detection, levels_drop = run(search, args.searches, args.scenarios, args.floor,
-                                 args.drop, args.from_level, args.seed + 1)
+    rates = plan.family_rates(search, args.scenarios, args.searches, models=models,
+                              seed=args.seed, workers=args.workers)
     wall = (time.perf_counter_ns() - t0) / 1e9
-    print(f"false stop rate {false_stop:.3f} (floor {args.floor:g}, no degradation, "
-          f"levels 1..{args.max_level})")
-    print(f"detection rate {detection:.2f} ({args.drop * 100:g}-point drop from level "
-          f"{args.from_level})")
-    print(f"levels run per search: {levels_null:.1f} (no degradation), {levels_drop:.1f} "
-          f"(drop); wall {wall:.0f} s")
+    margin, double = f"{search.max_divergence:g}", f"{2 * search.max_divergence:g}"
+    stops = [(m.false_stop, m.model) for m in rates if m.false_stop is not None]
+    found = {d: [(m.detection_by_drop[d], m.model) for m in rates if d in m.detection_by_drop]
+             for d in (margin, double)}
+    cliffs = [(m.cliff_found, m.model) for m in rates if m.cliff_found is not None]
+    worst = [f"false stop {max(stops)[0]:.3f} ({max(stops)[1]})" if stops else ""]
+    worst += [f"detection {min(v)[0]:.3f} at drop {d} ({min(v)[1]})"
+              for d, v in found.items() if v]
+    worst += [f"cliff found {min(cliffs)[0]:.3f} ({min(cliffs)[1]})"] if cliffs else []
+    print("worst case: " + ", ".join(w for w in worst if w))
+    for m in rates:
+        print(plan.model_line(m, search.max_divergence))
+        if double in m.detection_by_drop:
+            print(f"model {m.model}: detection rate {m.detection_by_drop[double]:.3f} (drop "
+                  f"{2 * search.max_divergence:.2f} from level {plan.DETECT_FROM})")
+    for m in rates:
+        print(f"  {m.model}: trials per search {m.trials:.0f} (nothing degraded), searches "
+              f"reporting an inconclusive level {m.inconclusive:.3f}")
+    root = Path(args.job_dirs) if args.job_dirs else Path(tempfile.mkdtemp(prefix="capnoise-"))
+    try:
+        print(through_job_dirs(search, args.scenarios, root / "sweep", args.seed))
+    finally:
+        if not args.job_dirs:
+            shutil.rmtree(root, ignore_errors=True)
+    print(f"wall {wall:.0f} s for the simulated searches ({args.workers} workers)")
     return 0
 
 

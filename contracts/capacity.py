@@ -10,7 +10,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Literal
 
-from pydantic import BaseModel, Field, field_validator
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, field_validator
 
 CAPACITY_FILE = "capacity.json"
 CAPACITY_PLOT = "capacity.png"
@@ -50,29 +50,51 @@ def slo_column(name: str) -> str:
 
 
 DEFAULT_LOST_RATE = 0.05
+DEFAULT_REFERENCE_LEVEL = 2  # the lowest batched level: it carries the deployment's own noise
+STATISTIC = ("divergence of decision distributions: per scenario (A(level, level) + "
+             "A(reference, reference))/2 - A(level, reference), A the mean agreement of two "
+             "runs' tool calls; mean over scenarios, one-sided t bound")
+
+Verdict = Literal["pass", "fail", "inconclusive"]
 
 
 class CapacitySearch(BaseModel):
     """The question a capacity search answers: the highest concurrency at which these hold."""
 
+    model_config = ConfigDict(populate_by_name=True)
+
     slos: dict[str, float] = Field(
         default_factory=dict,
         description="Bounds per level, e.g. ttft_p90_ms=500, itl_p90_ms=50, error_rate=0.01 "
         f"(names in docs/capacity.md); lost_rate={DEFAULT_LOST_RATE:g} unless given.")
-    max_drop: float = Field(
-        0.10, gt=0, le=1,
-        description="Decisions pass while the drop of agreement with the reference below the "
-        "reference's agreement with itself is shown (one-sided bound) to be under this: 0.10 "
-        "= ten points of tool-name F1, about one scenario in five choosing one other tool.")
+    max_divergence: float = Field(
+        0.10, gt=0, le=1, validation_alias=AliasChoices("max_divergence", "max_drop"),
+        description="Decisions are intact while the divergence of a level's decisions from "
+        "the reference's (kernel two-sample distance of the two distributions, in points of "
+        "tool-name F1) is shown, by its one-sided bound, to be under this: 0.10 = one "
+        "scenario in ten switching to a wholly other trajectory, or one in five to one that "
+        "shares half its tools.")
     alpha: float = Field(
         0.05, gt=0, lt=1,
-        description="Chance, across all levels a search can judge (Bonferroni), that a level "
-        "whose true drop is at least --max-drop passes anyway.")
+        description="Chance, across every level a search can judge and every look at each "
+        "(Bonferroni), that a level whose true divergence is at least --max-divergence "
+        "passes anyway.")
     repeats: int = Field(
-        2, ge=2, description="Runs of every scenario per level (Harbor attempts; at least 2: "
-        "the same-level agreement is the noise floor).")
+        2, ge=2, description="Runs of every scenario per level at its first look (Harbor "
+        "attempts; at least 2: the level's agreement with itself enters the statistic).")
+    max_looks: int = Field(
+        3, ge=1, le=6, description="An inconclusive level is run again with its repeats "
+        "doubled (the reference's with it), up to this many looks at it in all; still "
+        "inconclusive then, it is reported so and the climb goes on.")
     agreement_metric: Literal["tool_f1", "arg_agreement"] = Field(
-        "tool_f1", description="Consistency metric judged (analysis/consistency.py).")
+        "tool_f1", description="Agreement of two runs (analysis/consistency.py); two runs "
+        "that called no tool agree.")
+    min_achieved_share: float | None = Field(
+        None, gt=0, le=1, description="A level is certified only when its slots were at least "
+        "this busy over its measured window (achieved / configured trial concurrency, warm-up "
+        "and drain left out); below it the level is not certified and, like an inconclusive "
+        "one, neither passes nor stops the climb (default: the runner's bound, "
+        "analysis/windows.py · MIN_ACHIEVED_SHARE).")
     min_tsq: float | None = Field(
         None, ge=0, le=1, description="Also require each level's mean TSQ at least this "
         "(an absolute quality floor, as MLPerf's accuracy rule; needs expected-tool labels).")
@@ -81,9 +103,20 @@ class CapacitySearch(BaseModel):
     max_minutes: float | None = Field(
         None, gt=0, description="No new level starts after this many minutes of the search.")
     gpus: int | None = Field(None, ge=1, description="GPUs serving: also say N per GPU.")
+    reference_level: int = Field(
+        DEFAULT_REFERENCE_LEVEL, ge=1, description="The level every level's decisions are "
+        "compared with (run first): the lowest batched level, so the reference carries the "
+        "deployment's batch noise (a batch of one can be nearly deterministic on a GPU).")
     reference: str | None = Field(
-        None, description="Sweep or job dir whose lowest level is the consistency reference "
-        "(default: the lowest level of this search).")
+        None, description="Instead, a sweep or job dir whose --reference-level (else lowest "
+        "level) is the reference: a run on another server, precision or router.")
+    control: Literal["none", "deterministic"] = Field(
+        "none", description="deterministic: also run every judged level (and the reference) "
+        "on a batch-invariant server and split each level's divergence into numerics and "
+        "the rest (scheduling, time-outs, truncation).")
+    control_base_url: str | None = Field(
+        None, description="The batch-invariant server for --control deterministic when the "
+        "search does not start it (--base-url searches).")
 
     @field_validator("slos")
     @classmethod
@@ -97,12 +130,16 @@ class Check(BaseModel):
     """One bound judged at one level."""
 
     name: str
-    value: float | None = Field(description="Measured (None: nothing to measure).")
+    value: float | None = Field(description="Measured (None: nothing to measure); for the "
+                                "decision check the divergence's point estimate.")
+    bound: float | None = Field(
+        None, description="Decision check: the divergence's one-sided upper bound at the "
+        "look's confidence (what is compared with the limit).")
     limit: float
     passed: bool
     confident: bool = Field(
-        True, description="A failure shown beyond noise (for the decision check: the drop's "
-        "lower confidence bound is at the margin or above; SLO bounds: always).")
+        True, description="A failure shown beyond noise (for the decision check: the "
+        "divergence's lower bound is at the margin or above; SLO bounds: always).")
     note: str = ""
 
 
@@ -112,18 +149,54 @@ class Interval(BaseModel):
     high: float | None
 
 
+class Look(BaseModel):
+    """One judgement of a level's decisions, at the repeats it had then."""
+
+    repeats: int = Field(description="Repeats per scenario at the level (most scenarios).")
+    reference_repeats: int
+    scenarios: int
+    divergence: float | None
+    upper: float | None
+    lower: float | None
+    confidence: float
+    outcome: Literal["intact", "degraded", "inconclusive", "undecidable"]
+
+
 class DecisionFigures(BaseModel):
-    """A level's decisions against their own noise (analysis/decision_noise.py)."""
+    """A level's decisions against the reference's (analysis/decision_noise.py), last look."""
 
     metric: str
-    scenarios: int = Field(description="Scenarios compared (≥ 2 usable repeats each side).")
-    floor: Interval = Field(description="Agreement between this level's repeats, 95%.")
-    baseline: Interval = Field(description="The reference's agreement with itself, 95%.")
-    agreement: Interval = Field(description="Agreement with the reference's repeats, 95%.")
-    drop: Interval = Field(description="baseline - agreement, 95%.")
-    drop_upper: float | None = Field(description="One-sided bound at `confidence`.")
-    drop_lower: float | None = Field(description="One-sided lower bound at `confidence`.")
-    confidence: float = Field(description="Per level: 1 - alpha/levels_judgeable.")
+    reference: str = Field("", description="The reference: a level (c2), a level of another "
+                           "run (<dir>/c2), or a control arm.")
+    scenarios: int = Field(description="Scenarios with an estimate (a pair of repeats apart at "
+                           "the level, ≥ 2 repeats at the reference).")
+    own: Interval = Field(description="Agreement between this level's repeats (the floor), "
+                          "95%.")
+    reference_own: Interval = Field(description="The reference's agreement with itself, 95%.")
+    across: Interval = Field(description="Agreement with the reference's repeats, 95%.")
+    divergence: Interval = Field(description="The judged statistic (per scenario (own + "
+                                 "reference_own)/2 - across), 95%.")
+    drop: Interval = Field(description="reference_own - across, shown for comparison: it "
+                           "also grows when only the amount of noise grows.")
+    upper: float | None = Field(description="Divergence, one-sided upper bound at "
+                                "`confidence`.")
+    lower: float | None = Field(description="Divergence, one-sided lower bound at "
+                                "`confidence`.")
+    confidence: float = Field(description="Per look: 1 - alpha/(levels judgeable x looks).")
+
+
+class ControlSplit(BaseModel):
+    """--control deterministic: one level's divergence split by a batch-invariant arm run at
+    the same level, paired per scenario."""
+
+    total: Interval = Field(description="Divergence of the production run from its "
+                            "reference, 95%.")
+    scheduling: Interval = Field(
+        description="Divergence of the batch-invariant run from the batch-invariant reference: "
+        "what load changes without numerics (scheduling, time-outs, truncation), 95%.")
+    numerics: Interval = Field(
+        description="total - scheduling per scenario, 95%: what batch-dependent numerics add.")
+    scenarios: int
 
 
 class Design(BaseModel):
@@ -131,42 +204,77 @@ class Design(BaseModel):
 
     scenarios: int
     repeats: int
+    max_looks: int
     levels_judgeable: int = Field(description="The most levels the search can judge (K).")
-    confidence: float = Field(description="Per level: 1 - alpha/K.")
-    floor: float | None = Field(description="Agreement between repeats assumed or measured.")
+    confidence: float = Field(description="Per look: 1 - alpha/(K x max_looks).")
     best_bound: float = Field(
-        description="The drop's upper bound when every scenario agrees: below --max-drop, "
-        "or no level can ever pass.")
-    power: float | None = Field(
-        description="Chance a level with no real drop passes, at this floor (simulated).")
-    search_power: float | None = Field(
-        None, description="About power^(levels a search runs to the top, reference aside): "
-        "the chance a search with no real change anywhere stops at no level.")
-    detectable_drop: float | None = Field(
-        description="Smallest drop a level fails with probability ≥ 0.8 (simulated).")
+        description="The divergence's upper bound when every scenario agrees: below "
+        "--max-divergence, or no level can ever pass.")
+    models: list[ModelRates] = Field(
+        default_factory=list, description="Simulated error rates of this design over the "
+        "noise-model family (bankbench/capacity/noise_models.py).")
+
+
+class ModelRates(BaseModel):
+    """One noise model's simulated rates at a design (bankbench/capacity/plan.py)."""
+
+    model: str
+    searches: int = Field(description="Simulated searches per condition.")
+    false_stop: float | None = Field(
+        None, description="Share of searches with nothing degraded that ended below the top.")
+    detection_by_drop: dict[str, float] = Field(
+        default_factory=dict, description="Per true drop (a share of scenarios switched to a "
+        "wrong trajectory from a known level): share of searches whose capacity lies within "
+        "one doubling below that level.")
+    cliff_found: float | None = Field(
+        None, description="Latency-cliff models: share of searches whose capacity lies "
+        "within one doubling below the cliff.")
+    inconclusive: float = Field(0.0, description="Share of searches with nothing degraded "
+                                "that report an inconclusive level.")
+    trials: float = Field(0.0, description="Trials per search with nothing degraded.")
 
 
 class CapacityStep(BaseModel):
     level: int
     phase: Literal["bracket", "bisect"]
+    verdict: Verdict = Field(
+        "pass", description="pass: every check holds; fail: an SLO is broken or decisions "
+        "shown degraded (stops the climb); inconclusive: decisions neither shown intact nor "
+        "degraded after --max-looks looks, or the level did not hold its configured "
+        "concurrency (achieved_share): neither certified nor stopping the climb.")
     passed: bool
     reused: bool = Field(description="The level's job was already complete (not run again).")
     checks: list[Check]
     decisions: DecisionFigures | None = None
+    looks: list[Look] = Field(default_factory=list, description="Each judgement of the "
+                              "decisions, as repeats were added.")
+    repeats: int | None = Field(None, description="Repeats per scenario at the last look.")
+    achieved_concurrency: float | None = Field(
+        None, description="Trials running on average over the level's measured window.")
+    control: ControlSplit | None = None
     seconds: float = Field(description="Wall time of this step (0 when reused).")
     at: datetime
 
 
 class CapacityRecord(BaseModel):
     search: CapacitySearch
+    statistic: str = STATISTIC
+    reference: str | None = Field(None, description="What decisions were compared with: "
+                                  "c<level> of this search, or <dir>/c<level>.")
     steps: list[CapacityStep] = Field(default_factory=list)
     capacity: int | None = Field(
         None, description="Highest passing level below the lowest failing one; None: none "
         "passed (or the search has not ended).")
+    achieved_concurrency: float | None = Field(
+        None, description="Achieved concurrency at the capacity level.")
     lowest_failing: int | None = None
+    inconclusive: list[int] = Field(
+        default_factory=list, description="Levels neither certified nor failed: decisions "
+        "still within noise after --max-looks looks, or achieved concurrency under the bound "
+        "(each step's checks say which).")
     boundary_high: int | None = Field(
-        None, description="Lowest level that failed beyond noise: the capacity lies in "
-        "[capacity, boundary_high); None: no failure was shown beyond noise.")
+        None, description="Lowest level above the capacity that failed beyond noise: the "
+        "capacity lies in [capacity, boundary_high); None: none did.")
     limiting: list[str] = Field(
         default_factory=list, description="The checks that failed at lowest_failing.")
     cliffs: list[str] = Field(
@@ -178,4 +286,7 @@ class CapacityRecord(BaseModel):
     finished: bool = False
     stopped_because: str | None = Field(
         None, description="Why the search ended: bracketed | max_level | max_minutes | "
-        "no passing level.")
+        "inconclusive (the capacity's upper neighbour stayed inconclusive) | no passing level.")
+
+
+Design.model_rebuild()

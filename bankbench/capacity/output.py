@@ -8,25 +8,28 @@ from pathlib import Path
 import pandas as pd
 
 from bankbench.capacity import plan
+from bankbench.capacity.checks import ACHIEVED_CHECK
 from contracts.capacity import CAPACITY_PLOT, CapacityRecord
 
 
 def level_table(record: CapacityRecord) -> pd.DataFrame:
-    """One row per searched level (in level order): phase, verdict, each measured value, and
-    the decision figures (floor, agreement with the reference, drop and its bound)."""
+    """One row per searched level (in level order): phase, verdict, repeats, each measured
+    value, and the decision figures (the level's own agreement, agreement with the
+    reference, the divergence judged and its upper bound, the drop shown beside it)."""
     rows = []
     for step in sorted(record.steps, key=lambda s: s.level):
         row: dict[str, object] = {"level": step.level, "phase": step.phase,
-                                  "passed": step.passed, "reused": step.reused,
-                                  "seconds": round(step.seconds, 1)}
+                                  "verdict": step.verdict, "repeats": step.repeats,
+                                  "achieved": step.achieved_concurrency,
+                                  "reused": step.reused, "seconds": round(step.seconds, 1)}
         for check in step.checks:
-            if not check.name.endswith("_drop"):
+            if not check.name.endswith("_divergence"):
                 row[check.name] = check.value
         d = step.decisions
         if d is not None:
-            row.update({"scenarios": d.scenarios, "floor": d.floor.mean,
-                        "agreement": d.agreement.mean, "drop": d.drop.mean,
-                        "drop_bound": d.drop_upper})
+            row.update({"scenarios": d.scenarios, "floor": d.own.mean,
+                        "agreement": d.across.mean, "divergence": d.divergence.mean,
+                        "divergence_bound": d.upper, "drop": d.drop.mean})
         rows.append(row)
     return pd.DataFrame(rows)
 
@@ -35,11 +38,10 @@ def render_table(table: pd.DataFrame) -> str:
     """The level table for a terminal: numbers to three significant digits."""
     shown = table.copy()
     for column in shown.columns:
-        if shown[column].dtype.kind in "fO" and column not in ("seconds", "phase", "passed",
+        if shown[column].dtype.kind in "fO" and column not in ("seconds", "phase", "verdict",
                                                                  "reused"):
             shown[column] = shown[column].map(
                 lambda v: "n/a" if v is None or pd.isna(v) else f"{v:.3g}")
-    shown["passed"] = shown["passed"].map({True: "pass", False: "FAIL"})
     return shown.to_string(index=False)
 
 
@@ -47,54 +49,97 @@ def _design_words(record: CapacityRecord) -> str:
     design = record.design
     if design is None:
         return ""
-    words = (f"; design {design.scenarios} scenarios x {design.repeats} repeats, "
-             f"best bound {design.best_bound:.2f}")
-    if design.power is not None:
-        words += (f", power {design.power:.2f} at floor {design.floor:.2f}, detects drops "
-                  f"≥ {design.detectable_drop:.2f}")
-    return words
+    return (f"; design {design.scenarios} scenarios x {design.repeats} repeats (doubled up "
+            f"to {design.max_looks} looks), best bound {design.best_bound:.2f}")
+
+
+def _repeats_words(record: CapacityRecord) -> str:
+    by_level = {s.level: s.repeats for s in record.steps if s.repeats is not None}
+    if not by_level:
+        return ""
+    return "; repeats per level " + " ".join(f"c{lv}:{n}" for lv, n in sorted(by_level.items()))
+
+
+def _inconclusive_words(record: CapacityRecord) -> str:
+    """Each level neither certified nor failed, with its repeats and why: decisions neither
+    shown intact nor degraded, or its load not held (the runner's reason)."""
+    if not record.inconclusive:
+        return ""
+    steps = {s.level: s for s in record.steps}
+    shown = []
+    for level in record.inconclusive:
+        step = steps[level]
+        why = [c.note or "achieved concurrency under the bound" if c.name == ACHIEVED_CHECK
+               else "decisions neither shown intact nor degraded"
+               for c in step.checks if not c.passed]
+        shown.append(f"c{level} ({step.repeats} repeats: {'; '.join(why)})")
+    return "; inconclusive (not certified, not failed): " + ", ".join(shown)
+
+
+def _control_words(record: CapacityRecord) -> str:
+    """The control arm's split at the capacity and at the first level above it that did not
+    pass."""
+    shown = []
+    unpassed = min((s.level for s in record.steps if s.verdict != "pass"
+                    and (record.capacity is None or s.level > record.capacity)), default=None)
+    for step in sorted(record.steps, key=lambda s: s.level):
+        if step.control is None or step.level not in (record.capacity, unpassed):
+            continue
+        c = step.control
+
+        def fmt(interval) -> str:
+            return "n/a" if interval.mean is None else f"{interval.mean:.3f}"
+
+        shown.append(f"c{step.level} divergence {fmt(c.total)} = numerics {fmt(c.numerics)} "
+                     f"+ scheduling, time-outs and truncation {fmt(c.scheduling)}")
+    return "; control arm (batch-invariant): " + ", ".join(shown) if shown else ""
 
 
 def headline(record: CapacityRecord) -> str:
-    """`N concurrent agents within SLO … with decisions intact (…); capacity in [N, M),
-    limited by …; design …`, per GPU when known; says so when the design cannot support the
-    claim."""
+    """`N concurrent agents (achieved A) within SLO … with decisions intact (…); capacity in
+    [N, M), limited by …; inconclusive …; repeats per level …; design …`, per GPU when known;
+    says so first when the design cannot support the claim."""
     search = record.search
     bounds = ", ".join(f"{k}≤{v:g}" for k, v in search.slos.items()) or "no latency bound"
-    floor = next((s.decisions.baseline.mean for s in record.steps
-                  if s.decisions and s.decisions.baseline.mean is not None), None)
-    intact = (f"{search.agreement_metric} drop below the reference's own agreement "
-              f"< {search.max_drop:g} vs {search.reference or 'the lowest level'}"
-              + (f", floor {floor:.2f}" if floor is not None else ""))
+    reference = f"reference {record.reference}" if record.reference else "the reference"
+    intact = (f"{search.agreement_metric} divergence of decision distributions from "
+              f"{reference} < {search.max_divergence:g}, by its upper bound")
     why = {"max_level": " (the highest level tried still passed: raise --max-level, or "
                         "--limit/--attempts if the task count capped it)",
            "max_minutes": " (--max-minutes stopped the search before the frontier was "
                           "bracketed: a lower bound)"}.get(record.stopped_because or "", "")
     tail = ""
-    if record.lowest_failing is not None:
+    unpassed = min((s.level for s in record.steps if s.verdict != "pass"
+                    and (record.capacity is None or s.level > record.capacity)), default=None)
+    if unpassed is not None:
         high = (f"c{record.boundary_high}" if record.boundary_high is not None
                 else "untested (no failure beyond noise)")
         tail += (f"; capacity in [{record.capacity or 0}, {high}), limited by "
-                 f"{', '.join(record.limiting) or 'n/a'} at c{record.lowest_failing}")
+                 f"{', '.join(record.limiting) or 'n/a'} at c{unpassed}")
+    tail += _inconclusive_words(record) + _control_words(record)
     if record.cliffs:
         tail += f"; cliff: {'; '.join(record.cliffs)}"
-    tail += _design_words(record)
+    tail += _repeats_words(record) + _design_words(record)
     if record.deterministic is not None:
         tail += ("; server batch-invariant" if record.deterministic else
-                 "; server not batch-invariant (numerical noise is in the floor)")
-    warning = plan.verdict(record.design, search.max_drop) if record.design else None
+                 "; server not batch-invariant (numerical noise is in the reference)")
+    warning = plan.verdict(record.design, search.max_divergence) if record.design else None
     lead = f"{warning.upper()[0]}{warning[1:]} — " if warning else ""
     if record.capacity is None:
-        if record.lowest_failing is None:
+        if record.lowest_failing is None and not record.inconclusive:
             return f"{lead}no level was judged{why or ''}: no capacity found"
+        first = min(s.level for s in record.steps)
         return (f"{lead}0 concurrent agents within SLO {bounds} with decisions intact "
-                f"({intact}): even c{record.lowest_failing} failed{tail}")
+                f"({intact}): even c{first} did not pass{tail}")
     gpus = ""
     if search.gpus:
         gpus = f" ({record.capacity / search.gpus:g} per GPU on {search.gpus} GPUs)"
     agents = "agent" if record.capacity == 1 else "agents"
-    return (f"{lead}{record.capacity} concurrent {agents} within SLO {bounds} with decisions "
-            f"intact ({intact}){gpus}{why}{tail}")
+    achieved = (f" (achieved {record.achieved_concurrency:.1f})"
+                if record.achieved_concurrency is not None else
+                " (achieved concurrency not measured)")
+    return (f"{lead}{record.capacity} concurrent {agents}{achieved} within SLO {bounds} with "
+            f"decisions intact ({intact}){gpus}{why}{tail}")
 
 
 def draw_frontier(sweep_dir: Path, record: CapacityRecord) -> Path | None:
@@ -104,7 +149,7 @@ def draw_frontier(sweep_dir: Path, record: CapacityRecord) -> Path | None:
     if table.empty:
         return None
     bounds = {k: v for k, v in record.search.slos.items() if k in table}
-    for name in [*bounds, "drop", "drop_bound", "floor", "agreement"]:
+    for name in [*bounds, "divergence", "divergence_bound", "floor", "agreement"]:
         table[name] = pd.to_numeric(table.get(name), errors="coerce")
-    return plots.capacity_frontier(table, bounds, record.search.max_drop,
+    return plots.capacity_frontier(table, bounds, record.search.max_divergence,
                                    record.capacity, sweep_dir / CAPACITY_PLOT)

@@ -23,7 +23,9 @@ def _slo(text: str) -> dict[str, float]:
 
 
 # What an option left unset means, said in --help (argparse shows no `None` default).
-_UNSET = {"min_tsq": "no floor", "max_minutes": "no limit", "gpus": "not said"}
+_UNSET = {"min_tsq": "no floor", "max_minutes": "no limit", "gpus": "not said",
+          "min_achieved_share": "the runner's bound", "reference": "none: a level of this search",
+          "control_base_url": "none"}
 
 
 def _field(name: str) -> dict:
@@ -51,15 +53,18 @@ def register(sub: argparse._SubParsersAction) -> None:
         description=(
             "Double the concurrency from --start until a level fails, then bisect, to find the "
             "highest level at which every --slo holds and the agent's decisions stay intact: "
-            "every scenario runs --repeats times per level, and a level passes when the drop "
-            "of its agreement with the reference (the lowest level, or --reference) below the "
-            "reference's agreement with itself is shown to be under --max-drop, with the "
-            "chance of passing a degraded level held to --alpha across all levels. Levels are "
-            "ordinary sweep levels (c<level>/ Harbor jobs): finished ones are reused and an "
-            "interrupted search resumes with --resume. Each step is recorded in "
-            "capacity.json; the search ends with one line (capacity, its boundary interval, "
-            "the limiting check, the design's power), the level table, capacity.png and the "
-            "sweep's report. --plan prints what a design can claim without running anything."
+            "every scenario runs --repeats times per level, and a level's decisions are intact "
+            "when the divergence of their distribution from the reference's (the lowest "
+            "batched level, --reference-level, or --reference) is shown to be under "
+            "--max-divergence, with the chance of passing a degraded level held to --alpha "
+            "across all levels and looks. A level that is neither shown intact nor degraded is "
+            "run again with its repeats doubled (up to --max-looks looks); only a failing "
+            "level stops the climb. Levels are ordinary sweep levels (c<level>/ Harbor jobs): "
+            "finished ones are reused and an interrupted search resumes with --resume. Each "
+            "step is recorded in capacity.json; the search ends with one line (capacity, "
+            "achieved concurrency, its boundary interval, the limiting check, inconclusive "
+            "levels, repeats per level), the level table, capacity.png and the sweep's "
+            "report. --plan prints what a design can claim without running anything."
         ),
         formatter_class=DefaultsHelpFormatter,
     )
@@ -73,31 +78,35 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "AIPerf's time_to_first_token | inter_token_latency | request_latency; "
                         "stat "
                         "mean | p50 | p90 | p95 | p99), error_rate, overload_rate or lost_rate")
-    search.add_argument("--max-drop", type=float, **_field("max_drop"))
+    search.add_argument("--max-divergence", "--max-drop", dest="max_divergence", type=float,
+                        **_field("max_divergence"))
     search.add_argument("--alpha", type=float, **_field("alpha"))
     repeats = _field("repeats")
     repeats["help"] += "; the same as Harbor attempts per task: --attempts only raises it"
     search.add_argument("--repeats", type=int, **repeats)
+    search.add_argument("--max-looks", type=int, **_field("max_looks"))
     search.add_argument("--min-tsq", type=float, **_field("min_tsq"))
+    search.add_argument("--min-achieved-share", type=float, **_field("min_achieved_share"))
     search.add_argument("--agreement-metric", choices=["tool_f1", "arg_agreement"],
                         **_field("agreement_metric"))
     search.add_argument("--start", type=int, **_field("start"))
     search.add_argument("--max-level", type=int, **_field("max_level"))
     search.add_argument("--max-minutes", type=float, **_field("max_minutes"))
     search.add_argument("--gpus", type=int, **_field("gpus"))
+    search.add_argument("--reference-level", type=int, **_field("reference_level"))
     search.add_argument("--reference", metavar="SWEEP_DIR", **_field("reference"))
+    search.add_argument("--control", choices=["none", "deterministic"], **_field("control"))
+    search.add_argument("--control-base-url", metavar="URL", **_field("control_base_url"))
     planning = p.add_argument_group("plan (no server, nothing run)")
     planning.add_argument("--plan", action="store_true",
-                          help="print the design's power and smallest detectable drop, then "
-                          "exit")
+                          help="print what the design can claim — its best bound, and its "
+                          "false stop and detection rates simulated over the family of noise "
+                          "models — then exit")
     planning.add_argument("--scenarios", type=int,
                           help="scenarios the search would run (default: --limit)")
-    planning.add_argument("--floor", type=float,
-                          help="agreement between repeats to assume (default: read from "
-                          "--pilot, else 0.95)")
-    planning.add_argument("--pilot", metavar="SWEEP_DIR",
-                          help="a run with ≥ 2 repeats whose lowest level's agreement with "
-                          "itself is the floor")
+    planning.add_argument("--plan-searches", type=int, default=50,
+                          help="simulated searches per noise model and condition (50: a rate "
+                          "of 0 reads as under 0.06 at 95 %%; docs/capacity.md gives 500)")
     add_run_options(p)
     _explain_attempts(p)
     p.add_argument("--out", default="jobs", help="parent folder of sweep directories")
@@ -149,11 +158,14 @@ def _run(args: argparse.Namespace) -> int:
             search = load_record(sweep_dir).search
         else:
             search = CapacitySearch(
-                slos=_merge_slos(args.slo), max_drop=args.max_drop, alpha=args.alpha,
-                repeats=args.repeats, min_tsq=args.min_tsq,
-                agreement_metric=args.agreement_metric, start=args.start,
-                max_level=args.max_level, max_minutes=args.max_minutes, gpus=args.gpus,
-                reference=str(Path(args.reference).resolve()) if args.reference else None)
+                slos=_merge_slos(args.slo), max_divergence=args.max_divergence,
+                alpha=args.alpha, repeats=args.repeats, max_looks=args.max_looks,
+                min_tsq=args.min_tsq, min_achieved_share=args.min_achieved_share,
+                agreement_metric=args.agreement_metric,
+                start=args.start, max_level=args.max_level, max_minutes=args.max_minutes,
+                gpus=args.gpus, reference_level=args.reference_level,
+                reference=str(Path(args.reference).resolve()) if args.reference else None,
+                control=args.control, control_base_url=args.control_base_url)
             if args.plan:  # no server, no sweep: the design alone
                 return _plan(args, search)
             args.levels = [search.start]  # the sweep config's first level; more are added
@@ -184,14 +196,11 @@ def _run(args: argparse.Namespace) -> int:
     return 0
 
 
-DEFAULT_PLAN_FLOOR = 0.95
-
-
 def _plan(args: argparse.Namespace, search) -> int:
-    """The design's figures for --scenarios/--limit, --repeats and the levels, at a floor
-    given, read from --pilot, or assumed."""
-    from analysis.consistency import consistency
-    from analysis.tables import AnalysisInputError
+    """The design's figures for --scenarios/--limit, --repeats, --max-looks and the levels,
+    with its error rates simulated over the family of noise models."""
+    import os
+
     from bankbench.capacity import plan
     from bankbench.capacity.search import levels_judgeable
 
@@ -199,30 +208,22 @@ def _plan(args: argparse.Namespace, search) -> int:
     if not n or n < 2:
         return _fail("--plan: say how many scenarios the search would run (--scenarios N or "
                      "--limit N, at least 2)", 2)
-    floor, where = args.floor, "given"
-    if floor is None and args.pilot:
-        try:
-            table, _ = consistency(Path(args.pilot))
-        except (AnalysisInputError, FileNotFoundError) as exc:
-            return _fail(f"--pilot {args.pilot}: {exc}", 2)
-        key = f"{search.agreement_metric}_baseline"
-        values = table.loc[table["level"] == table["level"].min(), key].dropna()
-        if values.empty:
-            return _fail(f"--pilot {args.pilot}: no scenario with 2 repeats that called tools "
-                         "at its lowest level", 2)
-        floor, where = float(values.iloc[0]), f"measured in {args.pilot}"
-    if floor is None:
-        floor, where = DEFAULT_PLAN_FLOOR, "assumed (give --floor or --pilot)"
-    if not 0 < floor <= 1:
-        return _fail(f"--floor {floor:g}: expected a share in (0, 1]", 2)
-    k = levels_judgeable(search, n * search.repeats)
-    design = plan.design(search, n, k, floor)
+    if args.plan_searches < 1:
+        return _fail("--plan-searches: at least 1", 2)
     top = min(search.max_level, n * search.repeats)
-    print(f"floor {floor:.3f} ({where}); levels {search.start}..{top}")
-    for line in plan.summary_lines(design, search.max_drop, search.alpha):
+    search = search.model_copy(update={"max_level": top})
+    k = levels_judgeable(search, top)
+    design = plan.design(search, n, k)
+    print(f"levels {search.start}..{top}, reference c{min(search.reference_level, top)}")
+    if design.best_bound < search.max_divergence:
+        print(f"simulating {args.plan_searches} searches per noise model and condition ...",
+              flush=True)
+        design = plan.design(search, n, k, plan.family_rates(
+            search, n, args.plan_searches, workers=max(1, min(4, os.cpu_count() or 1))))
+    for line in plan.summary_lines(design, search):
         print(line)
-    warning = plan.verdict(design, search.max_drop)
-    print(warning or "the design supports its claim")
+    warning = plan.verdict(design, search.max_divergence)
+    print(warning or "the design supports its claim over the family")
     return 0
 
 

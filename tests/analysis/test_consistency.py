@@ -1,19 +1,22 @@
 """Decision consistency on hand-made sweeps with known answers: repeats give each level its
-own floor and the reference its baseline, the drop is baseline minus agreement, lost trials are
-left out of agreement and charged to the server or the harness, a model that never calls a
-tool has nothing to compare, and tool names are compared as the verifier normalises them."""
+own floor and the reference its baseline, the divergence is their mean minus the agreement
+and the drop baseline minus agreement, repeats that ran side by side are not a floor, lost
+trials are left out of agreement and charged to the server or the harness, a model that never
+calls a tool has nothing to compare, the default reference is the lowest batched level, and
+tool names are compared as the verifier normalises them."""
 
 from __future__ import annotations
 
 import json
 import math
+from datetime import timedelta
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 from analysis.consistency import arg_agreement, consistency, tool_f1
-from analysis.synthetic import record, write_job, write_sweep_manifest, write_trial
+from analysis.synthetic import T0, record, write_job, write_sweep_manifest, write_trial
 from contracts.sweep import level_dir
 
 REWARDS = {"tsq": 1.0, "precision": 1.0, "recall": 1.0, "param_validity": 1.0,
@@ -25,9 +28,12 @@ FREEZE = ("freeze_card", {"card": "1"})
 
 def _trial(job: Path, name: str, calls: list[tuple[str, dict]], *, valid: bool = True,
            replies: list[str] = (), finish: list[str] = ("stop",),
-           exception_type: str | None = None, status: str = "ok") -> None:
+           exception_type: str | None = None, status: str = "ok",
+           hour: int | None = None) -> None:
     """`valid`: the verifier's re-check of the arguments; the bank's own flag in its log
-    says the opposite, so a reader that trusted it would be caught."""
+    says the opposite, so a reader that trusted it would be caught. A trial runs in the hour
+    its repeat letter says (a: 0, b: 1 ...), so repeats never overlap unless `hour` puts
+    them together."""
     scenario = name.split("__")[0]
     records = [record(trial_name=name, scenario_id=scenario, finish_reason=f, step=i)
                for i, f in enumerate(finish)]
@@ -39,7 +45,10 @@ def _trial(job: Path, name: str, calls: list[tuple[str, dict]], *, valid: bool =
     trial = write_trial(job, name, scenario_id=scenario, records=records,
                         rewards=None if exception_type else REWARDS,
                         agent_status={"status": status, "reason": None},
-                        exception_type=exception_type, tsq_details=verified)
+                        exception_type=exception_type, tsq_details=verified,
+                        started_at=T0 + timedelta(
+                            hours=ord(name.split("__")[1][0]) - ord("a") if hour is None
+                            else hour))
     (trial / "verifier" / "intents.jsonl").write_text(
         "".join(json.dumps(c) + "\n" for c in intents))
     steps = [{"step_id": i, "source": "agent", "message": m, "extra": {"attempt": 1}}
@@ -100,12 +109,15 @@ def test_floor_baseline_agreement_and_drop(tmp_path):
     assert c1["tool_f1_floor"] == c1["tool_f1"] == c1["tool_f1_baseline"]
     assert c1["tool_f1_drop"] == 0.0 and c1["tool_f1_drop_ci_low"] < 0 < c1[
         "tool_f1_drop_ci_high"]  # open at no difference
+    assert c1["tool_f1_divergence"] == 0.0
     # c8: 002 and 003 have one usable repeat each: no floor for them, agreement yes
     assert c8["tool_f1_floor"] == pytest.approx(1.0)  # 000 and 001 repeat themselves
     agreement = [1.0, 0.5, 1.0, (1 + 0.5) / 2]  # per scenario, over (c8 repeat, c1 repeat)
     assert c8["tool_f1"] == pytest.approx(np.mean(agreement))
     assert c8["tool_f1_drop"] == pytest.approx(np.mean(
         [1 - 1.0, 1 - 0.5, 1 - 1.0, 0.5 - 0.75]))
+    # (floor + baseline)/2 - agreement, for the scenarios with two usable repeats at c8
+    assert c8["tool_f1_divergence"] == pytest.approx(np.mean([1 - 1.0, 1 - 0.5]))
     assert c8["tool_f1_ci_low"] < c8["tool_f1"] < c8["tool_f1_ci_high"]
     assert c8["lost"] == pytest.approx(1 / 8) and c8["harness_lost"] == pytest.approx(1 / 8)
     assert c8["malformed"] == pytest.approx(0.5)  # the one trial with a trajectory
@@ -129,8 +141,26 @@ def test_an_agent_failure_is_a_decision_not_a_lost_trial(tmp_path):
         2: {"banking-000__c": _both([BAL], status="agent_error"),
             "banking-000__d": _both([XFER], status="agent_error")}})
     table, _ = consistency(sweep)
-    c2 = table[table["level"] == 2].iloc[0]
-    assert c2["lost"] == 0.0 and c2["tool_f1"] == pytest.approx(0.5)
+    c1, c2 = (table[table["level"] == lv].iloc[0] for lv in (1, 2))
+    assert set(table["reference"]) == {"c2"}  # the lowest batched level
+    assert c2["lost"] == 0.0 and c2["tool_f1_floor"] == 0.0  # BAL vs XFER, compared
+    assert c1["tool_f1"] == pytest.approx(0.5)
+
+
+def test_repeats_that_ran_side_by_side_are_no_floor(tmp_path):
+    """Two repeats in the same hour agree (they may have shared a batch): no floor from
+    them; the same two an hour apart give one."""
+    def level(hours: tuple[int, int]) -> dict:
+        return {f"banking-00{i}__{r}": _both([BAL], hour=h)
+                for i in range(3) for r, h in zip("ab", hours, strict=True)}
+
+    sweep = _sweep(tmp_path / "s", {2: level((0, 1)), 4: {
+        k.replace("__", "__x"): v for k, v in level((5, 5)).items()}})
+    table, _ = consistency(sweep)
+    c4 = table[table["level"] == 4].iloc[0]
+    assert np.isnan(c4["tool_f1_floor"]) and c4["tool_f1_n"] == 0
+    assert "side by side" in c4["tool_f1_note"]
+    assert table[table["level"] == 2].iloc[0]["tool_f1_floor"] == 1.0
 
 
 def test_reference_from_another_sweep(tmp_path):

@@ -53,3 +53,13 @@ def copy_tasks(built: Path, dest: Path, scenarios: list[str] | None = None) -> P
     for name in names:
         shutil.copytree(built / name, dest / name, symlinks=True)
     return dest
+
+
+def empty_tasks(root: Path, n: int) -> Path:
+    """`n` task folders banking-000 ... under root/tasks with an empty task.toml: enough for
+    code that plans from task names (sweep levels, shards) and never runs them."""
+    tasks = root / "tasks"
+    for i in range(n):
+        (tasks / f"banking-{i:03d}").mkdir(parents=True)
+        (tasks / f"banking-{i:03d}" / "task.toml").write_text("")
+    return tasks

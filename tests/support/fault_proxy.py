@@ -174,8 +174,8 @@ class FaultProxy:
         try:
             return await self._forward(request, body, fault,
                                        peak if self.schedule.judged else None)
-        finally:
-            self._open.remove(peak)
+        finally:  # by identity: another request's peak may be an equal list
+            self._open[:] = [p for p in self._open if p is not peak]
 
     def _rescript(self, request: web.Request, body: bytes) -> bytes:
         session = request.headers.get("x-dynamo-session-id")

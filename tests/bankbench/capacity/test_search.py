@@ -1,6 +1,8 @@
 """The search on recorded steps: doubling until a level fails, bisecting to adjacent levels,
-the caps, the checks a level is judged by (SLO names, decisions against their own noise), the
-boundary interval, the limiting check, cliffs and the headline."""
+inconclusive levels that climb on but bound the answer, the caps, the checks a level is judged
+by (SLO names, the divergence of its decisions, printed beside its bound), the boundary
+interval, the limiting check, cliffs and the headline (statistic, reference, achieved
+concurrency, repeats per level, inconclusive levels)."""
 
 from __future__ import annotations
 
@@ -10,18 +12,22 @@ from datetime import UTC, datetime
 import pandas as pd
 import pytest
 
-from analysis.decision_noise import ScenarioAgreement
+from analysis.decision_noise import ScenarioDivergence
+from bankbench.capacity.checks import (
+    achieved_check,
+    decision_check,
+    judge,
+    level_verdict,
+    slo_value,
+    within_noise,
+)
 from bankbench.capacity.output import headline
 from bankbench.capacity.search import (
-    boundary,
     bracket,
-    cliffs,
-    judge,
-    judge_decisions,
+    describe,
     levels_judgeable,
     limiting,
     next_level,
-    slo_value,
 )
 from contracts.capacity import (
     DEFAULT_LOST_RATE,
@@ -36,16 +42,21 @@ from contracts.capacity import (
 )
 
 
-def _step(level: int, passed: bool) -> CapacityStep:
-    return CapacityStep(level=level, phase="bracket", passed=passed, reused=False, checks=[],
-                        seconds=0, at=datetime.now(UTC))
+def _step(level: int, passed: bool, verdict: str | None = None) -> CapacityStep:
+    verdict = verdict or ("pass" if passed else "fail")
+    return CapacityStep(level=level, phase="bracket", verdict=verdict,
+                        passed=verdict == "pass", reused=False, checks=[], seconds=0,
+                        at=datetime.now(UTC))
 
 
-def _walk(frontier: int, search: CapacitySearch, ceiling: int = 1000) -> list[int]:
-    """The levels tried when every level up to `frontier` passes."""
+def _walk(frontier: int, search: CapacitySearch, ceiling: int = 1000,
+          unsure: set[int] = frozenset()) -> list[int]:
+    """The levels tried when every level up to `frontier` passes (those in `unsure` stay
+    inconclusive)."""
     steps: list[CapacityStep] = []
     while (level := next_level(steps, search, ceiling)[0]) is not None:
-        steps.append(_step(level, level <= frontier))
+        steps.append(_step(level, level <= frontier,
+                           "inconclusive" if level in unsure else None))
     return [s.level for s in steps]
 
 
@@ -72,6 +83,35 @@ def test_a_pass_above_a_failure_does_not_move_the_answer():
     assert bracket(steps) == (2, 4)
 
 
+def test_an_inconclusive_level_climbs_on_and_bounds_the_answer():
+    search = CapacitySearch(max_level=64)
+    # 16 stays inconclusive, nothing fails: the climb goes on to the top, then bisects
+    # below 16 (the capacity cannot rest on it)
+    walked = _walk(1000, search, unsure={16})
+    assert walked == [1, 2, 4, 8, 16, 32, 64]  # 32 and 64 pass: monotone, 16 was noise
+    walked = _walk(1000, search, unsure={16, 32, 64})
+    assert walked == [1, 2, 4, 8, 16, 32, 64, 12, 14, 15]
+    steps = [_step(lv, True, "inconclusive" if lv >= 16 else None) for lv in walked]
+    assert bracket(steps) == (15, None)
+    assert next_level(steps, search, 1000) == (None, "inconclusive")
+    # an inconclusive level between a pass and a failure bounds the bisection like a failure
+    assert _walk(40, search, unsure={32}) == [1, 2, 4, 8, 16, 32, 64, 24, 28, 30, 31]
+
+
+def test_no_sequence_of_outcomes_judges_more_levels_than_k():
+    import random
+
+    rng = random.Random(1)
+    for top in (8, 28, 64, 100):
+        search = CapacitySearch(max_level=top)
+        k = levels_judgeable(search, 10**6)
+        for _ in range(400):
+            steps: list[CapacityStep] = []
+            while (level := next_level(steps, search, 10**6)[0]) is not None:
+                steps.append(_step(level, True, rng.choice(["pass", "fail", "inconclusive"])))
+            assert len(steps) <= k
+
+
 def test_slo_names():
     assert slo_column("ttft_p90_ms") == "ttft_ms_p90"
     assert slo_column("inter_token_latency_p99_ms") == "tpot_ms_p99"  # AIPerf's name = TPOT
@@ -82,10 +122,14 @@ def test_slo_names():
         CapacitySearch(slos={"latency": 3})
 
 
-def _agreeing(n: int, drop_in: int = 0, floor: float = 1.0) -> list[ScenarioAgreement]:
-    """n scenarios at baseline `floor`; the first `drop_in` of them fully diverged."""
-    return [ScenarioAgreement(f"s{i}", 2, 2, floor, floor, 0.0 if i < drop_in else floor)
+def _agreeing(n: int, drop_in: int = 0, floor: float = 1.0) -> list[ScenarioDivergence]:
+    """n scenarios agreeing `floor` with themselves; the first `drop_in` of them switched
+    wholly (agreement with the reference 0)."""
+    return [ScenarioDivergence(f"s{i}", 2, 2, floor, floor, 0.0 if i < drop_in else floor)
             for i in range(n)]
+
+
+CONFIDENCE = (0.995, 0.98)
 
 
 def test_slo_values_and_the_decision_check():
@@ -97,16 +141,21 @@ def test_slo_values_and_the_decision_check():
     values = {n: slo_value(n, summary, requests, 0.25) for n in search.slos}
     assert values == {"ttft_p90_ms": 400.0, "error_rate": 1 / 49, "server_ttft_p50_ms": 60.0,
                       "lost_rate": 0.25}  # failed requests left out; lost_rate by default
-    checks = {c.name: c for c in judge(search, values, _agreeing(60), False, 0.995)[0]}
+    checks = {c.name: c for c in judge(search, values, _agreeing(60), False, CONFIDENCE)[0]}
     assert checks["ttft_p90_ms"].passed and not checks["error_rate"].passed
     assert not checks["lost_rate"].passed and checks["lost_rate"].limit == DEFAULT_LOST_RATE
-    assert checks["tool_f1_drop"].passed  # 60 scenarios, all agree: bound under 0.10
-    # one scenario in five diverging fully: a 20-point drop fails, but is not shown beyond
-    # a 10-point margin at this confidence; two in five are
-    within = judge_decisions(search, _agreeing(60, drop_in=12), False, 0.995)[0]
+    assert checks["tool_f1_divergence"].passed  # 60 scenarios, all agree: bound under 0.10
+    # one scenario in eight switched wholly: 0.125, not shown beyond a 0.10 margin (within
+    # noise: inconclusive); two in five are shown beyond it
+    within = decision_check(search, _agreeing(60, drop_in=7), False, *CONFIDENCE)[0]
     assert not within.passed and not within.confident and within.value > 0.1
-    beyond = judge_decisions(search, _agreeing(60, drop_in=24), False, 0.995)[0]
-    assert not beyond.passed and beyond.confident
+    assert level_verdict([within]) == "inconclusive"
+    beyond = decision_check(search, _agreeing(60, drop_in=24), False, *CONFIDENCE)[0]
+    assert not beyond.passed and beyond.confident and level_verdict([beyond]) == "fail"
+    # the check prints the estimate and the bound compared, each under its own name
+    line = describe([within])
+    assert line.startswith(f"tool_f1_divergence {within.value:.3g} (bound {within.bound:.3g})")
+    assert line.endswith("< 0.1 within noise")
 
 
 def test_overload_replies_are_server_errors_even_when_a_retry_succeeded():
@@ -120,30 +169,35 @@ def test_full_agreement_is_not_certainty_and_one_divergence_is_not_a_failure():
     search = CapacitySearch()
     # 14 scenarios all agreeing cannot certify a 10-point margin; the check says so as a
     # failure within noise, not beyond it
-    small, figures = judge_decisions(search, _agreeing(14), False, 0.995)
-    assert not small.passed and not small.confident and figures.drop_upper > 0.1
-    assert figures.agreement.low < 1.0  # the interval stays open at full agreement
-    # with 60, one diverging scenario does not fail the level
-    assert judge_decisions(search, _agreeing(60, drop_in=1), False, 0.995)[0].passed
+    small, verdict = decision_check(search, _agreeing(14), False, *CONFIDENCE)
+    assert not small.passed and not small.confident and verdict.upper > 0.1
+    assert verdict.across[1] < 1.0  # the interval stays open at full agreement
+    # with 60, one switched scenario does not fail the level
+    assert decision_check(search, _agreeing(60, drop_in=1), False, *CONFIDENCE)[0].passed
+
+
+def _silent(n: int) -> list[ScenarioDivergence]:
+    return [ScenarioDivergence(f"s{i}", 2, 2, 1.0, 1.0, 1.0, called=False) for i in range(n)]
 
 
 def test_no_tool_calls_is_not_consistency():
-    """A model that never calls a tool made no decision: the check fails and says so."""
+    """A model that never calls a tool made no decision: the check fails beyond noise and
+    says so, at the reference level too."""
     search = CapacitySearch()
-    empty = [ScenarioAgreement(f"s{i}", 2, 2, math.nan, math.nan, math.nan) for i in range(30)]
     for is_reference in (True, False):
-        check, figures = judge_decisions(search, empty, is_reference, 0.995)
+        check, _ = decision_check(search, _silent(30), is_reference, *CONFIDENCE)
         assert not check.passed and check.note == "no tool calls to compare"
-        assert figures.agreement.mean is None
-    one_repeat = [ScenarioAgreement("s0", 1, 1, math.nan, math.nan, 1.0)]
-    assert "fewer than 2 repeats" in judge_decisions(search, one_repeat, False, 0.99)[0].note
+        assert level_verdict([check]) == "fail"
+    one_repeat = [ScenarioDivergence("s0", 1, 1, math.nan, math.nan, 1.0)]
+    assert "fewer than 2 repeats" in decision_check(search, one_repeat, False,
+                                                    *CONFIDENCE)[0].note
 
 
 def test_a_search_of_a_model_that_never_calls_a_tool_says_so():
     search = CapacitySearch(slos={"ttft_p90_ms": 500})
-    empty = [ScenarioAgreement(f"s{i}", 2, 2, math.nan, math.nan, math.nan) for i in range(30)]
-    checks, figures = judge(search, {"ttft_p90_ms": 100.0, "lost_rate": 0.0}, empty, True, 0.99)
-    step = CapacityStep(level=1, phase="bracket", passed=all(c.passed for c in checks),
+    checks, figures, verdict, _ = judge(search, {"ttft_p90_ms": 100.0, "lost_rate": 0.0},
+                                        _silent(30), True, CONFIDENCE)
+    step = CapacityStep(level=1, phase="bracket", verdict=verdict, passed=verdict == "pass",
                         reused=False, checks=checks, decisions=figures, seconds=0,
                         at=datetime.now(UTC))
     capacity, failing = bracket([step])
@@ -155,11 +209,38 @@ def test_a_search_of_a_model_that_never_calls_a_tool_says_so():
 
 def test_min_tsq_is_an_absolute_floor():
     search = CapacitySearch(min_tsq=0.7)
-    checks = {c.name: c for c in judge(search, {"lost_rate": 0.0}, _agreeing(60), False, 0.99,
-                                        tsq=0.65)[0]}
+    checks = {c.name: c for c in judge(search, {"lost_rate": 0.0}, _agreeing(60), False,
+                                        CONFIDENCE, tsq=0.65)[0]}
     assert not checks["min_tsq"].passed and checks["min_tsq"].value == 0.65
-    unlabelled = judge(search, {"lost_rate": 0.0}, _agreeing(60), False, 0.99, tsq=None)[0]
+    unlabelled = judge(search, {"lost_rate": 0.0}, _agreeing(60), False, CONFIDENCE,
+                       tsq=None)[0]
     assert not {c.name: c for c in unlabelled}["min_tsq"].passed
+
+
+def test_a_level_that_did_not_hold_its_load_is_neither_certified_nor_a_failure():
+    """Achieved concurrency under the bound: the level is not certified (inconclusive, so
+    the climb goes on and the answer never rests on it), more repeats are not asked for when
+    its decisions were decided, and an SLO broken there still fails it."""
+    search = CapacitySearch(slos={"ttft_p90_ms": 500})
+    short = achieved_check(0.8, 0.9, "achieved 0.80 of configured concurrency < 0.90")
+    checks, _, verdict, _ = judge(search, {"ttft_p90_ms": 300, "lost_rate": 0.0},
+                                  _agreeing(60), False, CONFIDENCE, extra=[short])
+    assert verdict == "inconclusive"
+    assert not any(within_noise(c) for c in checks)  # decided: no more looks for it
+    held = achieved_check(0.95, 0.9, None)
+    assert judge(search, {"ttft_p90_ms": 300, "lost_rate": 0.0}, _agreeing(60), False,
+                 CONFIDENCE, extra=[held])[2] == "pass"
+    assert judge(search, {"ttft_p90_ms": 900, "lost_rate": 0.0}, _agreeing(60), False,
+                 CONFIDENCE, extra=[short])[2] == "fail"
+    assert level_verdict([achieved_check(None, 0.9, "no steady window (too few trials for "
+                                         "the level's slots)")]) == "inconclusive"
+    record = CapacityRecord(search=search, reference="c2", capacity=2, inconclusive=[4],
+                            steps=[_step(1, True), _step(2, True),
+                                   _step(4, False, "inconclusive")])
+    record.steps[2].checks = checks
+    record.steps[2].repeats = 2
+    assert ("inconclusive (not certified, not failed): c4 (2 repeats: achieved 0.80 of "
+            "configured concurrency < 0.90)") in headline(record)
 
 
 def test_levels_judgeable_covers_every_frontier():
@@ -169,53 +250,65 @@ def test_levels_judgeable_covers_every_frontier():
     assert levels_judgeable(CapacitySearch(max_level=8), 4) == 3 + 1  # 1, 2, 4 and 3
 
 
-def _judged(level: int, passed: bool, ttft: float, drop: float, confident: bool = True
-            ) -> CapacityStep:
+def _judged(level: int, passed: bool, ttft: float, drop: float, confident: bool = True,
+            repeats: int = 2, achieved: float | None = None) -> CapacityStep:
     interval = Interval(mean=drop, low=drop - 0.05, high=drop + 0.05)
-    figures = DecisionFigures(metric="tool_f1", scenarios=50, floor=interval,
-                              baseline=interval, agreement=interval, drop=interval,
-                              drop_upper=drop + 0.04, drop_lower=drop - 0.04, confidence=0.99)
+    figures = DecisionFigures(metric="tool_f1", reference="c2", scenarios=50, own=interval,
+                              reference_own=interval, across=interval, divergence=interval,
+                              drop=interval, upper=drop + 0.04, lower=drop - 0.04,
+                              confidence=0.99)
     checks = [Check(name="ttft_p90_ms", value=ttft, limit=500, passed=ttft <= 500),
-              Check(name="tool_f1_drop", value=drop + 0.04, limit=0.1,
+              Check(name="tool_f1_divergence", value=drop, bound=drop + 0.04, limit=0.1,
                     passed=drop + 0.04 < 0.1, confident=confident)]
-    return CapacityStep(level=level, phase="bracket", passed=passed, reused=False,
-                        checks=checks, decisions=figures, seconds=0, at=datetime.now(UTC))
+    return CapacityStep(level=level, phase="bracket", verdict=level_verdict(checks),
+                        passed=passed, reused=False, checks=checks, decisions=figures,
+                        repeats=repeats, achieved_concurrency=achieved, seconds=0,
+                        at=datetime.now(UTC))
 
 
-def test_boundary_limiting_and_cliffs():
+def test_boundary_limiting_cliffs_and_the_headline():
+    from bankbench.capacity.sequential import refresh
+
     steps = [_judged(1, True, 100, 0.0), _judged(2, True, 120, 0.0),
-             _judged(4, False, 130, 0.08, confident=False),  # within noise
-             _judged(3, True, 125, 0.01), _judged(8, False, 700, 0.3)]
-    capacity, failing = bracket(steps)
-    assert (capacity, failing) == (3, 4)
-    assert boundary(steps, capacity) == 8  # c4 failed within noise, c8 beyond it
-    assert limiting(steps, failing) == ["tool_f1_drop"]
-    found = cliffs(steps, 0.1)
-    assert any(c.startswith("ttft_p90_ms x5.4 from c4 to c8") for c in found)
-    assert any(c.startswith("decision drop +0.22 from c4 to c8") for c in found)
+             _judged(4, False, 130, 0.08, confident=False, repeats=8),  # within noise
+             _judged(3, True, 125, 0.01, achieved=2.9), _judged(8, False, 700, 0.3)]
     record = CapacityRecord(search=CapacitySearch(slos={"ttft_p90_ms": 500}), steps=steps,
-                            capacity=3, lowest_failing=4, boundary_high=8,
-                            limiting=["tool_f1_drop"], cliffs=found)
+                            reference="c2")
+    refresh(record)
+    assert (record.capacity, record.lowest_failing, record.inconclusive) == (3, 8, [4])
+    assert record.boundary_high == 8  # c4 inconclusive, c8 failed beyond noise
+    assert record.limiting == ["tool_f1_divergence"]  # what kept c4 from passing
+    assert record.achieved_concurrency == 2.9
+    assert any(c.startswith("ttft_p90_ms x5.4 from c4 to c8") for c in record.cliffs)
+    assert any(c.startswith("decision divergence +0.22 from c4 to c8") for c in record.cliffs)
     line = headline(record)
-    assert line.startswith("3 concurrent agents within SLO ttft_p90_ms≤500, lost_rate≤0.05 "
-                           "with decisions intact")
-    assert "capacity in [3, c8), limited by tool_f1_drop at c4" in line and "cliff:" in line
+    assert line.startswith("3 concurrent agents (achieved 2.9) within SLO ttft_p90_ms≤500, "
+                           "lost_rate≤0.05 with decisions intact (tool_f1 divergence of "
+                           "decision distributions from reference c2 < 0.1")
+    assert "capacity in [3, c8), limited by tool_f1_divergence at c4" in line
+    assert ("inconclusive (not certified, not failed): c4 (8 repeats: decisions neither "
+            "shown intact nor degraded)") in line
+    assert "repeats per level c1:2 c2:2 c3:2 c4:8 c8:2" in line and "cliff:" in line
 
 
 def test_headline_says_when_the_design_cannot_support_the_claim():
     search = CapacitySearch(slos={"ttft_p90_ms": 500})
-    weak = Design(scenarios=14, repeats=2, levels_judgeable=10, confidence=0.995, floor=0.95,
-                  best_bound=0.21, power=0.0, search_power=0.0, detectable_drop=0.0)
+    weak = Design(scenarios=14, repeats=2, max_looks=3, levels_judgeable=10,
+                  confidence=0.998, best_bound=0.21)
     line = headline(CapacityRecord(search=search, capacity=4, lowest_failing=5, design=weak))
-    assert line.startswith("Not enough scenarios to certify a decision drop under 0.1: 14 "
-                           "scenarios bound it at 0.21")
+    assert line.startswith("Not enough scenarios to certify a decision divergence under 0.1: "
+                           "14 scenarios bound it at 0.21")
+    small = weak.model_copy(update={"scenarios": 30, "best_bound": 0.08})
+    line = headline(CapacityRecord(search=search, capacity=4, lowest_failing=5, design=small))
+    assert line.startswith("Below the validated design: 30 scenarios")
 
 
 def test_headline_per_gpu():
     record = CapacityRecord(search=CapacitySearch(slos={"ttft_p90_ms": 500}, gpus=4),
                             capacity=12, lowest_failing=13, stopped_because="bracketed")
     line = headline(record)
-    assert line.startswith("12 concurrent agents within SLO ttft_p90_ms≤500")
+    assert line.startswith("12 concurrent agents (achieved concurrency not measured) within "
+                           "SLO ttft_p90_ms≤500")
     assert "3 per GPU on 4 GPUs" in line
 
 
@@ -238,4 +331,4 @@ def test_the_record_says_whether_the_server_was_batch_invariant():
 def test_headline_of_one_agent_is_singular():
     record = CapacityRecord(search=CapacitySearch(slos={"ttft_p90_ms": 500}),
                             capacity=1, lowest_failing=2, stopped_because="bracketed")
-    assert headline(record).startswith("1 concurrent agent within SLO")
+    assert headline(record).startswith("1 concurrent agent (achieved")

@@ -16,7 +16,8 @@ from pathlib import Path
 from bankbench.sweep import executors, harbor_job, shards
 from bankbench.sweep.ray_shards import run_ray
 from contracts.sweep import SweepConfig
-from tests.bankbench.sweep.test_shards import _tasks, stand_in_launches, stopped
+from tests.bankbench.sweep.test_shards import stand_in_launches, stopped
+from tests.support.built_tasks import empty_tasks
 
 
 def main(out: Path) -> int:
@@ -32,7 +33,7 @@ def main(out: Path) -> int:
             if not tries_left:
                 raise
     config = SweepConfig(base_url="http://127.0.0.1:1/v1", model="m", shards=2, ray="auto")
-    _tasks(out, 2)
+    empty_tasks(out, 2)
     launches = stand_in_launches(config, out, 2, seconds=240)
     # The server "dies" once both shards' processes run (Ray may take a while to start a
     # worker on a loaded machine), so the check is that every running shard is stopped.

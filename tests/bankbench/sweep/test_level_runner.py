@@ -18,14 +18,7 @@ from contracts.sweep import (
     pass_dir_name,
     steady_repeats,
 )
-
-
-def _tasks(root: Path, n: int) -> Path:
-    tasks = root / "tasks"
-    for i in range(n):
-        (tasks / f"banking-{i:03d}").mkdir(parents=True)
-        (tasks / f"banking-{i:03d}" / "task.toml").write_text("")
-    return tasks
+from tests.support.built_tasks import empty_tasks
 
 
 @pytest.mark.parametrize("repeats,concurrency,n_tasks,steady,expected", [
@@ -42,7 +35,7 @@ def test_a_level_runs_at_least_steady_times_its_concurrency_trials(repeats, conc
 
 
 def test_the_plan_raises_k_per_shard_and_harbor_is_asked_for_it(tmp_path):
-    tasks = _tasks(tmp_path, 4)
+    tasks = empty_tasks(tmp_path, 4)
     config = SweepConfig(base_url="http://127.0.0.1:1/v1", model="m", attempts=2, steady=3)
     [one] = level.plan(config, tmp_path, tasks, 8)
     assert (one.attempts, one.trials) == (6, 24)  # 3 x 8 = 24 trials over 4 tasks
@@ -57,7 +50,7 @@ def test_the_plan_raises_k_per_shard_and_harbor_is_asked_for_it(tmp_path):
 
 
 def test_an_extra_pass_is_its_own_job_folder_that_readers_fold_into_the_level(tmp_path):
-    tasks = _tasks(tmp_path, 20)
+    tasks = empty_tasks(tmp_path, 20)
     config = SweepConfig(base_url="http://127.0.0.1:1/v1", model="m")
     [extra] = level.plan(config, tmp_path, tasks, 4, pass_number=2, repeats=1)
     assert extra.job == tmp_path / "c4.p2" and extra.name == "c4.p2"
@@ -84,7 +77,7 @@ def _partial_job(job: Path) -> None:
 def test_a_resume_sets_aside_a_job_result_a_killed_harbor_left_broken(tmp_path, capsys,
                                                                       text, why):
     config = SweepConfig(base_url="http://127.0.0.1:1/v1", model="m")
-    [shard] = level.plan(config, tmp_path, _tasks(tmp_path, 2), 2)
+    [shard] = level.plan(config, tmp_path, empty_tasks(tmp_path, 2), 2)
     _partial_job(shard.job)
     (shard.job / "result.json").write_text(text)
     (shard.job / "lock.json").write_text("")
@@ -101,7 +94,7 @@ def test_a_resume_sets_aside_a_job_result_a_killed_harbor_left_broken(tmp_path, 
 
 def test_a_job_whose_config_is_cut_short_is_moved_aside_and_run_afresh(tmp_path, capsys):
     config = SweepConfig(base_url="http://127.0.0.1:1/v1", model="m", shards=2)
-    planned = level.plan(config, tmp_path, _tasks(tmp_path, 2), 2)
+    planned = level.plan(config, tmp_path, empty_tasks(tmp_path, 2), 2)
     shard = planned[1]
     _partial_job(shard.job)
     (shard.job / "config.json").write_text('{"job_na')
@@ -115,7 +108,7 @@ def test_a_job_whose_config_is_cut_short_is_moved_aside_and_run_afresh(tmp_path,
 
 def test_a_trial_whose_config_is_cut_short_is_rerun(tmp_path):
     config = SweepConfig(base_url="http://127.0.0.1:1/v1", model="m")
-    [shard] = level.plan(config, tmp_path, _tasks(tmp_path, 2), 2)
+    [shard] = level.plan(config, tmp_path, empty_tasks(tmp_path, 2), 2)
     _partial_job(shard.job)
     (shard.job / "banking-000__a" / "config.json").write_text("")
     assert harbor_job.trial_problem(shard.job / "banking-000__a") == "cut short (its config.json)"
@@ -127,7 +120,7 @@ def test_a_stop_asked_for_is_raised_at_the_next_poll_even_if_the_first_was_lost(
     latch raises it again at the executor's next poll, and the shards are stopped."""
     monkeypatch.setattr(stop, "_asked", {})
     config = SweepConfig(base_url="http://127.0.0.1:1/v1", model="m", shards=2)
-    _tasks(tmp_path, 2)
+    empty_tasks(tmp_path, 2)
     launches = [executors.Launch(s, ["sleep", "60"])
                 for s in level.plan(config, tmp_path, tmp_path / "tasks", 2)]
     polls = []

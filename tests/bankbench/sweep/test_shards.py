@@ -10,6 +10,7 @@ import pytest
 from bankbench.sweep import executors, harbor_job, level, shards
 from bankbench.sweep.harbor_job import JobState
 from contracts.sweep import ShardRecord, SweepConfig, level_jobs
+from tests.support.built_tasks import empty_tasks
 
 
 @pytest.mark.parametrize("level,n,expected", [(8, 2, [4, 4]), (7, 3, [3, 2, 2]),
@@ -34,17 +35,9 @@ def test_shards_leave_an_unsharded_fingerprint_alone_and_change_a_sharded_one():
     assert SweepConfig(**base, shards=2).fingerprint() != SweepConfig(**base).fingerprint()
 
 
-def _tasks(root: Path, n: int) -> Path:
-    tasks = root / "tasks"
-    for i in range(n):
-        (tasks / f"banking-{i:03d}").mkdir(parents=True)
-        (tasks / f"banking-{i:03d}" / "task.toml").write_text("")
-    return tasks
-
-
 def test_a_shard_is_prepared_with_its_tasks_and_its_concurrency(tmp_path):
     config = SweepConfig(base_url="http://127.0.0.1:1/v1", model="m", shards=2, limit=3)
-    tasks = _tasks(tmp_path, 5)
+    tasks = empty_tasks(tmp_path, 5)
     planned = level.plan(config, tmp_path, tasks, 4)
     assert [(s.concurrency, s.tasks) for s in planned] == [
         (2, ["banking-000", "banking-001"]), (2, ["banking-002"])]
@@ -61,7 +54,7 @@ def test_a_shard_is_prepared_with_its_tasks_and_its_concurrency(tmp_path):
 
 def test_an_unsharded_level_is_one_shard_whose_job_is_the_level_folder(tmp_path):
     config = SweepConfig(base_url="http://127.0.0.1:1/v1", model="m", limit=3)
-    planned = level.plan(config, tmp_path, _tasks(tmp_path, 5), 4)
+    planned = level.plan(config, tmp_path, empty_tasks(tmp_path, 5), 4)
     assert [(s.job, s.concurrency, s.tasks, s.record) for s in planned] == [
         (tmp_path / "c4", 4, None, None)]
     cmd = level.prepare(planned[0], config, tmp_path / "tasks", "http://127.0.0.1:1/v1", "m")
@@ -88,7 +81,7 @@ def _job(path: Path, trials: int, finished: bool, n_shards: int | None = None) -
 
 def test_a_sharded_level_is_complete_only_when_every_shard_is(tmp_path):
     config = SweepConfig(base_url="http://127.0.0.1:1/v1", model="m", shards=2)
-    tasks = _tasks(tmp_path, 3)
+    tasks = empty_tasks(tmp_path, 3)
     folder = tmp_path / "c2"
     assert level.state(level.plan(config, tmp_path, tasks, 2)) is JobState.ABSENT
     _job(folder / "s0", 2, finished=True, n_shards=2)
@@ -138,7 +131,7 @@ def test_a_dead_server_stops_every_shard_of_the_level(tmp_path):
     """`watch` saying the server is gone stops all the level's shard processes and raises
     JobAborted (the Ray executor does the same: test_shards_ray.py)."""
     config = SweepConfig(base_url="http://127.0.0.1:1/v1", model="m", shards=2)
-    _tasks(tmp_path, 2)
+    empty_tasks(tmp_path, 2)
     launches = stand_in_launches(config, tmp_path, 2)
     pacer = executors.Pacer(dying_server(), None, watch_every_s=0.1)
     with pytest.raises(harbor_job.JobAborted, match="stopped answering"):
