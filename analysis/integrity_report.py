@@ -52,11 +52,16 @@ def _wide(frame: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
 def write_integrity(tables: Tables, out: Path, *, draw: bool = True
                     ) -> tuple[pd.DataFrame, list[str]]:
     """integrity.csv (and the figure when a source has several levels) in `out`; returns the
-    level table and the report section's Markdown lines (none when no reply was classified:
-    text tool mode, or records written before the classes existed)."""
+    level table and the report section's Markdown lines (one line saying why when no reply
+    was classified: text tool mode, or records written before the classes existed)."""
     frame = level_table(tables.requests)
     if frame.empty:
-        return frame, []
+        if tables.requests.empty:
+            return frame, []
+        return frame, ["## Tool-call integrity vs concurrency", "",
+                       "Not measured: no agent reply both succeeded and offered tools with its "
+                       "stream recorded (text tool mode, or calls recorded before the record "
+                       "kept `tool_stream`).", ""]
     frame = frame.assign(name=[_name(c) for c in frame["class"]],
                          any=frame["class"] == ANY_COLUMN)
     frame.to_csv(out / INTEGRITY_CSV, index=False)

@@ -345,7 +345,8 @@ def _classes(rec: LLMCallRecord, replies: _Replies) -> dict[str, float] | None:
         return None
     assert rec.tool_stream is not None
     return integrity.classify(rec.tool_stream, rec.finish_reason,
-                              replies.texts.get(rec.request_id), replies.tools)
+                              replies.texts.get(rec.request_id), replies.tools,
+                              reasoning=bool(rec.read_reasoning_chars))
 
 
 def _add_requests(trial_index: int, records: list[LLMCallRecord], rows: Rows,

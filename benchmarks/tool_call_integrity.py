@@ -10,6 +10,9 @@ What is simulated is which replies break: a sweep of --scenarios x --repeats tri
 
     .venv/bin/python benchmarks/tool_call_integrity.py                 # the stated design
     .venv/bin/python benchmarks/tool_call_integrity.py --runs 100 --hard   # + the hard cases
+    .venv/bin/python benchmarks/tool_call_integrity.py --runs 0 --stack unterminated
+                                            # on real parts: a capacity search per class named
+    .venv/bin/python benchmarks/tool_call_integrity.py --runs 0 --llamacpp
 
 Prints, per class, at the design (rate --rate per reply from c4, a clean baseline):
 
@@ -21,6 +24,20 @@ low rates, a baseline that already fails (every class, at every level), faults i
 the scenarios only, faults in bursts that hit every reply in flight, per-scenario rates that
 differ — and null sweeps (nothing injected; noise, heterogeneity or bursts at every level) for
 the false-alarm rate over all levels. The worst case of each column is printed last.
+
+With --llamacpp, llama.cpp's own tool parser (its OpenAI server, SmolLM2-135M) through the
+same proxy (tests/support/integrity_llamacpp.py): a call it completes must fall in no class, a
+call max_tokens cuts (which its parser drops without a trace) must be a call cut by length, and
+replies broken while two are in flight must land in the injected class; each is printed with
+"as expected" or "NOT as expected".
+
+With --stack the classes named (all when none is) also run once each on real parts: `bankbench
+capacity --slo tool_call_error_rate=0.01` against the real Dynamo frontend with the mocker
+engine, the fault-injecting test proxy breaking replies in flight with more than two requests
+(tests/support/integrity_stack.py; one stack of two mocker workers for all classes, 10
+scenarios, levels up to 4). Per class it prints the lowest level the report marks worse, any
+class marked at c1–c2 (a false alarm), where the search stopped, and whether the report carries
+the integrity table, its figure and the validity block (the workers it names).
 """
 
 from __future__ import annotations
@@ -177,6 +194,12 @@ def main() -> int:
     ap.add_argument("--rate", type=float, default=0.2, help="injected faults per reply")
     ap.add_argument("--hard", action="store_true", help="also the hard cases and null sweeps")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--stack", nargs="*", metavar="CLASS", choices=FAULTS,
+                    help="also a capacity search on the mocker stack per class named (all: none)")
+    ap.add_argument("--stack-out", type=Path, default=None,
+                    help="where the stack runs' sweeps stay (default: a temporary folder)")
+    ap.add_argument("--llamacpp", action="store_true",
+                    help="also llama.cpp's own tool parser through the fault proxy")
     args = ap.parse_args()
     started = time.perf_counter_ns()
     vectors = class_vectors()
@@ -186,11 +209,11 @@ def main() -> int:
           f"classified replies per trial, levels {', '.join(f'c{v}' for v in LEVELS)} "
           f"(reference c1), each class injected from c{INJECTED_AT} at {args.rate:g} of "
           f"replies; Holm over every (class, level) at 5 %; {args.runs} runs per class")
-    for i, fault in enumerate(FAULTS):
+    for i, fault in enumerate(FAULTS if args.runs else ()):
         x, y = measure(vectors, fault, design, args.runs, args.seed + i, *shape)
         print(f"class {fault}: detected at c{INJECTED_AT} in {x} of {args.runs} runs, "
               f"false alarms {y} of {args.runs} below it", flush=True)
-    if args.hard:
+    if args.hard and args.runs:
         worst_detect, worst_false = (1.0, ""), (0.0, "")
         for j, (cond, per_class) in enumerate(hard_cases(design)):
             if not per_class:
@@ -205,15 +228,91 @@ def main() -> int:
                 xs.append((x / args.runs, fault))
                 ys.append((y / args.runs, fault))
             low, high = min(xs), max(ys)
+            worst = f" ({high[1]})" if high[0] else ""
             print(f"{cond.name}: detection {low[0]:.2f} (worst class {low[1]}) to "
-                  f"{max(xs)[0]:.2f}; false alarms below c{INJECTED_AT} at most {high[0]:.2f} "
-                  f"({high[1]})", flush=True)
+                  f"{max(xs)[0]:.2f}; false alarms below c{INJECTED_AT} at most "
+                  f"{high[0]:.2f}{worst}", flush=True)
             worst_detect = min(worst_detect, (low[0], f"{cond.name}, {low[1]}"))
             worst_false = max(worst_false, (high[0], f"{cond.name}, {high[1]}"))
         print(f"worst detection {worst_detect[0]:.2f} ({worst_detect[1]}); worst false-alarm "
               f"rate {worst_false[0]:.2f} ({worst_false[1]})")
+    if args.stack is not None:
+        run_stack(args.stack or list(FAULTS), args.stack_out)
+    if args.llamacpp:
+        run_llamacpp()
     print(f"wall time {(time.perf_counter_ns() - started) / 1e9:.0f} s")
     return 0
+
+
+def run_stack(faults: list[str], out: Path | None, scenarios: int = 10) -> None:
+    """One capacity search per class on real parts, all on one mocker stack (two workers);
+    what each sweep's report and capacity.json say."""
+    import json
+    import tempfile
+
+    from bankbench.serve import api, replay
+    from tests.support.integrity_stack import scripts, search
+
+    root = Path(out or tempfile.mkdtemp(prefix="integrity-stack-"))
+    trace = replay.write_trace(root / "trace.jsonl", scripts(scenarios))
+    with api.running("cpu-mocker", workers=2, state_dir=root / "state",
+                     options={"speedup_ratio": 1.0, "replay_trace": str(trace)}) as state:
+        for fault in faults:
+            run = search(state.base_url, state.model, root / fault, fault, above=2,
+                         scenarios=scenarios, max_level=4)
+            if run.done.returncode != 0:
+                print(f"class {fault} (mocker stack): the search failed: "
+                      f"{(run.done.stderr or run.done.stdout)[-500:]}")
+                continue
+            table = pd.read_csv(run.sweep / "integrity.csv")
+            worse = table[table["worse"].astype(bool)]
+            mine = worse.loc[worse["class"] == PREFIX + fault, "level"]
+            below = worse[worse["level"] <= 2]
+            record = json.loads((run.sweep / "capacity.json").read_text())
+            found = f"c{int(mine.min())}" if len(mine) else "no level"
+            print(f"class {fault} (mocker stack, broken above 2 in flight; {run.corrupted} "
+                  f"replies): worse than c1 from {found}, false alarms {len(below)} at c1-c2; "
+                  f"capacity {record['capacity']}, limited by "
+                  f"{', '.join(record['limiting']) or 'nothing'} at c{record['lowest_failing']}; "
+                  f"report: {report_parts(run.sweep)} ({run.sweep})", flush=True)
+
+
+def run_llamacpp() -> None:
+    """llama.cpp's own parser: each request's classes against what is expected of it."""
+    import tempfile
+
+    from tests.support.integrity_llamacpp import EXPECTED, INJECTED, llamacpp_classes
+
+    seen, corrupted = llamacpp_classes(Path(tempfile.mkdtemp(prefix="integrity-llamacpp-")))
+    for name, expected in EXPECTED.items():
+        got = seen[name]
+        shown = "; ".join(f"{', '.join(sorted(c)) or 'no class'} (calls read: {n})" for c, n in got)
+        print(f"llama.cpp {name}: {shown} — {'as' if got == expected else 'NOT as'} expected",
+              flush=True)
+    print(f"llama.cpp: the proxy broke {corrupted} replies ({INJECTED} while 2 in flight)")
+
+
+def _section(text: str, title: str) -> str | None:
+    """The body of report.md's section `title` (None when it has none)."""
+    head = f"## {title}"
+    return text.split(head)[1].split("\n## ")[0] if head in text else None
+
+
+def report_parts(sweep: Path) -> str:
+    """Which of the integrity table, its figure and the validity block (with the workers it
+    names) the sweep's report.md carries."""
+    import re
+
+    text = (sweep / "report.md").read_text()
+    integrity = _section(text, "Tool-call integrity vs concurrency") or ""
+    validity = _section(text, "Validity of the run")
+    figure = (sweep / "plots" / "integrity_vs_concurrency.png").is_file()
+    workers = len(set(re.findall(r"…\w{6}", validity or "")))  # as the block shortens ids
+    return ", ".join([
+        "integrity table" if "| class" in integrity else "NO integrity table",
+        "figure" if figure else "NO figure",
+        "NO validity block" if validity is None else
+        f"validity block ({workers} workers named)"])
 
 
 if __name__ == "__main__":

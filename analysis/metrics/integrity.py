@@ -62,8 +62,9 @@ UNKNOWN_TOOL = _cls(
     "A call names a tool the request did not offer (an empty name included).")
 CUT_BY_LENGTH = _cls(
     "cut_by_length", "call cut by length",
-    "finish_reason 'length' with a call whose arguments do not parse, or with tool markup "
-    "opened and not closed in the text.")
+    "finish_reason 'length' with a call whose arguments do not parse, with tool markup "
+    "opened and not closed in the text, or with nothing delivered at all (no text, reasoning "
+    "or call: the server's parser swallowed a call it could not finish).")
 UNTERMINATED = _cls(
     "unterminated", "stream unterminated",
     "The stream ended without its [DONE] terminator or without a finish_reason.")
@@ -129,37 +130,47 @@ def is_classified(stream: ToolStream | None, ok: bool) -> bool:
 
 
 def classify(stream: ToolStream, finish_reason: str | None, content: str | None,
-             tools: Mapping[str, dict[str, Any]] | None) -> dict[str, float]:
+             tools: Mapping[str, dict[str, Any]] | None, reasoning: bool = False
+             ) -> dict[str, float]:
     """Every class (COLUMNS) for one classified reply: 1.0, 0.0, or NaN where the input it
-    needs (`content`: the reply's text; `tools`: the schemas sent) is unknown."""
+    needs (`content`: the reply's text; `tools`: the schemas sent) is unknown; `reasoning`:
+    the reply carried reasoning. Runs once per agent reply of every trial read, so it stays
+    plain."""
     out = dict.fromkeys(COLUMNS, 0.0)
     calls = stream.calls
+    # (kind, value) per call; None: its arguments were kept only in part, not judged
     parsed = [_parse(c.arguments) if c.arguments_chars <= len(c.arguments) else None
-              for c in calls]  # None: kept only in part, not judged
-    broken_args = any(p is not None and p[0] == "not_json" for p in parsed)
+              for c in calls]
+    kinds = {p[0] for p in parsed if p is not None}
+    broken_args = "not_json" in kinds
     if (finish_reason == "tool_calls" and not calls) or (
             calls and finish_reason == "stop" and stream.choice in (None, "auto")):
         out[FINISH_MISMATCH.key] = 1.0
     out[ARGUMENTS_NOT_JSON.key] = float(broken_args)
-    out[ARGUMENTS_NOT_OBJECT.key] = float(any(p is not None and p[0] == "not_object"
-                                              for p in parsed))
+    out[ARGUMENTS_NOT_OBJECT.key] = float("not_object" in kinds)
     out[UNTERMINATED.key] = float(not stream.done or finish_reason is None)
-    ids = [i for c in calls for i in c.ids]
-    out[DUPLICATE_CALL_ID.key] = float(len(ids) != len(set(ids))
-                                       or any(len(c.ids) > 1 for c in calls))
-    indices = sorted(c.index for c in calls)
-    out[MISSING_CALL_ID.key] = float(
-        stream.unindexed_deltas > 0 or any(not c.ids for c in calls)
-        or (len(calls) == stream.n_calls and indices != list(range(len(indices)))))
+    if calls:
+        ids = [i for c in calls for i in c.ids]
+        out[DUPLICATE_CALL_ID.key] = float(len(ids) != len(set(ids))
+                                           or any(len(c.ids) > 1 for c in calls))
+        gap = len(calls) == stream.n_calls and sorted(c.index for c in calls) != list(
+            range(len(calls)))
+        out[MISSING_CALL_ID.key] = float(any(not c.ids for c in calls) or gap)
+    if stream.unindexed_deltas:
+        out[MISSING_CALL_ID.key] = 1.0
     if content is None:
         for key in TEXT_CLASSES:
             out[key] = math.nan
     else:
-        out[MARKUP_IN_CONTENT.key] = float(any(tag in content for tag in MARKUP))
-        unclosed = any(content.count(a) > content.count(b) for a, b in TAG_PAIRS[1:])
-        out[UNBALANCED_TAGS.key] = float(any(content.count(a) != content.count(b)
-                                             for a, b in TAG_PAIRS))
-        out[CUT_BY_LENGTH.key] = float(finish_reason == "length" and (broken_args or unclosed))
+        unclosed = False
+        if "<" in content or "[" in content:  # no tag without one of them
+            out[MARKUP_IN_CONTENT.key] = float(any(tag in content for tag in MARKUP))
+            counts = [(content.count(a), content.count(b)) for a, b in TAG_PAIRS]
+            out[UNBALANCED_TAGS.key] = float(any(a != b for a, b in counts))
+            unclosed = any(a > b for a, b in counts[1:])
+        swallowed = not calls and not content.strip() and not reasoning
+        out[CUT_BY_LENGTH.key] = float(finish_reason == "length"
+                                       and (broken_args or unclosed or swallowed))
     if tools is None:
         for key in SCHEMA_CLASSES:
             out[key] = math.nan
@@ -171,21 +182,24 @@ def classify(stream: ToolStream, finish_reason: str | None, content: str | None,
             elif p is not None and p[0] == "object":
                 for key in _schema_failures(p[1], schema):
                     out[key] = 1.0
-    out[ANY_COLUMN] = float(any(v == 1.0 for k, v in out.items() if k != ANY_COLUMN))
+    out[ANY_COLUMN] = float(1.0 in out.values())
     return out
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+_DECODER = json.JSONDecoder(parse_constant=_no_constant)  # NaN/Infinity are not JSON
 
 
 def _parse(text: str) -> tuple[str, Any]:
     """('object', value) | ('not_object', value) | ('not_json', None)."""
     try:
-        value = json.loads(text, parse_constant=_no_constant)
+        value = _DECODER.decode(text)
     except (ValueError, RecursionError):
         return "not_json", None
     return ("object" if isinstance(value, dict) else "not_object"), value
-
-
-def _no_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not JSON")
 
 
 def _schema_failures(arguments: dict[str, Any], schema: dict[str, Any]) -> set[str]:

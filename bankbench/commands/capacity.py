@@ -77,7 +77,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "first tool call) | itl | tpot | e2e, or "
                         "AIPerf's time_to_first_token | inter_token_latency | request_latency; "
                         "stat "
-                        "mean | p50 | p90 | p95 | p99), error_rate, overload_rate or lost_rate")
+                        "mean | p50 | p90 | p95 | p99), error_rate, overload_rate, lost_rate or "
+                        "tool_call_error_rate (agent replies in any tool-call integrity class)")
     search.add_argument("--max-divergence", "--max-drop", dest="max_divergence", type=float,
                         **_field("max_divergence"))
     search.add_argument("--alpha", type=float, **_field("alpha"))

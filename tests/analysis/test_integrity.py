@@ -141,3 +141,12 @@ def test_compare_lists_the_classes_either_run_shows(sweeps):
     assert at4.loc["tc_markup_in_content", "verdict"] == "worse"
     assert "tc_unknown_tool" not in at4.index  # neither run shows it: no row
     assert "tc_markup_in_content" not in set(rows.loc[rows["level"] == "c1", "metric"])
+
+
+def test_a_run_without_classified_replies_says_so(tmp_path):
+    from analysis.synthetic import synthetic_sweep
+
+    sweep = synthetic_sweep(tmp_path / "old", [1, 2], trials_per_level=4, requests_per_trial=2)
+    text = write_report(sweep, out=tmp_path / "out", draw=False).read_text()
+    section = text.split("## Tool-call integrity vs concurrency")[1].split("\n## ")[0]
+    assert "Not measured" in section and not (tmp_path / "out" / "integrity.csv").exists()

@@ -18,7 +18,13 @@ from analysis.metrics.integrity import (
     tool_schemas,
 )
 from contracts.llm_calls import ARGUMENTS_KEPT, StreamedCall, ToolStream
-from tests.support.tool_call_faults import FAULTS, UNDECLARED_ARGUMENT, corrupt, frontend_reply
+from tests.support.tool_call_faults import (
+    FAULTS,
+    UNDECLARED_ARGUMENT,
+    classes_shown,
+    corrupt,
+    frontend_reply,
+)
 
 TOOL = {"type": "function", "function": {
     "name": "transfer_funds", "parameters": {
@@ -44,19 +50,12 @@ def _found(body: bytes, choice: str = "auto", tools=SCHEMAS) -> set[str]:
             if v == 1.0 and k != ANY_COLUMN}
 
 
-# What each injected fault shows as, on a reply the way the mocker ends it ("length"): a cut
-# or a lost brace there is also a call cut by the length limit.
-EXPECTED = {fault: {fault} for fault in FAULTS} | {
-    "arguments_not_json": {"arguments_not_json", "cut_by_length"},
-    "cut_by_length": {"cut_by_length", "arguments_not_json"},
-}
-
-
 @pytest.mark.parametrize("fault", FAULTS)
-def test_each_injected_fault_lands_in_its_class(fault):
-    body = frontend_reply([("transfer_funds", ARGS)])
+@pytest.mark.parametrize("finish", ["length", "tool_calls"])
+def test_each_injected_fault_lands_in_its_class(fault, finish):
+    body = frontend_reply([("transfer_funds", ARGS)], finish=finish)
     assert _found(body) == set()
-    assert _found(corrupt(body, fault, [TOOL])) == EXPECTED[fault]
+    assert _found(corrupt(body, fault, [TOOL])) == classes_shown(fault, finish)
 
 
 def test_clean_replies_with_a_call_or_text_fall_in_no_class():
@@ -99,8 +98,8 @@ def _call(index: int, ids: tuple[str, ...] = ("x",), arguments: str = '{"from_ac
 
 
 def _flags(stream: ToolStream, finish: str | None = "tool_calls", content: str | None = "",
-           tools=SCHEMAS) -> dict[str, float]:
-    return classify(stream, finish, content, tools)
+           tools=SCHEMAS, reasoning: bool = False) -> dict[str, float]:
+    return classify(stream, finish, content, tools, reasoning)
 
 
 def test_ids_and_indices():
@@ -150,6 +149,14 @@ def test_unknown_inputs_are_unmeasured_not_zero():
     assert not is_classified(_stream(_call(0)), ok=False)
     assert not is_classified(None, ok=True)  # a record from before tool_stream
     assert not is_classified(ToolStream(offered=0, done=True), ok=True)  # text mode
+
+
+def test_a_length_cut_that_left_nothing_is_a_cut_call():
+    """llama.cpp's own parser, a call cut by max_tokens: no text, no call, finish 'length'."""
+    assert _flags(_stream(), finish="length", content="")["tc_cut_by_length"] == 1
+    # the tokens went to reasoning, or to text: not a swallowed call
+    assert _flags(_stream(), finish="length", content="", reasoning=True)[ANY_COLUMN] == 0
+    assert _flags(_stream(), finish="length", content="A long answer")[ANY_COLUMN] == 0
 
 
 def test_tags_in_text():

@@ -63,18 +63,24 @@ class LlamaCppServer:
 
 
 @contextmanager
-def llamacpp_server(log_dir: Path, n_ctx: int = 8192,
-                    parallel: int = 1) -> Iterator[LlamaCppServer]:
-    """Start the server on a free port; stop it (this process only) on exit."""
+def llamacpp_server(log_dir: Path, n_ctx: int = 8192, parallel: int = 1,
+                    chat_template: Path | None = None) -> Iterator[LlamaCppServer]:
+    """Start the server on a free port; stop it (this process only) on exit. `chat_template`:
+    a Jinja template file in place of the model's (SmolLM2's own renders no tools, so
+    llama.cpp then ignores them; one that does lets llama.cpp's own parser find the calls)."""
     port = free_port()
     cmd = [str(server_python()), str(SCRIPT), "--model", str(smollm2.gguf_path()),
            "--alias", MODEL, "--n-ctx", str(n_ctx), "--port", str(port),
-           "--parallel", str(parallel), "--threads", "2"]
+           "--parallel", str(parallel), "--threads", "2",
+           *(["--chat-template", str(chat_template)] if chat_template else [])]
     log_dir.mkdir(parents=True, exist_ok=True)
     log = log_dir / f"llamacpp-{port}.log"
     with log.open("w") as out:
+        # Threads sleep at barriers, as the cpu-tiny worker's do (dynamo/workers/
+        # llamacpp_setup.py): spinning ones decode many times slower on a busy host.
         proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT,
-                                env={**os.environ, "PYTHONUNBUFFERED": "1"})
+                                env={"OMP_WAIT_POLICY": "PASSIVE", **os.environ,
+                                     "PYTHONUNBUFFERED": "1"})
     base_url = f"http://127.0.0.1:{port}/v1"
     try:
         deadline = time.monotonic() + 120

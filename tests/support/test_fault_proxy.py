@@ -97,3 +97,51 @@ async def test_integrity_faults_hit_only_replies_in_flight_above_the_limit():
     assert b'"get_account_balance"' in alone
     assert all(b'"get_account_balance_v2"' in body for body in together)
     assert proxy.corrupted == 3
+
+
+async def test_requests_ending_out_of_order_keep_their_own_counts():
+    """A and B in flight; B ends; C and D join; A ends, then C and D. Each request counts the
+    most requests it was in flight with (B 2, the others 3), whichever ended first, and none
+    fails: B's end must not take A's count for its own."""
+    from tests.support.tool_call_faults import frontend_reply
+
+    release = {name: asyncio.Event() for name in "ABCD"}
+
+    async def held(request: web.Request) -> web.StreamResponse:
+        await release[(await request.json())["name"]].wait()
+        response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+        await response.prepare(request)
+        await response.write(frontend_reply([("get_account_balance", {"account_number": "1"})]))
+        await response.write_eof()
+        return response
+
+    runner, port = await _start_upstream(held)
+    schedule = FaultSchedule(integrity="unknown_tool", integrity_above=2)
+    try:
+        async with FaultProxy(f"http://127.0.0.1:{port}", schedule) as proxy, \
+                ClientSession() as client:
+            async def ask(name: str) -> tuple[int, bytes]:
+                async with client.post(f"{proxy.base_url}/chat/completions",
+                                       json={"name": name}) as resp:
+                    return resp.status, await resp.read()
+
+            async def start(name: str, in_flight: int) -> asyncio.Task:
+                task = asyncio.create_task(ask(name))
+                while len(proxy._open) < in_flight:  # the proxy has counted it
+                    await asyncio.sleep(0.01)
+                return task
+
+            tasks = {"A": await start("A", 1), "B": await start("B", 2)}
+            release["B"].set()
+            await tasks["B"]
+            tasks["C"] = await start("C", 2)
+            tasks["D"] = await start("D", 3)
+            for name in "ACD":
+                release[name].set()
+                await tasks[name]
+    finally:
+        await runner.cleanup()
+    replies = {name: task.result() for name, task in tasks.items()}
+    assert {name: status for name, (status, _) in replies.items()} == dict.fromkeys("ABCD", 200)
+    broken = {name for name, (_, body) in replies.items() if b'"get_account_balance_v2"' in body}
+    assert broken == {"A", "C", "D"} and proxy.corrupted == 3

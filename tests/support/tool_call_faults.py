@@ -131,6 +131,8 @@ def _markup_in_content(r: _Reply, schemas: dict) -> bool:
                                                    "arguments": _arguments(c) or {}})
                      + "\n</tool_call>" for c in r.calls)
     r.calls = []
+    if r.finish == "tool_calls":  # the server saw text, and ended it as text
+        r.finish = "stop"
     return True
 
 
@@ -248,3 +250,14 @@ def frontend_reply(calls: list[tuple[str, dict[str, Any]]], text: str = "",
                "usage": {"prompt_tokens": 100, "completion_tokens": 30, "total_tokens": 130}}]
     return b"".join(b"data: " + json.dumps(c).encode() + b"\n\n" for c in chunks) + \
         b"data: [DONE]\n\n"
+
+
+def classes_shown(fault: str, finish: str | None) -> set[str]:
+    """The classes a reply broken by `fault` falls in when its stream ends with `finish`: its
+    own, and on a reply ending 'length' (the Dynamo mocker ends every one so) a lost brace or a
+    cut call is both arguments that are not JSON and a call cut by the length limit."""
+    shown = {fault}
+    if fault in ("arguments_not_json", "cut_by_length") and (
+            finish == "length" or fault == "cut_by_length"):
+        shown |= {"arguments_not_json", "cut_by_length"}
+    return shown

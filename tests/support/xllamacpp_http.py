@@ -5,6 +5,7 @@ HTTP listener included, inside this process. Runs in any venv that has xllamacpp
 nothing of bankbench.
 
   python xllamacpp_http.py --model M.gguf --alias NAME --port P [--n-ctx N] [--parallel K]
+                           [--chat-template FILE]
 """
 
 from __future__ import annotations
@@ -25,6 +26,8 @@ def main() -> None:
     parser.add_argument("--parallel", type=int, default=1, help="slots decoded together")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--metrics", action="store_true", help="serve Prometheus /metrics")
+    parser.add_argument("--chat-template", help="a Jinja chat template file used instead of the "
+                        "model's (one that renders tools lets llama.cpp parse tool calls)")
     args = parser.parse_args()
 
     params = xllamacpp.CommonParams()
@@ -37,6 +40,9 @@ def main() -> None:
     params.hostnames = ["127.0.0.1"]
     params.port = args.port
     params.endpoint_metrics = args.metrics
+    if args.chat_template:
+        with open(args.chat_template, encoding="utf-8") as fh:
+            params.chat_template = fh.read()
     params.ui = False
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
