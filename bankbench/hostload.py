@@ -18,6 +18,7 @@ from pathlib import Path
 import numpy as np
 import psutil
 
+from contracts.atomic import write_atomic
 from contracts.host_load import HOST_LOAD_FILE, HostLoad
 
 
@@ -152,8 +153,6 @@ def save(level_dir: Path, load: HostLoad | None) -> None:
     except (OSError, ValueError):
         earlier = None
     try:
-        tmp = path.with_name(f".{path.name}.tmp")
-        tmp.write_text(combined(earlier, load).model_dump_json(indent=2) + "\n")
-        os.replace(tmp, path)
+        write_atomic(path, combined(earlier, load).model_dump_json(indent=2) + "\n")
     except OSError:
         pass

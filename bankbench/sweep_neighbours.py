@@ -17,6 +17,7 @@ from pydantic import BaseModel, ValidationError
 
 from bankbench import procs
 from bankbench.paths import cache_dir
+from contracts.atomic import write_atomic
 
 
 class RunningSweep(BaseModel):
@@ -66,9 +67,7 @@ def announce(base_url: str, sweep_dir: Path) -> list[str]:
                           pid=os.getpid(), started=procs.start_time(os.getpid()))
     try:
         _folder().mkdir(parents=True, exist_ok=True)
-        tmp = _entry(sweep_dir).with_suffix(".tmp")
-        tmp.write_text(record.model_dump_json())
-        os.replace(tmp, _entry(sweep_dir))
+        write_atomic(_entry(sweep_dir), record.model_dump_json())
     except OSError:
         pass
     return lines

@@ -1,5 +1,5 @@
 """One progress line for a running level: trials done of the total, failures by class, an ETA,
-and the running TSQ (quality trials only) and TTFT."""
+and the running TSQ (quality trials only) and the mean time to the first chunk."""
 
 from __future__ import annotations
 
@@ -48,7 +48,7 @@ def _since_last_finish(finished: list[Path]) -> float:
 def line(level: int, job_dir: Path, *, total: int | None = None,
          started: float | None = None, done_before: int = 0) -> str | None:
     """`c4: 6/20 done, 4 running, 1 failed (1 infra_failed) | ETA 1 min 10 s | TSQ 0.512 (n=5,
-    1 excluded) | TTFT …`.
+    1 excluded) | first chunk …`.
     `started` is the level's time.monotonic() start; `done_before` the trials a resumed level
     already held."""
     started_trials = len(trial_dirs(job_dir))
@@ -81,5 +81,7 @@ def line(level: int, job_dir: Path, *, total: int | None = None,
     elif done:
         text += " | TSQ – (no scored trial yet)"
     if ttft is not None:
-        text += f" | TTFT {ttft:.1f} ms"
+        # The client's first chunk, not the server's TTFT: a tool call parsed out of the
+        # model's text arrives whole, so its first chunk is its last.
+        text += f" | first chunk {ttft:.1f} ms"
     return text
