@@ -53,6 +53,10 @@ def test_search_prints_a_level_and_a_resumed_search_reuses_finished_levels(tmp_p
            "--set", "speedup_ratio=50", "--set", f"replay_trace={trace}", "--source", "sample",
            "--limit", "3", "--slo", "ttft_p90_ms=60000", "--slo", "error_rate=0.5",
            "--max-level", "2", "--max-divergence", "0.5", "--alpha", "0.5", "--max-looks", "1",
+           # trials of ~2 s at speedup 50 leave a slot idle ~10 % of the time between them
+           # (Harbor's gap from one trial to the next): 0.89 measured; the default bound is
+           # asserted on slower replies in test_steady_levels
+           "--min-achieved-share", "0.75",
            "--ak", REPLAY_AK,
            "--out", str(tmp_path), "--name", "cap"]
     sweep = tmp_path / "cap"
@@ -88,7 +92,9 @@ def test_search_prints_a_level_and_a_resumed_search_reuses_finished_levels(tmp_p
     assert "within SLO ttft_p90_ms≤60000, error_rate≤0.5" in last
     assert (sweep / "capacity.png").is_file() and (sweep / "report.md").is_file()
     manifest = json.loads((sweep / "sweep.json").read_text())
-    assert [r["level"] for r in manifest["level_records"]] == [2, 1]
+    # the reference ran first (the manifest may list the configured first level first)
+    started = {r["level"]: r["started_at"] for r in manifest["level_records"]}
+    assert started[2] < started[1], started
 
 
 # --- degraded replies above a load --------------------------------------------------------
@@ -216,9 +222,14 @@ def test_divergence_growing_above_a_load_stops_the_search(tmp_path, scripted_noi
     record = _search(tmp_path, base_url, model, max_level=8)
     by_level = {s["level"]: s for s in record["steps"]}
     assert by_level[1]["passed"] and by_level[2]["passed"]
-    assert record["lowest_failing"] is not None and record["lowest_failing"] <= 8
-    failed = by_level[record["lowest_failing"]]
-    assert [c["name"] for c in failed["checks"] if not c["passed"]] == ["tool_f1_divergence"]
+    # Six scenarios may not show a level degraded beyond noise at this alpha (measured: c5, c6
+    # and c8 inconclusive at divergence 0.17, 0.24, 0.33): then the levels it could not certify
+    # bound the answer from above. Either way the decisions stop the search below c8.
+    stops = [lv for lv in [record["lowest_failing"], *record["inconclusive"]] if lv is not None]
+    assert stops and record["capacity"] is not None and record["capacity"] < min(stops) <= 8
+    for level in stops:
+        failed = [c["name"] for c in by_level[level]["checks"] if not c["passed"]]
+        assert failed == ["tool_f1_divergence"], by_level[level]["checks"]
     assert record["limiting"] == ["tool_f1_divergence"]
-    assert (failed["decisions"]["divergence"]["mean"]
+    assert (max(by_level[lv]["decisions"]["divergence"]["mean"] for lv in stops)
             > by_level[2]["decisions"]["divergence"]["mean"])
