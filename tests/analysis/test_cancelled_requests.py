@@ -9,7 +9,7 @@ from analysis.metrics.throughput import error_rate
 from analysis.summary import summarize
 from analysis.synthetic import record, write_job, write_trial
 from analysis.tables import load
-from bankbench.capacity.search import slo_value
+from bankbench.capacity.checks import slo_value
 from contracts.llm_calls import CallError
 
 

@@ -8,8 +8,10 @@ import sys
 
 from bankbench.hostload import HostSampler
 
-# Spins until it has used CPU_S of CPU, however long a busy host makes that take.
-CPU_S = 0.5
+# Spins until it has used CPU_S of CPU, however long a busy host makes that take. A process's
+# last interval before it exits is not seen (it is gone by the next reading): the 0.8 bounds
+# below leave two intervals of it.
+CPU_S = 2.0
 SPIN = f"import time\nwhile time.process_time() < {CPU_S}:\n    pass\n"
 
 
@@ -30,8 +32,8 @@ def test_the_sweeps_and_the_servers_cpu_are_told_apart():
     cpu_seconds = load.seconds * load.cpus
     # each spinner used CPU_S of CPU inside the window (plus its interpreter's start, for the
     # sweep's child), on an idle or a busy host alike
-    assert load.client_cpu * cpu_seconds >= 0.9 * CPU_S
-    assert load.server_cpu is not None and load.server_cpu * cpu_seconds >= 0.9 * CPU_S
+    assert load.client_cpu * cpu_seconds >= 0.8 * CPU_S
+    assert load.server_cpu is not None and load.server_cpu * cpu_seconds >= 0.8 * CPU_S
     # the server is a child of this process, as a stack the sweep launched is: counted once,
     # as the server's (the sweep's own share holds only its spinner, no second CPU_S)
     assert load.client_cpu * cpu_seconds < 1.8 * CPU_S
