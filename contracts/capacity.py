@@ -252,6 +252,10 @@ class CapacityStep(BaseModel):
     achieved_concurrency: float | None = Field(
         None, description="Trials running on average over the level's measured window.")
     control: ControlSplit | None = None
+    integrity_worse: list[str] = Field(
+        default_factory=list, description="Tool-call integrity classes (summary names) whose "
+        "rate at this level is worse than at the search's lowest level beyond noise "
+        "(analysis/integrity.py · worse_levels), as judged when the step was taken.")
     seconds: float = Field(description="Wall time of this step (0 when reused).")
     at: datetime
 

@@ -8,8 +8,12 @@ from pathlib import Path
 import pandas as pd
 
 from bankbench.capacity import plan
+from analysis.metrics.integrity import ANY_COLUMN, summary_key
 from bankbench.capacity.checks import ACHIEVED_CHECK
+from bankbench.capacity.search import limiting_level
 from contracts.capacity import CAPACITY_PLOT, CapacityRecord
+
+INTEGRITY_ANY = summary_key(ANY_COLUMN)  # any class: named only when no single class is
 
 
 def level_table(record: CapacityRecord) -> pd.DataFrame:
@@ -76,6 +80,17 @@ def _inconclusive_words(record: CapacityRecord) -> str:
     return "; inconclusive (not certified, not failed): " + ", ".join(shown)
 
 
+def _integrity_words(record: CapacityRecord) -> str:
+    """Where tool calls start breaking beyond noise (against the lowest level,
+    analysis/integrity.py), and how: the integrity classes worse there."""
+    worse = sorted((s for s in record.steps if s.integrity_worse), key=lambda s: s.level)
+    if not worse:
+        return ""
+    classes = [c for c in worse[0].integrity_worse if c != INTEGRITY_ANY] or \
+        worse[0].integrity_worse
+    return f"; tool calls break from c{worse[0].level}: {', '.join(classes)}"
+
+
 def _control_words(record: CapacityRecord) -> str:
     """The control arm's split at the capacity and at the first level above it that did not
     pass."""
@@ -115,8 +130,9 @@ def headline(record: CapacityRecord) -> str:
         high = (f"c{record.boundary_high}" if record.boundary_high is not None
                 else "untested (no failure beyond noise)")
         tail += (f"; capacity in [{record.capacity or 0}, {high}), limited by "
-                 f"{', '.join(record.limiting) or 'n/a'} at c{unpassed}")
-    tail += _inconclusive_words(record) + _control_words(record)
+                 f"{', '.join(record.limiting) or 'n/a'} at "
+                 f"c{limiting_level(record.steps, record.capacity)}")
+    tail += _inconclusive_words(record) + _integrity_words(record) + _control_words(record)
     if record.cliffs:
         tail += f"; cliff: {'; '.join(record.cliffs)}"
     tail += _repeats_words(record) + _design_words(record)

@@ -15,6 +15,7 @@ import functools
 import itertools
 from types import SimpleNamespace
 
+from bankbench.capacity.checks import ACHIEVED_CHECK, within_noise
 from contracts.capacity import CapacitySearch, CapacityStep, Check
 
 
@@ -112,12 +113,28 @@ def boundary(steps: list[CapacityStep], capacity: int | None) -> int | None:
     return min(shown, default=None)
 
 
-def limiting(steps: list[CapacityStep], lowest_unpassed: int | None) -> list[str]:
-    """The checks that failed at the lowest level that did not pass, each with its note when
-    it has one (`tool_f1_divergence (no tool calls to compare)`)."""
-    step = next((s for s in steps if s.level == lowest_unpassed), None)
-    return [f"{c.name} ({c.note})" if c.note else c.name
-            for c in step.checks if not c.passed] if step else []
+def limiting_level(steps: list[CapacityStep], capacity: int | None) -> int | None:
+    """The level the limiting checks are read at: the lowest above the capacity that failed
+    beyond noise; when none did, the lowest above it that did not pass (inconclusive)."""
+    shown = boundary(steps, capacity)
+    if shown is not None:
+        return shown
+    return min((s.level for s in steps if s.verdict != "pass"
+                and (capacity is None or s.level > capacity)), default=None)
+
+
+def limiting(steps: list[CapacityStep], level: int | None) -> list[str]:
+    """The checks that kept `level` from passing, each with its note when it has one
+    (`tool_f1_divergence (no tool calls to compare)`). At a failed level only the checks that
+    failed beyond noise: a decision check still within noise or a level short of its
+    concurrency did not fail it."""
+    step = next((s for s in steps if s.level == level), None)
+    if step is None:
+        return []
+    failed = [c for c in step.checks if not c.passed]
+    if step.verdict == "fail":
+        failed = [c for c in failed if not within_noise(c) and c.name != ACHIEVED_CHECK]
+    return [f"{c.name} ({c.note})" if c.note else c.name for c in failed]
 
 
 def cliffs(steps: list[CapacityStep], margin: float) -> list[str]:

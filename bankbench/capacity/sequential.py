@@ -33,6 +33,7 @@ from bankbench.capacity.search import (
     inconclusive_levels,
     levels_judgeable,
     limiting,
+    limiting_level,
     next_level,
 )
 from contracts.capacity import CapacityRecord, CapacitySearch, CapacityStep, Look
@@ -61,9 +62,7 @@ def refresh(record: CapacityRecord) -> None:
     record.capacity, record.lowest_failing = bracket(steps)
     record.inconclusive = inconclusive_levels(steps)
     record.boundary_high = boundary(steps, record.capacity)
-    unpassed = min((s.level for s in steps if s.verdict != "pass"
-                    and (record.capacity is None or s.level > record.capacity)), default=None)
-    record.limiting = limiting(steps, unpassed)
+    record.limiting = limiting(steps, limiting_level(steps, record.capacity))
     record.cliffs = cliffs(steps, record.search.max_divergence)
     at = next((s for s in steps if s.level == record.capacity), None)
     record.achieved_concurrency = at.achieved_concurrency if at else None
