@@ -4,14 +4,15 @@ and the sweep's ordinary report (with its consistency section)."""
 from __future__ import annotations
 
 from pathlib import Path
+from types import SimpleNamespace
 
 import pandas as pd
 
-from bankbench.capacity import plan
 from analysis.metrics.integrity import ANY_COLUMN, summary_key
+from bankbench.capacity import plan
 from bankbench.capacity.checks import ACHIEVED_CHECK
-from bankbench.capacity.search import limiting_level
-from contracts.capacity import CAPACITY_PLOT, CapacityRecord
+from bankbench.capacity.search import boundary, bracket, limiting_level, tier_steps
+from contracts.capacity import CAPACITY_PLOT, CapacityRecord, Tier
 
 INTEGRITY_ANY = summary_key(ANY_COLUMN)  # any class: named only when no single class is
 
@@ -26,9 +27,9 @@ def level_table(record: CapacityRecord) -> pd.DataFrame:
                                   "verdict": step.verdict, "repeats": step.repeats,
                                   "achieved": step.achieved_concurrency,
                                   "reused": step.reused, "seconds": round(step.seconds, 1)}
-        for check in step.checks:
+        for check in [*step.checks, *(c for t in step.tiers for c in t.checks)]:
             if not check.name.endswith("_divergence"):
-                row[check.name] = check.value
+                row.setdefault(check.name, check.value)
         d = step.decisions
         if d is not None:
             row.update({"scenarios": d.scenarios, "floor": d.own.mean,
@@ -110,12 +111,69 @@ def _control_words(record: CapacityRecord) -> str:
     return "; control arm (batch-invariant): " + ", ".join(shown) if shown else ""
 
 
+def bound_words(tier: Tier) -> str:
+    """`ttfc_p90_ms≤2000, output_tps_per_user_p10≥20`."""
+    words = [f"{k}≤{v:g}" for k, v in tier.slos.items()]
+    words += [f"{k}≥{v:g}" for k, v in tier.floors.items()]
+    return ", ".join(words) or "no latency bound"
+
+
+def _decision_steps(record: CapacityRecord) -> list[SimpleNamespace]:
+    """The levels judged by the decision check alone: passed, shown degraded (fail), or
+    within noise (inconclusive)."""
+    out = []
+    for step in record.steps:
+        check = next((c for c in step.checks if c.name.endswith("_divergence")), None)
+        if check is not None:
+            out.append(SimpleNamespace(level=step.level, verdict=(
+                "pass" if check.passed else "fail" if check.confident else "inconclusive")))
+    return out
+
+
+def _interval(capacity: int | None, high: int | None) -> str:
+    return f"[{capacity or 0}, {f'c{high}' if high is not None else 'untested'})"
+
+
+def tier_table(record: CapacityRecord) -> pd.DataFrame:
+    """One row per tier (its bounds, capacity, boundary, what limits it and where, per
+    accelerator when --gpus is known), then the decision check's own row: the capacity the
+    decisions alone allow, shared by every tier."""
+    gpus = record.search.gpus
+    rows = []
+    for tier, result in zip(record.search.tier_list(), record.tiers, strict=False):
+        at = limiting_level(tier_steps(record.steps, tier.name), result.capacity)
+        row = {"tier": tier.name, "bounds": bound_words(tier),
+               "capacity": result.capacity or 0,
+               "boundary": _interval(result.capacity, result.boundary_high),
+               "limited by": (f"{', '.join(result.limiting)} at c{at}" if at is not None
+                              else "nothing (the highest level passed)")}
+        if gpus:
+            row["per accelerator"] = f"{(result.capacity or 0) / gpus:g}"
+        rows.append(row)
+    decisions = _decision_steps(record)
+    if decisions:
+        capacity, _ = bracket(decisions)
+        degraded = boundary(decisions, capacity)
+        search = record.search
+        row = {"tier": "decisions", "bounds": f"{search.agreement_metric} divergence < "
+                                              f"{search.max_divergence:g}",
+               "capacity": capacity or 0, "boundary": _interval(capacity, degraded),
+               "limited by": (f"decisions shown degraded at c{degraded}"
+                              if degraded is not None else "not shown degraded up to "
+                              f"c{max(s.level for s in decisions)}")}
+        if gpus:
+            row["per accelerator"] = f"{(capacity or 0) / gpus:g}"
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
 def headline(record: CapacityRecord) -> str:
     """`N concurrent agents (achieved A) within SLO … with decisions intact (…); capacity in
     [N, M), limited by …; inconclusive …; repeats per level …; design …`, per GPU when known;
     says so first when the design cannot support the claim."""
     search = record.search
-    bounds = ", ".join(f"{k}≤{v:g}" for k, v in search.slos.items()) or "no latency bound"
+    tiers = search.tier_list()
+    bounds = bound_words(tiers[0])
     reference = f"reference {record.reference}" if record.reference else "the reference"
     intact = (f"{search.agreement_metric} divergence of decision distributions from "
               f"{reference} < {search.max_divergence:g}, by its upper bound")
@@ -141,6 +199,8 @@ def headline(record: CapacityRecord) -> str:
                  "; server not batch-invariant (numerical noise is in the reference)")
     warning = plan.verdict(record.design, search.max_divergence) if record.design else None
     lead = f"{warning.upper()[0]}{warning[1:]} — " if warning else ""
+    if len(tiers) > 1:
+        lead += f"tier {tiers[0].name}: "
     if record.capacity is None:
         if record.lowest_failing is None and not record.inconclusive:
             return f"{lead}no level was judged{why or ''}: no capacity found"
@@ -164,7 +224,7 @@ def draw_frontier(sweep_dir: Path, record: CapacityRecord) -> Path | None:
     table = level_table(record)
     if table.empty:
         return None
-    bounds = {k: v for k, v in record.search.slos.items() if k in table}
+    bounds = {k: v for k, v in record.search.tier_list()[0].slos.items() if k in table}
     for name in [*bounds, "divergence", "divergence_bound", "floor", "agreement"]:
         table[name] = pd.to_numeric(table.get(name), errors="coerce")
     return plots.capacity_frontier(table, bounds, record.search.max_divergence,

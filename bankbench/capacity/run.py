@@ -56,7 +56,8 @@ def goodput_slo(search: CapacitySearch) -> SLO | None:
     fields = {"ttft_ms": "ttft", "itl_ms": "tpot", "e2e_s": "e2e"}
     bounds: dict[str, float] = {}
     for key, stem in fields.items():
-        limits = [v for n, v in search.slos.items() if n.startswith(stem + "_p")]
+        limits = [v for n, v in search.tier_list()[0].slos.items()
+                  if n.startswith(stem + "_p")]
         if limits:
             bounds[key] = min(limits) / (1000.0 if key == "e2e_s" else 1.0)
     return SLO(**bounds) if bounds else None
@@ -107,7 +108,7 @@ class Evaluation:
         at = self.at(level)
         lost = float(at["lost"].mean()) if len(at) else math.nan
         slo_values = {name: slo_value(name, summary_row, requests, lost)
-                      for name in search.slos}
+                      for name in search.slo_names()}
         is_reference = level == self.reference_level
         scenarios = (level_scenarios(at, self.reference, search.agreement_metric, is_reference)
                      if len(at) and self.reference is not None else [])
