@@ -50,6 +50,17 @@ DEFAULT_TIERS = (
 )
 
 
+def _bound(where: str, number: str) -> float:
+    """A bound's number: ValueError naming `where` unless it is a number ≥ 0."""
+    try:
+        bound = float(number)
+    except ValueError:
+        raise ValueError(f"{where}: {number.strip()!r} is not a number") from None
+    if bound < 0:
+        raise ValueError(f"{where}: a bound cannot be negative")
+    return bound
+
+
 def items(values: list[str] | None) -> list[tuple[str, float]]:
     """Every NAME=NUMBER of the repeated, comma-listed --slo values, in order; ValueError with
     one line naming the bad item."""
@@ -61,12 +72,7 @@ def items(values: list[str] | None) -> list[tuple[str, float]]:
             name = name.strip()
             if not sep or not name:
                 raise ValueError(f"--slo {part!r}: expected NAME=NUMBER, e.g. ttft_ms=500")
-            try:
-                bound = float(number)
-            except ValueError:
-                raise ValueError(f"--slo {part!r}: {number.strip()!r} is not a number") from None
-            if bound < 0:
-                raise ValueError(f"--slo {part!r}: a bound cannot be negative")
+            bound = _bound(f"--slo {part!r}", number)
             if name in seen and seen[name] != bound:
                 raise ValueError(f"--slo {name} given twice ({seen[name]:g} and {bound:g})")
             if name not in seen:
@@ -142,12 +148,7 @@ def tier(text: str) -> Tier:
             raise ValueError(f"--tier {name}: {part!r}: expected NAME<=NUMBER, NAME>=NUMBER "
                              "or NAME=NUMBER")
         bound_name, op, number = match.groups()
-        try:
-            bound = float(number)
-        except ValueError:
-            raise ValueError(f"--tier {name}: {part!r}: {number!r} is not a number") from None
-        if bound < 0:
-            raise ValueError(f"--tier {name}: {part!r}: a bound cannot be negative")
+        bound = _bound(f"--tier {name}: {part!r}", number)
         try:
             _level_name(bound_name)
         except ValueError as exc:

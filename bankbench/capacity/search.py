@@ -96,7 +96,7 @@ def next_level_tiers(steps: list, search: CapacitySearch, ceiling: int
 def levels_judgeable(search: CapacitySearch, ceiling: int) -> int:
     """K for the alpha split. With T tiers at most T times one tier's K, and never more than
     the levels there are: the climb is the loosest tier's, and each tier's bisection only
-    narrows when another tier's levels fall inside it (test_search.py brute-forces it)."""
+    narrows when another tier's levels fall inside it (test_tiers.py brute-forces it)."""
     top = min(search.max_level, ceiling)
     one = _levels_judgeable(search.start, top)
     tiers = len(search.tier_list())
