@@ -146,7 +146,6 @@ def tiers(search: CapacitySearch, args: argparse.Namespace, models: tuple) -> in
     """Per tier and model: false stop and detection of a search with two SLO tiers."""
     from bankbench.capacity.sim_tiers import TIERS, tier_rates
 
-    search = search.model_copy(update={"tiers": list(TIERS)})
     k = levels_judgeable(search, CEILING)
     print(f"tiers: {', '.join(f'{t.name} ({t.slos or SIM_SLO})' for t in TIERS)}; "
           f"K={k} levels for the alpha split (one tier: "
@@ -197,6 +196,10 @@ def main() -> int:
                             max_level=args.max_level)
     where = ("held-out models benchmarks/capacity_heldout_models.py" if args.held_out
              else "family bankbench/capacity/noise_models.py")
+    if args.tiers:  # the design line with the tiers' K
+        from bankbench.capacity.sim_tiers import TIERS
+
+        search = search.model_copy(update={"tiers": list(TIERS)})
     k = levels_judgeable(search, CEILING)
     passing, stopping = look_confidence(search.alpha, k, search.max_looks)
     print(f"design: {args.scenarios} scenarios x {args.repeats} repeats per level (doubled "
