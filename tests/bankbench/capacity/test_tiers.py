@@ -234,3 +234,24 @@ def test_k_covers_every_pair_of_tier_frontiers():
                         "pass" if level <= f else "fail" for f in (f0, f1)]))
                 worst = max(worst, len(steps))
         assert worst <= k, (top, worst, k)
+
+
+def test_the_simulated_tiers_each_find_their_own_frontier():
+    """The tier simulation (benchmarks/capacity_noise.py --tiers) runs the product's loop: with
+    nothing degraded the loose tier passes to the top and the strict one stops near where the
+    simulated latency crosses its bound; a false stop and a detection are counted per tier."""
+    import random
+
+    from bankbench.capacity.noise_models import by_name
+    from bankbench.capacity.sim_search import simulate_search
+    from bankbench.capacity.sim_tiers import TIERS, _hit, frontier
+
+    model = by_name("a")
+    assert frontier(180.0, model, 64) == 40 and frontier(300.0, model, 64) == 64
+    assert frontier(180.0, by_name("g"), 64) == 23  # its latency cliff at 24 comes first
+    search = CapacitySearch(max_level=64, tiers=list(TIERS))
+    out = simulate_search(search, model, 60, random.Random(3))
+    capacity = {t.name: t.capacity for t in out.record.tiers}
+    assert capacity["loose"] == 64 and 30 <= capacity["strict"] <= 50, capacity
+    assert not _hit(capacity["strict"], 40, 64, 0.0) and _hit(19, 40, 64, 0.0)
+    assert _hit(8, 40, 64, 0.1) and not _hit(12, 40, 64, 0.1)
