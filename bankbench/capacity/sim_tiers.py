@@ -22,6 +22,7 @@ import random
 from concurrent.futures import ProcessPoolExecutor
 
 from bankbench.capacity.noise_models import FAMILY, NoiseModel, by_name
+from bankbench.capacity.plan import known_models
 from bankbench.capacity.sim_search import found, simulate_search
 from bankbench.capacity.simulate import SIM_SLO
 from contracts.capacity import CapacitySearch, Tier
@@ -54,7 +55,7 @@ def _rate(task: tuple[dict, str, int, int, float, int]) -> tuple[str, float, dic
     """One (model, drop) batch of tiered searches: per tier, the share of hits."""
     search_fields, name, n_scenarios, searches, drop, seed = task
     search = CapacitySearch.model_validate(search_fields)
-    model = by_name(name, _models())
+    model = by_name(name, known_models())
     rng = random.Random(seed)
     top = search.max_level
     bounds = {t.name: t.slos.get("ttft_p90_ms", SIM_SLO["ttft_p90_ms"])
@@ -67,12 +68,6 @@ def _rate(task: tuple[dict, str, int, int, float, int]) -> tuple[str, float, dic
             edge = frontier(bounds[result.name], model, top)
             hits[result.name] += _hit(result.capacity, edge, top, drop)
     return name, drop, {t: h / searches for t, h in hits.items()}
-
-
-def _models() -> tuple[NoiseModel, ...]:
-    from bankbench.capacity.plan import _models as every
-
-    return every()
 
 
 def tier_rates(search: CapacitySearch, n_scenarios: int, searches: int, *,
