@@ -27,6 +27,8 @@ def level_table(record: CapacityRecord) -> pd.DataFrame:
                                   "verdict": step.verdict, "repeats": step.repeats,
                                   "achieved": step.achieved_concurrency,
                                   "reused": step.reused, "seconds": round(step.seconds, 1)}
+        if len(step.tiers) > 1:  # `verdict` is the first tier's; each tier's beside it
+            row.update({f"verdict {t.name}": t.verdict for t in step.tiers})
         for check in [*step.checks, *(c for t in step.tiers for c in t.checks)]:
             if not check.name.endswith("_divergence"):
                 row.setdefault(check.name, check.value)
@@ -43,8 +45,8 @@ def render_table(table: pd.DataFrame) -> str:
     """The level table for a terminal: numbers to three significant digits."""
     shown = table.copy()
     for column in shown.columns:
-        if shown[column].dtype.kind in "fO" and column not in ("seconds", "phase", "verdict",
-                                                                 "reused"):
+        if shown[column].dtype.kind in "fO" and column not in (
+                "seconds", "phase", "verdict", "reused") and not column.startswith("verdict "):
             shown[column] = shown[column].map(
                 lambda v: "n/a" if v is None or pd.isna(v) else f"{v:.3g}")
     return shown.to_string(index=False)

@@ -183,7 +183,9 @@ def test_the_table_and_capacity_json_hold_every_tier():
     assert rows.loc["loose", "per accelerator"] == "5"
     assert rows.loc["decisions", "limited by"].startswith("not shown degraded up to c32")
     assert headline(record).startswith("tier strict: 5 concurrent agents")
-    assert "output_tps_per_user_p10" in level_table(record).columns  # the loose tier's figure
+    levels = level_table(record).set_index("level")
+    assert "output_tps_per_user_p10" in levels.columns  # the loose tier's figure
+    assert (levels.loc[8, "verdict strict"], levels.loc[8, "verdict loose"]) == ("fail", "pass")
     stored = json.loads(record.model_dump_json())
     assert [(t["name"], t["capacity"], t["boundary_high"], t["per_accelerator"])
             for t in stored["tiers"]] == [("strict", 5, 6, 1.25), ("loose", 20, 21, 5.0)]
