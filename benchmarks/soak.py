@@ -163,7 +163,7 @@ def run_soak(work: Path, *, trials: int = 200, concurrency: int = 32, fault_rate
     scored = t[t.status == "scored"]
     in_quality = t[t.in_quality.astype(bool)]
     leaks = files_containing(work, key)
-    status_of = dict(zip(t.trial, t.status))
+    status_of = dict(zip(t.trial, t.status, strict=True))
     return SoakResult(
         job_dir=job, trials=len(t), statuses=Counter(t.status), injected=Counter(seen),
         requests_seen=len(seen), retries=int(r.retries.sum()) if len(r) else 0,
