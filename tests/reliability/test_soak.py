@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from benchmarks.soak import problems, run_soak
-from tests.reliability.helpers import bankbench
+from tests.support.cli import bankbench
 
 pytestmark = [pytest.mark.dynamo, pytest.mark.harbor, pytest.mark.slow]
 

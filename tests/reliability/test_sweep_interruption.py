@@ -21,8 +21,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.reliability.helpers import HARBOR_ENV, bankbench, processes_mentioning, wait_for
 from tests.support.built_tasks import CHEAP_LABELS
+from tests.support.cli import HARBOR_ENV, bankbench, processes_mentioning, wait_for
 
 pytestmark = [pytest.mark.dynamo, pytest.mark.harbor, pytest.mark.slow]
 
