@@ -26,7 +26,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.reliability.helpers import HARBOR_ENV, bankbench
+from tests.support.cli import HARBOR_ENV, bankbench
 
 pytestmark = [pytest.mark.dynamo, pytest.mark.harbor, pytest.mark.slow]
 
