@@ -49,8 +49,7 @@ import pandas as pd
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import analysis.compare  # noqa: E402
-from analysis.compare import (  # noqa: E402
-    BETTER, REQUEST_KEYS, UNCLEAR, WORSE, compare_table, verdict)
+from analysis.compare import BETTER, REQUEST_KEYS, UNCLEAR, WORSE, compare_table, verdict  # noqa: E402
 from analysis.metrics.base import paired_cluster_bootstrap_diff_ci  # noqa: E402
 from analysis.metrics.quality import PAIRED_KEYS  # noqa: E402
 
