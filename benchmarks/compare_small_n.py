@@ -299,6 +299,7 @@ def main() -> None:
     ap.add_argument("--by-n", action="store_true", help="only the single-row rule by scenarios")
     ap.add_argument("--only", choices=("quality", "latency"), help="one half only")
     ap.add_argument("--seed", type=int, default=0, help="moves every latency draw")
+    ap.add_argument("--design", choices=[label(d) for d in DESIGNS], help="one design only")
     args = ap.parse_args()
     # A request row's verdict comes from its sign-flip test; the pooled percentile's bootstrap
     # interval beside it is shown, not judged, so fewer resamples change no verdict here.
@@ -307,6 +308,7 @@ def main() -> None:
         by_n(args.sims)
         return
     designs = DESIGNS[:1] if args.quick else DESIGNS
+    designs = [d for d in DESIGNS if label(d) == args.design] if args.design else designs
     start = time.monotonic()
     if args.only != "latency":
         quality(args.sims, designs)
