@@ -53,11 +53,13 @@ def _unknown_arguments(parser: argparse.ArgumentParser, args: argparse.Namespace
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
-    args, extras = parser.parse_known_args(argv)
-    if extras:
-        _unknown_arguments(parser, args, extras)
+    # Building the parser imports every command module (pandas, pydantic, Harbor for some): a
+    # Ctrl-C there is as much the user's as one during the work, and gets the same one line.
     try:
+        parser = build_parser()
+        args, extras = parser.parse_known_args(argv)
+        if extras:
+            _unknown_arguments(parser, args, extras)
         return int(args.func(args) or 0)
     except KeyboardInterrupt:
         print("bankbench: interrupted", file=sys.stderr)

@@ -1,6 +1,7 @@
 import subprocess
 import sys
 
+from bankbench import cli
 from bankbench.cli import COMMANDS, build_parser
 
 
@@ -23,3 +24,12 @@ def test_unknown_command_is_rejected():
 def test_parser_builds_subcommands():
     parser = build_parser()
     assert parser.prog == "bankbench"
+
+
+def test_ctrl_c_while_the_commands_are_imported_is_one_line_and_exit_130(monkeypatch, capsys):
+    def interrupted():
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cli, "build_parser", interrupted)
+    assert cli.main(["report", "x"]) == 130
+    assert capsys.readouterr().err == "bankbench: interrupted\n"
