@@ -14,7 +14,7 @@ from analysis.compare import POWER_AT, TOO_FEW
 from analysis.metrics.power import GRID, detectable, power_curve
 from analysis.metrics.signflip import paired_wave_tests, rank_sum_test, signed_rank_test
 from analysis.report import write_report
-from tests.analysis import quality_jobs
+from tests.support import quality_jobs
 
 
 def _runs(n: int, seed: int, shift: float = 0.0) -> dict[str, list]:

@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 
 from analysis.export.writer import FAMILIES, INDEX_FILE, export_nemo
-from tests.analysis.export.conftest import CASES, case_job
 from tests.analysis.export.ragas_venv import ragas_read_back
 from tests.support.built_tasks import CHEAP_LABELS
+from tests.support.export_cases import CASES, case_job
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 
