@@ -260,3 +260,71 @@ def test_a_package_importing_its_parent_init_is_not_a_cycle_unless_the_init_impo
     assert find_cycle(module_graph(tmp_path / "pkg", tmp_path)) is None
     (tmp_path / "pkg/__init__.py").write_text("from pkg.b import VERSION\n", encoding="utf-8")
     assert find_cycle(module_graph(tmp_path / "pkg", tmp_path)) is not None
+
+
+# --- tests --------------------------------------------------------------------------------
+
+# A test module is never imported: what two test files share is a helper, and a helper used
+# beyond its own folder lives in tests/support/ (a folder's own helper, like the agents a
+# Harbor job imports by path, may sit beside its tests).
+SUPPORT = "support"
+
+
+def _test_file(path: Path) -> bool:
+    return path.name == "conftest.py" or path.name.startswith("test_")
+
+
+def _imported_test_files(path: Path, tests: Path) -> set[Path]:
+    """Files under `tests` that `path` imports: `tests.a.b` as a dotted name, or a bare name
+    of a file in its own folder (pytest puts a test's folder on sys.path)."""
+    found: set[Path] = set()
+    for node in _import_nodes(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif node.level == 0 and node.module:
+            names = [node.module] + [f"{node.module}.{alias.name}" for alias in node.names]
+        else:
+            continue
+        for name in names:
+            parts = name.split(".")
+            if parts[0] == tests.name:
+                candidates = [tests.parent.joinpath(*parts[:end]).with_suffix(".py")
+                              for end in range(len(parts), 1, -1)]
+            else:
+                candidates = [path.parent / f"{parts[0]}.py"]
+            found |= {c for c in candidates if c.is_file() and c != path}
+    return found
+
+
+def stray_test_imports(tests: Path) -> list[str]:
+    """Imports of a test module or conftest, and of a helper from another folder that is not
+    in tests/support/."""
+    found = []
+    for path in sorted(tests.rglob("*.py")):
+        for target in sorted(_imported_test_files(path, tests)):
+            where = f"{path.relative_to(tests.parent)} → {target.relative_to(tests.parent)}"
+            if _test_file(target):
+                found.append(f"{where} (a test module)")
+            elif target.parent != path.parent and target.relative_to(tests).parts[0] != SUPPORT:
+                found.append(f"{where} (a helper outside tests/{SUPPORT}/)")
+    return found
+
+
+def test_no_test_module_imports_another():
+    assert stray_test_imports(REPO / "tests") == []
+
+
+def test_a_test_importing_a_test_or_a_stray_helper_is_found(tmp_path):
+    _write(tmp_path, {
+        "tests/a/test_x.py": "from tests.a.test_y import thing\nimport helper\n",
+        "tests/a/test_y.py": "def f():\n    from conftest import fixture\n",
+        "tests/a/conftest.py": "",
+        "tests/a/helper.py": "",
+        "tests/b/test_z.py": "from tests.a.helper import h\nfrom tests.support.s import s\n",
+        "tests/support/s.py": "",
+    })
+    assert stray_test_imports(tmp_path / "tests") == [
+        "tests/a/test_x.py → tests/a/test_y.py (a test module)",
+        "tests/a/test_y.py → tests/a/conftest.py (a test module)",
+        "tests/b/test_z.py → tests/a/helper.py (a helper outside tests/support/)",
+    ]

@@ -13,7 +13,7 @@ from analysis.metrics.base import holm
 from analysis.report import write_report
 from analysis.summary import summarize
 from analysis.tables import load_many
-from tests.analysis import quality_jobs
+from tests.support import quality_jobs
 
 SCENARIOS = [f"banking-{i:03d}" for i in range(20)]
 DIFFICULTY = np.linspace(0.1, 0.9, len(SCENARIOS))

@@ -7,7 +7,7 @@ import json
 
 from analysis.compare import MIN_PAIRED_SCENARIOS, TOO_FEW
 from analysis.report import write_report
-from tests.analysis import quality_jobs
+from tests.support import quality_jobs
 
 
 def _agent(scenarios: int, shift: float) -> dict[str, list]:

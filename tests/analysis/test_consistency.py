@@ -9,60 +9,12 @@ from __future__ import annotations
 
 import json
 import math
-from datetime import timedelta
-from pathlib import Path
 
 import numpy as np
 import pytest
 
 from analysis.consistency import arg_agreement, consistency, tool_f1
-from analysis.synthetic import T0, record, write_job, write_sweep_manifest, write_trial
-from contracts.sweep import level_dir
-
-REWARDS = {"tsq": 1.0, "precision": 1.0, "recall": 1.0, "param_validity": 1.0,
-           "multiset_f1": 1.0, "goal_coverage": 1.0}
-BAL = ("get_account_balance", {"account_number": "1", "account_type": "checking"})
-XFER = ("transfer_funds", {"from_account": "1", "to_account": "2", "amount": 5})
-FREEZE = ("freeze_card", {"card": "1"})
-
-
-def _trial(job: Path, name: str, calls: list[tuple[str, dict]], *, valid: bool = True,
-           replies: list[str] = (), finish: list[str] = ("stop",),
-           exception_type: str | None = None, status: str = "ok",
-           hour: int | None = None) -> None:
-    """`valid`: the verifier's re-check of the arguments; the bank's own flag in its log
-    says the opposite, so a reader that trusted it would be caught. A trial runs in the hour
-    its repeat letter says (a: 0, b: 1 ...), so repeats never overlap unless `hour` puts
-    them together."""
-    scenario = name.split("__")[0]
-    records = [record(trial_name=name, scenario_id=scenario, finish_reason=f, step=i)
-               for i, f in enumerate(finish)]
-    intents = [{"seq": i, "attempt": 1, "tool": t, "arguments": a, "valid": not valid,
-                "ts": 0.0} for i, (t, a) in enumerate(calls, start=1)]
-    verified = None if exception_type else {"scored_attempt": 1, "attempts": [
-        {"attempt": 1, "reward": REWARDS,
-         "calls": [{**c, "valid": valid, "bank_valid": c["valid"]} for c in intents]}]}
-    trial = write_trial(job, name, scenario_id=scenario, records=records,
-                        rewards=None if exception_type else REWARDS,
-                        agent_status={"status": status, "reason": None},
-                        exception_type=exception_type, tsq_details=verified,
-                        started_at=T0 + timedelta(
-                            hours=ord(name.split("__")[1][0]) - ord("a") if hour is None
-                            else hour))
-    (trial / "verifier" / "intents.jsonl").write_text(
-        "".join(json.dumps(c) + "\n" for c in intents))
-    steps = [{"step_id": i, "source": "agent", "message": m, "extra": {"attempt": 1}}
-             for i, m in enumerate(replies)]
-    (trial / "agent" / "trajectory.json").write_text(json.dumps({"steps": steps}))
-
-
-def _sweep(root: Path, levels: dict[int, dict[str, dict]]) -> Path:
-    write_sweep_manifest(root, list(levels))
-    for level, trials in levels.items():
-        job = write_job(level_dir(root, level), level, n_total_trials=len(trials))
-        for name, kwargs in trials.items():
-            _trial(job, name, **kwargs)
-    return root
+from tests.support.consistency_sweeps import BAL, FREEZE, XFER, calls_sweep
 
 
 def test_pair_metrics_known_answers():
@@ -88,7 +40,7 @@ def test_floor_baseline_agreement_and_drop(tmp_path):
     another tool in both repeats (its floor stays 1, its agreement with c1 falls), 002 is lost
     once to a time-out (left out, charged to the server) and 003 once to the harness."""
     one, other = [BAL, XFER], [BAL, FREEZE]
-    sweep = _sweep(tmp_path / "s", {
+    sweep = calls_sweep(tmp_path / "s", {
         1: {"banking-000__a": _both(one), "banking-000__b": _both(one),
             "banking-001__a": _both(one), "banking-001__b": _both(one),
             "banking-002__a": _both(one), "banking-002__b": _both(one),
@@ -127,7 +79,7 @@ def test_floor_baseline_agreement_and_drop(tmp_path):
 
 def test_a_model_that_never_calls_a_tool_is_not_called_consistent(tmp_path):
     silent = {f"banking-00{i}__{r}": _both([]) for i in range(3) for r in "ab"}
-    sweep = _sweep(tmp_path / "s", {1: silent, 4: {k.replace("__", "__x"): v
+    sweep = calls_sweep(tmp_path / "s", {1: silent, 4: {k.replace("__", "__x"): v
                                                    for k, v in silent.items()}})
     table, _ = consistency(sweep)
     for _, row in table.iterrows():
@@ -136,7 +88,7 @@ def test_a_model_that_never_calls_a_tool_is_not_called_consistent(tmp_path):
 
 
 def test_an_agent_failure_is_a_decision_not_a_lost_trial(tmp_path):
-    sweep = _sweep(tmp_path / "s", {
+    sweep = calls_sweep(tmp_path / "s", {
         1: {"banking-000__a": _both([BAL]), "banking-000__b": _both([BAL])},
         2: {"banking-000__c": _both([BAL], status="agent_error"),
             "banking-000__d": _both([XFER], status="agent_error")}})
@@ -154,7 +106,7 @@ def test_repeats_that_ran_side_by_side_are_no_floor(tmp_path):
         return {f"banking-00{i}__{r}": _both([BAL], hour=h)
                 for i in range(3) for r, h in zip("ab", hours, strict=True)}
 
-    sweep = _sweep(tmp_path / "s", {2: level((0, 1)), 4: {
+    sweep = calls_sweep(tmp_path / "s", {2: level((0, 1)), 4: {
         k.replace("__", "__x"): v for k, v in level((5, 5)).items()}})
     table, _ = consistency(sweep)
     c4 = table[table["level"] == 4].iloc[0]
@@ -164,9 +116,9 @@ def test_repeats_that_ran_side_by_side_are_no_floor(tmp_path):
 
 
 def test_reference_from_another_sweep(tmp_path):
-    ref = _sweep(tmp_path / "ref", {2: {"banking-000__r": _both([BAL]),
+    ref = calls_sweep(tmp_path / "ref", {2: {"banking-000__r": _both([BAL]),
                                         "banking-000__s": _both([BAL])}})
-    run = _sweep(tmp_path / "run", {1: {"banking-000__a": _both([BAL, XFER]),
+    run = calls_sweep(tmp_path / "run", {1: {"banking-000__a": _both([BAL, XFER]),
                                         "banking-000__b": _both([BAL, XFER])},
                                     4: {"banking-000__c": _both([BAL]),
                                         "banking-000__d": _both([BAL])}})

@@ -18,8 +18,8 @@ from analysis.summary import summarize
 from analysis.tables import load
 from tasks.banking import sample
 from tasks.banking.build import build_tasks
-from tests.analysis import quality_jobs
-from tests.tasks.taskdata import sample_rows, write_hub_layout
+from tests.support import quality_jobs
+from tests.support.taskdata import sample_rows, write_hub_layout
 
 N = 6
 

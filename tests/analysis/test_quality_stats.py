@@ -25,7 +25,7 @@ from analysis.metrics.quality import (
 from analysis.report import write_report
 from analysis.summary import summarize
 from analysis.tables import load
-from tests.analysis import quality_jobs
+from tests.support import quality_jobs
 
 
 def width(ci: tuple[float, float, float]) -> float:

@@ -5,7 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from bank_harness import FIXTURES, INTERPRETERS, Bank
+
+from tests.support.bank_harness import FIXTURES, INTERPRETERS, Bank
 
 
 @pytest.fixture(params=sorted(INTERPRETERS))

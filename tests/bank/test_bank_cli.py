@@ -8,7 +8,8 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from bank_harness import BANK_SCRIPT, FIXTURES, Bank
+
+from tests.support.bank_harness import BANK_SCRIPT, FIXTURES, Bank
 
 VALID_BALANCE = {"account_number": "00123", "account_type": "savings"}
 VALID_TRANSFER = {"from_account": "00123", "to_account": "00456", "amount": 200}

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 
-from bank_harness import BANK_SCRIPT, Bank
+from tests.support.bank_harness import BANK_SCRIPT, Bank
 
 N_CALLS = 20
 

@@ -8,7 +8,8 @@ import re
 from types import SimpleNamespace
 
 import pytest
-from bank_harness import FIXTURES, import_task_modules
+
+from tests.support.bank_harness import FIXTURES, import_task_modules
 
 
 @pytest.fixture(scope="module")

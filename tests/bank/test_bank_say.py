@@ -14,9 +14,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from bank_harness import BANK_SCRIPT, FIXTURES, Bank, write_brief
 
 from contracts.conversation import ConversationEntry, SayReply
+from tests.support.bank_harness import BANK_SCRIPT, FIXTURES, Bank, write_brief
 
 SERVICE = BANK_SCRIPT.with_name("bankd.py")
 GOALS = ["Find out how much money is in my checking account right now",

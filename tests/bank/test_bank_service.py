@@ -13,7 +13,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from bank_harness import BANK_SCRIPT, FIXTURES, Bank
+
+from tests.support.bank_harness import BANK_SCRIPT, FIXTURES, Bank
 
 SERVICE = BANK_SCRIPT.with_name("bankd.py")
 CALLS = [

@@ -21,10 +21,10 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
-from bank_harness import BANK_SCRIPT, FIXTURES, Bank, import_task_modules, write_brief
 
 from contracts.conversation import SayReply
 from contracts.llm_calls import USER_SIMULATOR_ROLE, LLMCallRecord
+from tests.support.bank_harness import BANK_SCRIPT, FIXTURES, Bank, import_task_modules, write_brief
 
 KEY = "sk-test-never-on-disk-7781"
 GOALS = ["Find out how much money is in my checking account",

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from bank_harness import import_task_modules
+from tests.support.bank_harness import import_task_modules
 
 customer = import_task_modules("customer")["customer"]
 

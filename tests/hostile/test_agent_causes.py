@@ -21,10 +21,10 @@ from pathlib import Path
 import cause_agents
 import pandas as pd
 import pytest
-from test_hostile_agents import attacks, bank_calls, honest_reward, result, trials
 
 from analysis.report import write_report
 from analysis.tables import load
+from tests.support.hostile_trials import attacks, bank_calls, honest_reward, result, trials
 from tests.support.sample_job import run_sample_job
 
 pytestmark = [pytest.mark.harbor, pytest.mark.timeout(900)]

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 from harbor.models.trial.result import TrialResult
-from test_hostile_agents import attacks, honest_reward, result, scored, trials
 
 from contracts.conversation import ConversationEntry
 from contracts.reward import SCORE_KEYS
+from tests.support.hostile_trials import attacks, honest_reward, result, scored, trials
 from tests.support.sample_job import run_sample_job
 
 pytestmark = [pytest.mark.harbor, pytest.mark.timeout(600)]

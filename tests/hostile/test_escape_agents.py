@@ -13,9 +13,9 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from test_hostile_agents import bank_calls, honest_reward, result, trials
 
 from analysis.files import read_agent_status, read_trial_result
+from tests.support.hostile_trials import bank_calls, honest_reward, result, trials
 from tests.support.sample_job import run_sample_job
 
 pytestmark = [pytest.mark.harbor, pytest.mark.slow, pytest.mark.timeout(900)]

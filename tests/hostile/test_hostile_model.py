@@ -16,11 +16,11 @@ import json
 from pathlib import Path
 
 import pytest
-from test_hostile_agents import bank_calls, honest_reward, trials
 
 from analysis.tables import load
 from bankbench.serve.replay import tool_call_text
 from contracts.conversation import ConversationEntry
+from tests.support.hostile_trials import bank_calls, honest_reward, trials
 from tests.support.sample_job import run_sample_job
 
 pytestmark = [pytest.mark.dynamo, pytest.mark.harbor, pytest.mark.timeout(900)]

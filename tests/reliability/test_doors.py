@@ -18,9 +18,9 @@ import pytest
 
 from bankbench.sweep.preflight import DEFAULT_TIMEOUT_S
 from contracts.reward import REWARD_KEYS
-from tests.reliability.helpers import assert_one_line_error, bankbench, closed_port
 from tests.support.built_tasks import copy_tasks
-from tests.tasks.taskdata import sample_rows, write_hub_layout
+from tests.support.cli import assert_one_line_error, bankbench, closed_port
+from tests.support.taskdata import sample_rows, write_hub_layout
 
 
 @pytest.fixture(scope="module")

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.reliability.helpers import bankbench
 from tests.support.built_tasks import CHEAP_LABELS
+from tests.support.cli import bankbench
 from tests.support.fault_proxy import FaultProxy, FaultSchedule
 
 pytestmark = [pytest.mark.dynamo, pytest.mark.harbor, pytest.mark.slow]

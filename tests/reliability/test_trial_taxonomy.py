@@ -15,7 +15,7 @@ from analysis import files
 from analysis.synthetic import record, write_job, write_trial
 from analysis.tables import load
 from contracts.agent_status import AgentStatus as WrittenStatus
-from tests.reliability.helpers import bankbench
+from tests.support.cli import bankbench
 
 REWARD = {"tsq": 0.5, "precision": 0.5, "recall": 0.5, "param_validity": 1.0,
           "multiset_f1": 0.5, "goal_coverage": 0.5}

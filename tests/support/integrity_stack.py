@@ -10,8 +10,8 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from tests.reliability.helpers import bankbench
 from tests.support.built_tasks import CHEAP_LABELS
+from tests.support.cli import bankbench
 from tests.support.integrity_sweep import CALL
 
 REPLAY_AK = "nvext_annotations=output_replay_id:int-{scenario_id}:{request_index}"

@@ -6,7 +6,6 @@ import json
 from typing import get_args
 
 import pytest
-from taskdata import tiny_dataset, tool_row
 
 from contracts.expected import GoalLabel, LabelMethod
 from tasks.banking.dataset import load
@@ -14,6 +13,7 @@ from tasks.banking.labels import METHODS, REGISTRY, LabelsError, label_scenarios
 from tasks.banking.labels.match import MIN_SCORE, Matcher
 from tasks.banking.labels.text import stem, tokens
 from tasks.banking.sample import GOLD_LABELS_PATH, gold_labels
+from tests.support.taskdata import tiny_dataset, tool_row
 
 TOOLS = [
     tool_row("get_account_balance", "Return the balance of a checking or savings account."),

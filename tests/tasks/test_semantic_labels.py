@@ -5,12 +5,12 @@ from __future__ import annotations
 import sys
 
 import pytest
-from taskdata import tiny_dataset
 
 from tasks.banking import sample
 from tasks.banking.labels import LabelsError, label_scenarios, vectors
 from tasks.banking.labels.match import tool_words
 from tasks.banking.labels.text import GENERAL_FORMS, tokens
+from tests.support.taskdata import tiny_dataset
 
 # Paraphrases sharing no word with any of their tool's schema text; then two goals no tool
 # serves: one asks for an explanation, one is outside the bank.

@@ -7,7 +7,6 @@ import math
 
 import numpy as np
 import pytest
-from taskdata import tiny_dataset, tool_row
 
 from tasks.banking import sample
 from tasks.banking.labels import (
@@ -19,6 +18,7 @@ from tasks.banking.labels import (
 )
 from tasks.banking.labels.match import tool_words
 from tasks.banking.labels.text import GENERAL_FORMS, tokens
+from tests.support.taskdata import tiny_dataset, tool_row
 
 # Paraphrases sharing no word with their tool's schema text; then goals no tool serves: an
 # explanation request and two requests outside any bank.

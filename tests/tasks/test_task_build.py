@@ -13,7 +13,6 @@ import jsonschema
 import pytest
 from harbor.models.task.config import TaskConfig
 from harbor.models.task.task import Task
-from taskdata import sample_rows, write_hub_layout
 
 from contracts.expected import Expected
 from contracts.reward import SCORE_KEYS
@@ -23,6 +22,7 @@ from tasks.banking.labels import LabelsError, sentence
 from tasks.banking.sample import GOLD_LABELS_PATH, SAMPLE_VERSION, gold_labels
 from tasks.banking.writer import WriteError, read_tree
 from tests.support.built_tasks import CHEAP_LABELS
+from tests.support.taskdata import sample_rows, write_hub_layout
 
 SAMPLE = load("sample")
 TOOL_NAMES = SAMPLE.tool_names

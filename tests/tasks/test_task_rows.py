@@ -5,10 +5,10 @@ from __future__ import annotations
 import json
 
 import pytest
-from taskdata import sample_rows, write_hub_layout
 
 from tasks.banking.build import build_tasks
 from tasks.banking.dataset import DatasetError, RawDataset, load, validate
+from tests.support.taskdata import sample_rows, write_hub_layout
 
 BAD_TYPE = json.dumps({"x": {"type": "decimal"}})
 

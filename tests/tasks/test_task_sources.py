@@ -9,12 +9,12 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from taskdata import sample_rows, write_hub_layout
 
 from tasks.banking import sample
 from tasks.banking.build import build_tasks
 from tasks.banking.dataset import DatasetError, load, read_layout, read_source
 from tasks.banking.hub import REPO_ID, allow_patterns, fetch_snapshot
+from tests.support.taskdata import sample_rows, write_hub_layout
 
 SHA = "0123456789abcdef0123456789abcdef01234567"
 

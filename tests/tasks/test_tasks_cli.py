@@ -7,9 +7,8 @@ import os
 import subprocess
 import sys
 
-from taskdata import sample_rows, write_hub_layout
-
 from tasks.banking.hub import REPO_ID
+from tests.support.taskdata import sample_rows, write_hub_layout
 
 
 def bankbench(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:

@@ -45,7 +45,7 @@ def load_verify_module() -> ModuleType:
 
 # Which interpreters the task scripts are checked on is decided once, beside the bank tests.
 INTERPRETERS: dict[str, str | None] = load_module(
-    "bankbench_bank_harness", REPO_ROOT / "tests/bank/bank_harness.py"
+    "bankbench_bank_harness", REPO_ROOT / "tests/support/bank_harness.py"
 ).INTERPRETERS
 
 

@@ -14,7 +14,7 @@ from analysis.synthetic import write_job, write_sweep_manifest
 from analysis.tables import AnalysisInputError
 from bankbench.cli import main
 from contracts.expected import Expected, GoalLabel, LabelsInfo, Provenance
-from tests.analysis.export.conftest import BALANCE, EXPECTED, GOALS, TRANSFER, call, write_case
+from tests.support.export_cases import BALANCE, EXPECTED, GOALS, TRANSFER, call, write_case
 
 
 def rows(path: Path) -> list[dict]:

@@ -18,8 +18,8 @@ import pytest
 from harbor.models.trial.result import TrialResult
 
 from analysis.export.writer import FAMILIES, INDEX_FILE, export_nemo
-from tests.analysis.export.conftest import CASES, case_job
 from tests.analysis.export.ragas_venv import ragas_read_back
+from tests.support.export_cases import CASES, case_job
 from tests.support.sample_job import run_sample_job
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]

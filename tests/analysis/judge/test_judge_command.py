@@ -11,7 +11,7 @@ from analysis.synthetic import write_job, write_trial
 from analysis.tables import load
 from bankbench.commands.judge import _with_reasons
 from contracts.judge import JUDGE_DIR, JudgeRecord, JudgeSample, MetricSummary, record_name
-from tests.reliability.helpers import assert_one_line_error, bankbench, closed_port
+from tests.support.cli import assert_one_line_error, bankbench, closed_port
 
 
 def _failed_verdict(trial, error: str) -> None:

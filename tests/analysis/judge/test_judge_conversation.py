@@ -13,7 +13,7 @@ from analysis.files import Issue
 from analysis.judge.prompt import STRICT_VERSION, load_prompt, messages
 from analysis.trial_inputs import read_trial_inputs
 from contracts.conversation import ConversationEntry
-from tests.bank.bank_harness import BANK_SCRIPT, FIXTURES, Bank, write_brief
+from tests.support.bank_harness import BANK_SCRIPT, FIXTURES, Bank, write_brief
 
 GOALS = ["Find out how much money is in my checking account right now",
          "Move $800 from my savings into checking"]

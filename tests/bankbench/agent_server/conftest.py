@@ -4,44 +4,24 @@ and `bankbench agent-server` itself as a subprocess on a free port, reached with
 from __future__ import annotations
 
 import os
-import socket
 import sys
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
-from pathlib import Path
 
 import httpx
 import pytest
 
 from bankbench.serve.replay import oracle_calls as task_calls
 from bankbench.serve.replay import tool_call_text as tc
-
-PREFIX = "as-"
-SECRET = "sk-bankbench-agent-server-secret-0123456789"
-KEY_ENV = "BANKBENCH_AGENT_SERVER_TEST_KEY"
-LONG_TURNS = 10  # the slow scenario: one tool call per turn, for disconnects and parallel load
-MAX_CONCURRENCY = 2
-
-
-@dataclass
-class Served:
-    url: str
-    out: Path
-    tmp: Path  # the server's TMPDIR: where the private bank copies live
-    scenarios: list[str]
-    calls: dict[str, list[tuple[str, dict]]]
-    answers: dict[str, str]
-    log: Path
-    tasks: Path
-    base_url: str  # the LLM server's
-    model: str
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+from tests.support.agent_server_stack import (
+    KEY_ENV,
+    LONG_TURNS,
+    MAX_CONCURRENCY,
+    PREFIX,
+    SECRET,
+    Served,
+    free_port,
+)
 
 
 @pytest.fixture(scope="session")

@@ -13,7 +13,7 @@ import httpx
 import pytest
 
 from contracts.llm_calls import MEASURED_ROLES
-from tests.bankbench.agent_server.conftest import LONG_TURNS, MAX_CONCURRENCY, SECRET, Served
+from tests.support.agent_server_stack import LONG_TURNS, MAX_CONCURRENCY, SECRET, Served
 
 pytestmark = [pytest.mark.dynamo, pytest.mark.slow, pytest.mark.timeout(600)]
 

@@ -15,7 +15,7 @@ import uvicorn
 from agents.options import parse_options
 from bankbench.agent_server.app import create_app
 from bankbench.agent_server.models import ServerConfig
-from tests.bankbench.agent_server.conftest import KEY_ENV, PREFIX, SECRET, Served, free_port
+from tests.support.agent_server_stack import KEY_ENV, PREFIX, SECRET, Served, free_port
 
 pytestmark = [pytest.mark.dynamo, pytest.mark.slow, pytest.mark.timeout(300)]
 

@@ -12,7 +12,7 @@ from bankbench.capacity.control import CONTROL_DIR, attach_splits, control_confi
 from bankbench.sweep.errors import SweepError
 from contracts.capacity import CapacityRecord, CapacitySearch, CapacityStep
 from contracts.sweep import SweepConfig
-from tests.analysis.test_consistency import BAL, FREEZE, XFER, _sweep
+from tests.support.consistency_sweeps import BAL, FREEZE, XFER, calls_sweep
 
 SEARCH = CapacitySearch(control="deterministic")
 
@@ -40,8 +40,8 @@ def test_the_split_is_paired_by_scenario(tmp_path):
     scheduling (0.5, 0, 0, 0), numerics (0, 0.5, 0, 0)."""
     usual = {i: [BAL, XFER] for i in range(4)}
     switched = {**usual, 0: [BAL, FREEZE], 1: [BAL, FREEZE]}
-    main = _sweep(tmp_path / "cap", {2: _level(usual), 8: _level(switched)})
-    _sweep(main / CONTROL_DIR, {2: _level(usual), 8: _level({**usual, 0: [BAL, FREEZE]})})
+    main = calls_sweep(tmp_path / "cap", {2: _level(usual), 8: _level(switched)})
+    calls_sweep(main / CONTROL_DIR, {2: _level(usual), 8: _level({**usual, 0: [BAL, FREEZE]})})
     steps = [CapacityStep(level=lv, phase="bracket", passed=True, reused=False, checks=[],
                           seconds=0, at="2026-01-01T00:00:00Z") for lv in (2, 8)]
     record = CapacityRecord(search=SEARCH, steps=steps)

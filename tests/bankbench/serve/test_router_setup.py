@@ -10,8 +10,8 @@ import pytest
 
 from bankbench.serve.router_setup import from_command, of_state
 from bankbench.serve.state import Component, ServerState
-from tests.reliability.helpers import bankbench
 from tests.support.built_tasks import CHEAP_LABELS
+from tests.support.cli import bankbench
 
 # A policy file Dynamo 1.6.1's frontend accepts (it parses it at start and refuses a bad one).
 POLICY = """default_policy_family: agents

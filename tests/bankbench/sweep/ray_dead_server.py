@@ -16,8 +16,8 @@ from pathlib import Path
 from bankbench.sweep import executors, harbor_job, shards
 from bankbench.sweep.ray_shards import run_ray
 from contracts.sweep import SweepConfig
-from tests.bankbench.sweep.test_shards import stand_in_launches, stopped
 from tests.support.built_tasks import empty_tasks
+from tests.support.shard_standins import stand_in_launches, stopped
 
 
 def main(out: Path) -> int:

@@ -135,6 +135,6 @@ def test_a_stop_asked_for_is_raised_at_the_next_poll_even_if_the_first_was_lost(
     # long before the shards' sleep would have ended (a loaded host takes tens of seconds to
     # start and stop them)
     assert time.monotonic() - t0 < 300
-    from tests.bankbench.sweep.test_shards import stopped
+    from tests.support.shard_standins import stopped
 
     assert stopped([level.shards.read_record(ln.shard.job).pid for ln in launches])

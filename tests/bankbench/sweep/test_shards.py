@@ -11,6 +11,7 @@ from bankbench.sweep import executors, harbor_job, level, shards
 from bankbench.sweep.harbor_job import JobState
 from contracts.sweep import ShardRecord, SweepConfig, level_jobs
 from tests.support.built_tasks import empty_tasks
+from tests.support.shard_standins import stand_in_launches, stopped
 
 
 @pytest.mark.parametrize("level,n,expected", [(8, 2, [4, 4]), (7, 3, [3, 2, 2]),
@@ -100,15 +101,6 @@ def test_a_sharded_level_is_complete_only_when_every_shard_is(tmp_path):
     assert harbor_job.job_state(single) is JobState.COMPLETE
 
 
-def stand_in_launches(config: SweepConfig, sweep_dir: Path, level_n: int,
-                      seconds: int = 60) -> list[executors.Launch]:
-    """The level's planned shards, each with a stand-in command (`sleep`) in place of Harbor."""
-    planned = level.plan(config, sweep_dir, sweep_dir / "tasks", level_n)
-    for shard in planned:
-        shards.write_record(shard.job, shard.record)
-    return [executors.Launch(s, ["sleep", str(seconds)]) for s in planned]
-
-
 def dying_server(after: int = 1):
     """A watch that answers for `after` checks, then says the server is gone."""
     calls = []
@@ -117,14 +109,6 @@ def dying_server(after: int = 1):
         calls.append(1)
         return "the server at 127.0.0.1:1 stopped answering" if len(calls) > after else None
     return watch
-
-
-def stopped(pids: list[int | None]) -> bool:
-    import psutil
-
-    return all(pid and not (psutil.pid_exists(pid) and
-                            psutil.Process(pid).status() != psutil.STATUS_ZOMBIE)
-               for pid in pids)
 
 
 def test_a_dead_server_stops_every_shard_of_the_level(tmp_path):

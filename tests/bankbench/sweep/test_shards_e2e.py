@@ -28,8 +28,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.reliability.helpers import HARBOR_ENV, bankbench
 from tests.support.built_tasks import CHEAP_LABELS
+from tests.support.cli import HARBOR_ENV, bankbench
 
 pytestmark = [pytest.mark.dynamo, pytest.mark.harbor, pytest.mark.slow]
 

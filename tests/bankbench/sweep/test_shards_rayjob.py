@@ -7,7 +7,7 @@ import shlex
 
 import yaml
 
-from tests.reliability.helpers import bankbench
+from tests.support.cli import bankbench
 
 SWEEP = ["--base-url", "http://dynamo-frontend.dynamo:8000/v1", "--model", "llama",
          "--levels", "64,128", "--shards", "4", "--ak", "self_eval=true"]

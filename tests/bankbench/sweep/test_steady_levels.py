@@ -13,7 +13,7 @@ import math
 
 import pytest
 
-from tests.reliability.helpers import bankbench
+from tests.support.cli import bankbench
 
 pytestmark = [pytest.mark.dynamo, pytest.mark.harbor, pytest.mark.slow]
 

@@ -22,8 +22,8 @@ from pathlib import Path
 import pytest
 
 from contracts.host_load import HOST_LOAD_FILE, HostLoad
-from tests.reliability.helpers import HARBOR_ENV, assert_one_line_error, bankbench, wait_for
 from tests.support.built_tasks import CHEAP_LABELS
+from tests.support.cli import HARBOR_ENV, assert_one_line_error, bankbench, wait_for
 
 pytestmark = [pytest.mark.dynamo, pytest.mark.harbor, pytest.mark.slow]
 
@@ -177,7 +177,7 @@ def test_a_server_that_dies_stops_the_sweep_which_resumes_on_a_new_port(tmp_path
 
 
 def test_a_profile_sweep_resumes_on_another_port(tmp_path):
-    from tests.reliability.helpers import closed_port
+    from tests.support.cli import closed_port
 
     out = tmp_path / "jobs"
     first = bankbench("sweep", "--profile", "cpu-mocker", "--set", "speedup_ratio=10",

@@ -20,8 +20,8 @@ import pytest
 
 from analysis.files import read_llm_calls
 from analysis.router_decisions import join_llm_calls
-from tests.reliability.helpers import HARBOR_ENV, bankbench
 from tests.support.built_tasks import CHEAP_LABELS
+from tests.support.cli import HARBOR_ENV, bankbench
 
 pytestmark = [pytest.mark.dynamo, pytest.mark.harbor, pytest.mark.slow]
 

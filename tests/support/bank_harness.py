@@ -14,7 +14,7 @@ from types import ModuleType
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 BANK_SCRIPT = REPO_ROOT / "tasks/banking/template/environment/bank"
-FIXTURES = Path(__file__).resolve().parent / "fixtures"
+FIXTURES = REPO_ROOT / "tests/bank/fixtures"
 ENVIRONMENT_DIR = BANK_SCRIPT.parent
 
 

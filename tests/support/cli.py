@@ -1,4 +1,4 @@
-"""Small helpers shared by the reliability tests: the CLI as a user runs it, closed ports, and
+"""Small helpers for tests that run the CLI: the CLI as a user runs it, closed ports, and
 finding processes a test started (by a path only that test uses) among everyone else's."""
 
 from __future__ import annotations
