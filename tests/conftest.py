@@ -32,6 +32,7 @@ LONG_FIRST = (
     "tests/engines/test_llamacpp.py",
     "tests/reliability/test_sweep_interruption.py",
     "tests/bankbench/capacity/test_capacity_e2e.py",
+    "tests/bankbench/capacity/test_capacity_decisions_e2e.py",
     "tests/bankbench/sweep/test_sweep_lifecycle.py",
     "tests/bankbench/sweep/test_shards_e2e.py",
     "tests/reliability/test_secret_absence.py",
