@@ -73,6 +73,18 @@ def test_a_floor_passes_at_its_limit_and_above():
     assert not unmeasured.passed and unmeasured.note == "nothing measured"
 
 
+def test_the_output_rate_floor_reads_the_slowest_decile_of_requests_that_succeeded():
+    import numpy as np
+    import pandas as pd
+
+    from bankbench.capacity.checks import slo_value
+
+    requests = pd.DataFrame({"ok": [True] * 10 + [False],
+                             "output_tps_per_user": [*range(10, 110, 10), 1.0]})
+    value = slo_value("output_tps_per_user_p10", pd.Series(dtype=float), requests, 0.0)
+    assert value == pytest.approx(np.percentile(range(10, 110, 10), 10))  # the failed one out
+
+
 # --- the search over synthetic levels ----------------------------------------------------
 
 AGREEING = [ScenarioDivergence(f"s{i}", 2, 2, 1.0, 1.0, 1.0) for i in range(80)]
