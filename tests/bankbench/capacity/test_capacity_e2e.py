@@ -48,7 +48,10 @@ def test_search_prints_a_level_and_a_resumed_search_reuses_finished_levels(tmp_p
     # three scenarios cannot certify a 10-point margin: a wide one, so latency decides
     cmd = [sys.executable, "-m", "bankbench", "capacity", "--profile", "cpu-mocker",
            "--set", "speedup_ratio=50", "--set", f"replay_trace={trace}", "--source", "sample",
-           "--limit", "3", "--slo", "ttft_p90_ms=60000", "--slo", "error_rate=0.5",
+           "--limit", "3", "--slo", "error_rate=0.5",
+           # two SLO tiers from the same levels: every level passes the loose one; no level
+           # meets a 1 ms p90 TTFT through Harbor and the frontend
+           "--tier", "loose=ttft_p90_ms<=60000", "--tier", "strict=ttft_p90_ms<=1",
            "--max-level", "2", "--max-divergence", "0.5", "--alpha", "0.5", "--max-looks", "1",
            # trials of ~2 s at speedup 50 leave a slot idle ~10 % of the time between them
            # (Harbor's gap from one trial to the next): 0.89 measured; the default bound is
@@ -85,8 +88,17 @@ def test_search_prints_a_level_and_a_resumed_search_reuses_finished_levels(tmp_p
     # three scenarios bound the divergence at 0.24 when all agree: under the wide margin, so
     # levels can pass, but below the design the error rates are shown for, and it says so
     assert last.startswith("Below the validated design: 3 scenarios")
-    assert "2 concurrent agents (achieved" in last
-    assert "within SLO ttft_p90_ms≤60000, error_rate≤0.5" in last
+    assert "tier loose: 2 concurrent agents (achieved" in last  # the first tier's line
+    assert "within SLO error_rate≤0.5, lost_rate≤0.05, ttft_p90_ms≤60000" in last
+    # one capacity per tier from the same two levels, each run once (the tiers read back on
+    # --resume from capacity.json)
+    assert [t["name"] for t in record["search"]["tiers"]] == ["loose", "strict"]
+    assert [(t["name"], t["capacity"], t["boundary_high"]) for t in record["tiers"]] == [
+        ("loose", 2, None), ("strict", None, 1)]
+    assert record["tiers"][1]["limiting"] == ["ttft_p90_ms"]
+    assert all([t["verdict"] for t in s["tiers"]] == ["pass", "fail"] for s in steps)
+    table = out[out.index("capacity per tier"):].splitlines()
+    assert [line.split()[0] for line in table[2:5]] == ["loose", "strict", "decisions"], table
     assert (sweep / "capacity.png").is_file() and (sweep / "report.md").is_file()
     manifest = json.loads((sweep / "sweep.json").read_text())
     # the reference ran first (the manifest may list the configured first level first)
