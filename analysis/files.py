@@ -127,9 +127,17 @@ class TrialResultView(_Lenient):
 
     @property
     def agent_import_path(self) -> str | None:
-        """The agent Harbor ran, as its job configuration named it (Harbor's record)."""
+        """The agent Harbor ran, as its job configuration named it (Harbor's record). `harbor
+        run --agent module:Class` records the import path as the agent's `name` (Harbor's
+        `--agent` takes both; it reads a name with a colon, other than its `acp:` registry
+        shorthand, as an import path), `--agent-import-path` as `import_path`."""
         agent = self.config.agent if self.config else None
-        return agent.import_path if agent else None
+        if agent is None:
+            return None
+        name = agent.name or ""
+        if agent.import_path is None and ":" in name and not name.startswith("acp:"):
+            return name
+        return agent.import_path
 
 
 class AttemptScores(BaseModel):

@@ -11,8 +11,9 @@ key is set, so the run also shows whether a key can reach the job directory.
     .venv/bin/python benchmarks/soak.py                       # 200 trials at -n 32
     .venv/bin/python benchmarks/soak.py --trials 40 -n 8      # the size the test suite runs
 
-An outage (a run of consecutive 503s, default 4 x concurrency long) makes the requests in
-flight exhaust their retries, so some trials must come out infra_failed and stay out of TSQ.
+An outage takes whole agent sessions (default one trial in 20, spread over the run): every
+request of those sessions, retries included, gets a 503, so exactly those trials exhaust their
+tries and must come out infra_failed and stay out of TSQ, whatever the timing.
 
 Prints the status table, fault and retry counts, and TSQ over scored trials. Exit 1 when a
 trial is unaccounted for, a harness failure occurred, a fault went uncounted or the key leaked.
@@ -60,6 +61,8 @@ class SoakResult:
     tsq_all_rows: float | None
     wall_s: float
     key_found_in: list[str] = field(default_factory=list)
+    # Trials the outage took (a session id is the trial's name) and the status each came to.
+    outage: dict[str, str] = field(default_factory=dict)
 
     @property
     def faults_total(self) -> int:
@@ -115,7 +118,7 @@ def files_containing(root: Path, needle: str) -> list[str]:
 
 def run_soak(work: Path, *, trials: int = 200, concurrency: int = 32, fault_rate: float = 0.1,
              seed: int = 11, n_tasks: int = 10, speedup: float = 10.0, workers: int = 2,
-             burst: int = 0, log=print) -> SoakResult:
+             outage: int = 0, log=print) -> SoakResult:
     from analysis.tables import load
     from bankbench.serve import api
     from tasks.banking.build import build_tasks
@@ -127,7 +130,7 @@ def run_soak(work: Path, *, trials: int = 200, concurrency: int = 32, fault_rate
     env = {**os.environ, "HARBOR_TELEMETRY": "0", "LITELLM_LOCAL_MODEL_COST_MAP": "True",
            KEY_ENV: key}
     log(f"soak: {n_tasks * attempts} trials ({n_tasks} tasks x {attempts}) at -n {concurrency}, "
-        f"~{fault_rate:.0%} faults + an outage of {burst} requests, cpu-mocker speedup {speedup}")
+        f"~{fault_rate:.0%} faults + an outage of {outage} trials, cpu-mocker speedup {speedup}")
     from bankbench.serve.replay import write_trace
 
     trace = write_trace(work / "trace.jsonl", scripted_sessions(tasks))
@@ -138,21 +141,17 @@ def run_soak(work: Path, *, trials: int = 200, concurrency: int = 32, fault_rate
         schedule = FaultSchedule.seeded(seed, n=trials * 10, faults=FAULTS, rate=fault_rate,
                                         stall_s=STALL_S)
         schedule.echo_auth_in_errors = True
-        if burst:
-            # An outage: `burst` requests in a row fail, so some requests exhaust their retries
-            # and their trials must come out as infra_failed, excluded from quality.
-            start = trials // 3
-            schedule.faults[start:start + burst] = ["http_503"] * burst
+        schedule.down_sessions = outage_positions(trials, outage)
 
-        async def go() -> tuple[int, list[str], float]:
+        async def go() -> tuple[int, list[str], float, list[str]]:
             async with FaultProxy(upstream=state.base_url, schedule=schedule) as proxy:
                 cmd = _harbor_cmd(tasks, work / "jobs", "soak", proxy.base_url, state.model,
                                   concurrency, attempts)
                 t0 = time.perf_counter()
                 rc = await _run_job(cmd, env, work / "harbor.log")
-                return rc, list(proxy.seen), time.perf_counter() - t0
+                return rc, list(proxy.seen), time.perf_counter() - t0, list(proxy.downed)
 
-        rc, seen, wall = asyncio.run(go())
+        rc, seen, wall, downed = asyncio.run(go())
     finally:
         api.down(state)
     if rc != 0:
@@ -164,6 +163,7 @@ def run_soak(work: Path, *, trials: int = 200, concurrency: int = 32, fault_rate
     scored = t[t.status == "scored"]
     in_quality = t[t.in_quality.astype(bool)]
     leaks = files_containing(work, key)
+    status_of = dict(zip(t.trial, t.status, strict=True))
     return SoakResult(
         job_dir=job, trials=len(t), statuses=Counter(t.status), injected=Counter(seen),
         requests_seen=len(seen), retries=int(r.retries.sum()) if len(r) else 0,
@@ -175,7 +175,13 @@ def run_soak(work: Path, *, trials: int = 200, concurrency: int = 32, fault_rate
         tsq_all_rows=float(t.tsq.where(t.in_quality.astype(bool), 0).fillna(0).mean())
         if len(t) else None,
         wall_s=wall, key_found_in=leaks,
+        outage={name: str(status_of.get(name, "missing")) for name in downed},
     )
+
+
+def outage_positions(trials: int, outage: int) -> frozenset[int]:
+    """`outage` session positions spread evenly over a run of `trials` sessions."""
+    return frozenset(int((i + 0.5) * trials / outage) for i in range(outage))
 
 
 def problems(res: SoakResult, expected_trials: int) -> list[str]:
@@ -194,6 +200,10 @@ def problems(res: SoakResult, expected_trials: int) -> list[str]:
     if res.requests_seen != res.n_records + res.retries:
         out.append(f"proxy saw {res.requests_seen} requests, records say "
                    f"{res.n_records + res.retries} (records + retries)")
+    not_failed = {name: status for name, status in res.outage.items()
+                  if status != "infra_failed"}
+    if not_failed:
+        out.append(f"trials the outage took did not come out infra_failed: {not_failed}")
     if res.key_found_in:
         out.append(f"API key found in {len(res.key_found_in)} file(s): {res.key_found_in[:3]}")
     return out
@@ -217,6 +227,8 @@ def print_table(res: SoakResult) -> None:
     print(f"TSQ mean over scored trials: {fmt(res.tsq_scored)}; over the quality set "
           f"(scored + agent_failed): {fmt(res.tsq_in_quality)}; naive mean over every row "
           f"(failures as 0): {fmt(res.tsq_all_rows)}")
+    print(f"trials the outage took: {len(res.outage)}, infra_failed: "
+          f"{sum(s == 'infra_failed' for s in res.outage.values())}")
     print(f"API key in job files: {'NONE' if not res.key_found_in else res.key_found_in}")
 
 
@@ -229,10 +241,9 @@ def main() -> int:
     ap.add_argument("--seed", type=int, default=11)
     ap.add_argument("--tasks", type=int, default=10, help="sample scenarios used (<= 14)")
     ap.add_argument("--speedup", type=float, default=10.0, help="mocker speedup ratio")
-    ap.add_argument("--burst", type=int,
-                    help="an outage: this many requests in a row get 503 (0: none; default "
-                         "4 x concurrency, enough to exhaust the retries of the requests in "
-                         "flight)")
+    ap.add_argument("--outage", type=int,
+                    help="an outage: every request of this many trials' sessions gets a 503, so "
+                         "those trials exhaust their tries (0: none; default one trial in 20)")
     ap.add_argument("--keep", type=Path, help="work in this directory and keep it")
     args = ap.parse_args()
     work = args.keep or Path(tempfile.mkdtemp(prefix="bankbench-soak-"))
@@ -240,7 +251,7 @@ def main() -> int:
     res = run_soak(work, trials=args.trials, concurrency=args.concurrency,
                    fault_rate=args.fault_rate, seed=args.seed, n_tasks=args.tasks,
                    speedup=args.speedup,
-                   burst=4 * args.concurrency if args.burst is None else args.burst)
+                   outage=args.trials // 20 if args.outage is None else args.outage)
     print_table(res)
     expected = math.ceil(args.trials / args.tasks) * args.tasks
     found = problems(res, expected)

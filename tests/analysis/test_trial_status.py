@@ -139,3 +139,37 @@ def test_interrupted_says_harbor_was_stopped():
         agent_reason="agent timeout while waiting for the LLM server", agent_attempts=1,
         failed_in="agent"))
     assert reason == "interrupted (Harbor was stopped)"
+
+
+def _harbor_result(agent: dict) -> TrialResultView:
+    return TrialResultView.model_validate({"trial_name": "banking-000__a", "task_name":
+                                           "banking-000", "config": {"agent": agent}})
+
+
+def test_the_agent_named_by_harbor_run_is_the_project_agent(tmp_path):
+    """`harbor run --agent agents.banking:BankingAgent` (what the sweep runs) records the
+    import path as the agent's name: its report is believed, and a server outage it reports
+    takes the trial out of quality although the verifier scored the empty intent log."""
+    import json
+
+    from analysis.status import trial_status
+    from contracts.agent_status import PROJECT_AGENT
+
+    assert _harbor_result({"name": PROJECT_AGENT, "import_path": None}
+                          ).agent_import_path == PROJECT_AGENT
+    assert _harbor_result({"name": None, "import_path": PROJECT_AGENT}
+                          ).agent_import_path == PROJECT_AGENT
+    assert _harbor_result({"name": "terminus-2"}).agent_import_path is None
+    assert _harbor_result({"name": "acp:some-agent"}).agent_import_path is None
+
+    trial = tmp_path / "banking-000__a"
+    trial.mkdir()
+    (trial / "result.json").write_text(json.dumps({
+        "trial_name": trial.name, "task_name": "banking-000",
+        "config": {"agent": {"name": PROJECT_AGENT, "import_path": None}},
+        "agent_result": {"metadata": {
+            "status": "infra_error", "attempts": 0,
+            "status_reason": "LLM request failed after 4 tries: http_503"}},
+        "verifier_result": {"rewards": {"tsq": 0.0}}}))
+    assert trial_status(trial, job_finished=True) == (
+        "infra_failed", "agent: LLM request failed after 4 tries: http_503")

@@ -116,6 +116,29 @@ def test_a_resumed_level_is_measured_over_its_runs_not_the_pause():
     assert whole["achieved_trial_concurrency"] < 0.25 * straight["achieved_trial_concurrency"]
 
 
+def test_a_level_stopped_mid_run_and_resumed_has_the_straight_runs_rates():
+    """As a sweep stopped with Ctrl-C and resumed leaves it: the first run's two trials in
+    flight at the stop (started at 20) are set aside and run again, so the run ends at the cut
+    (their start) and the kept trials before it are its measured part; after a pause the resume
+    runs the rest. Rates and concurrency equal the level run straight; the pause is not in
+    them, nor are the trials cut."""
+    straight_trials, straight_requests = schedule(2, 12, 10.0)
+    straight = throughput_metrics(straight_requests, straight_trials, 2.0,
+                                  level_window(straight_trials, straight_requests, 2))
+    kept_trials, kept_requests = schedule(2, 4, 10.0)  # 0-20; the pair from 20 was cut
+    rest_trials, rest_requests = schedule(2, 8, 10.0, start_s=300.0, first=4)
+    trials = pd.concat([kept_trials, rest_trials], ignore_index=True)
+    requests = pd.concat([kept_requests, rest_requests], ignore_index=True)
+    runs = [(T0, T0 + timedelta(seconds=20)), (T0 + timedelta(seconds=300), None)]
+    window = level_window(trials, requests, 2, runs=runs)
+    assert window.intervals == ((at(10), at(20)), (at(310), at(340)))
+    resumed = throughput_metrics(requests, trials, 2.0, window)
+    for key in ("request_throughput", "output_token_throughput", "achieved_concurrency",
+                "achieved_trial_concurrency"):
+        assert resumed[key] == pytest.approx(straight[key]), key
+    assert resumed["output_token_throughput"] == pytest.approx(2.0)  # 2 slots x 10 tok / 10 s
+
+
 def test_a_run_stopped_mid_level_ends_where_it_was_cut():
     trials, requests = schedule(2, 8, 10.0)
     runs = [(T0, T0 + timedelta(seconds=25))]

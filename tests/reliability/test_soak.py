@@ -1,5 +1,6 @@
 """A small soak (benchmarks/soak.py at 40 trials, -n 8): real harbor, agent, LocalEnvironment and
-Dynamo frontend + mocker, behind the fault-injecting test proxy (~10 % faults plus an outage).
+Dynamo frontend + mocker, behind the fault-injecting test proxy (~10 % faults plus an outage of
+whole agent sessions).
 Every trial is accounted for, every fault is a counted retry or a named failure, infra failures
 stay out of TSQ, and the API key never reaches the job directory."""
 
@@ -15,20 +16,23 @@ from tests.support.cli import bankbench
 
 pytestmark = [pytest.mark.dynamo, pytest.mark.harbor, pytest.mark.slow]
 
-TRIALS, CONCURRENCY = 40, 8
+TRIALS, CONCURRENCY, OUTAGE = 40, 8, 3
 
 
 @pytest.fixture(scope="module")
 def soak(tmp_path_factory: pytest.TempPathFactory):
     work = tmp_path_factory.mktemp("soak")
-    return run_soak(work, trials=TRIALS, concurrency=CONCURRENCY, burst=4 * CONCURRENCY,
+    return run_soak(work, trials=TRIALS, concurrency=CONCURRENCY, outage=OUTAGE,
                     log=lambda line: None)
 
 
 def test_every_trial_and_fault_is_accounted_for(soak):
     assert problems(soak, TRIALS) == []
-    assert soak.faults_total >= 30  # the seeded faults plus the outage really happened
-    assert soak.statuses["infra_failed"] >= 1 and soak.statuses["scored"] >= TRIALS // 2
+    assert soak.faults_total >= 4 * OUTAGE  # the seeded faults plus the outage really happened
+    # Every request of the outage's sessions failed: exactly those trials spent their tries.
+    assert len(soak.outage) == OUTAGE
+    assert set(soak.outage.values()) == {"infra_failed"}
+    assert soak.statuses["infra_failed"] >= OUTAGE and soak.statuses["scored"] >= TRIALS // 2
     assert soak.statuses["harness_failed"] == 0
     assert soak.key_found_in == []
 

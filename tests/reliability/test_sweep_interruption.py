@@ -16,6 +16,7 @@ import subprocess
 import sys
 import time
 from collections import Counter
+from datetime import datetime
 from pathlib import Path
 
 import pytest
@@ -165,15 +166,19 @@ def _summary_row(sweep: Path) -> dict[str, str]:
     return row
 
 
-def test_a_resumed_level_reports_the_throughput_of_the_level_run_straight(tmp_path):
-    """The same steady level (c2, 12 trials through 2 slots) run straight, and run with a
-    Ctrl-C in its middle, a 20 s pause and `--resume`: the resumed level's output rate and
-    achieved concurrency are over the runs it ran in (each cut at warm-up and drain, the
-    stopped one where it was stopped), so they agree with the straight run's within 20 %; over
-    first start to last end, as before, the pause would have counted. Both figures printed."""
+def test_a_resumed_level_is_measured_over_its_runs_not_the_pause(tmp_path):
+    """A steady level (c2, 12 trials through 2 slots) stopped with Ctrl-C in its middle, paused
+    20 s and resumed with `--resume`: its figures are over the runs it ran in (each cut at
+    warm-up and drain, the stopped one where it was stopped). Its window lies inside its runs,
+    its slots stay near full over it (over first start to last end the pause would empty them),
+    and its output rate is well above the rate over that whole span. Both rates printed.
+
+    Not compared with the same level run straight: a window of a few trials measures how fast
+    the host turned trials over at that moment, and on a shared 2-core host a straight and a
+    resumed run differed by -48 % and +60 % in output tok/s at the same achieved concurrency.
+    That a resumed level's rates are the straight run's is asserted on constructed schedules
+    (tests/analysis/test_windows.py)."""
     steady = ("--steady", "3", "--limit", "6")  # 6 tasks x 2 attempts = 12 trials >= 3 x 2
-    straight = bankbench(*_sweep_cmd(tmp_path, "2", "straight", *steady)[3:], timeout=900)
-    assert straight.returncode == 0, straight.stdout[-3000:] + straight.stderr[-3000:]
     log = tmp_path / "sweep.out"
     proc = subprocess.Popen(_sweep_cmd(tmp_path, "2", "paused", *steady),
                             stdout=log.open("w"), stderr=subprocess.STDOUT, text=True,
@@ -185,22 +190,34 @@ def test_a_resumed_level_reports_the_throughput_of_the_level_run_straight(tmp_pa
     time.sleep(20)  # the pause: no trial runs
     done = bankbench("sweep", "--resume", str(sweep), timeout=900)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    a, b = _summary_row(tmp_path / "straight"), _summary_row(sweep)
+    row = _summary_row(sweep)
     manifest = json.loads((sweep / "sweep.json").read_text())
     [record] = manifest["level_records"]
-    print(f"\nc2 straight: {float(a['output_token_throughput']):.1f} tok/s, "
-          f"{float(a['achieved_trial_concurrency']):.2f} trials running over "
-          f"{float(a['window_s']):.1f} s; interrupted + resumed: "
-          f"{float(b['output_token_throughput']):.1f} tok/s, "
-          f"{float(b['achieved_trial_concurrency']):.2f} over {float(b['window_s']):.1f} s "
-          f"({len(record['runs'])} runs)")
-    assert record["resumed"] and len(record["runs"]) == 2 and record["runs"][0]["cut_at"]
-    assert b["resumed"] == "True" and b["steady"] == "True" and a["steady"] == "True"
-    for key in ("output_token_throughput", "achieved_trial_concurrency"):
-        assert abs(float(b[key]) / float(a[key]) - 1) <= 0.20, (key, a[key], b[key])
+    runs = record["runs"]
+    assert record["resumed"] and len(runs) == 2 and runs[0]["cut_at"]
+    assert row["resumed"] == "True" and row["steady"] == "True"
+    window, share = float(row["window_s"]), float(row["achieved_trial_share"])
+    in_runs = sum((_stamp(run["cut_at"] or run["finished_at"]) - _stamp(run["started_at"]))
+                  for run in runs)
+    with (sweep / "requests.csv").open() as fh:
+        requests = [r for r in csv.DictReader(fh) if r["end_unix_ns"]]
+    span = (max(int(r["end_unix_ns"]) for r in requests)
+            - min(int(r["start_unix_ns"]) for r in requests)) / 1e9
+    whole = sum(float(r["completion_tokens"] or 0) for r in requests) / span
+    rate = float(row["output_token_throughput"])
+    print(f"\nc2 interrupted + resumed: {rate:.1f} tok/s, {share:.2f} of its slots busy over "
+          f"{window:.1f} s in 2 runs of {in_runs:.1f} s; over first request start to last end "
+          f"({span:.1f} s, the pause in it): {whole:.1f} tok/s")
+    assert 0 < window <= in_runs < span
+    assert share >= 0.75  # 0.92-0.94 measured; with the pause counted, below 0.3
+    assert rate > 2 * whole
     # the report marks it resumed: throughput table, columns source, level, window, steady,
     # resumed
     report = (sweep / "report.md").read_text()
     table = report[report.index("## Throughput and concurrency"):]
-    row = next(line for line in table.splitlines() if line.startswith("| paused | 2 |"))
-    assert row.split("|")[4:6] == [" yes ", " yes "], row
+    line = next(ln for ln in table.splitlines() if ln.startswith("| paused | 2 |"))
+    assert line.split("|")[4:6] == [" yes ", " yes "], line
+
+
+def _stamp(at: str) -> float:
+    return datetime.fromisoformat(at).timestamp()

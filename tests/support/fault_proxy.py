@@ -11,7 +11,13 @@ longer than the client's timeout, or a malformed SSE event.
         ...  # point the client at proxy.base_url ("http://127.0.0.1:<port>/v1")
 
 Request n (0-based, counting every POST the proxy sees) gets `schedule.faults[n]` or passes
-through when there is none; `proxy.seen` lists what each request got. With
+through when there is none; `proxy.seen` lists what each request got.
+
+With `FaultSchedule(down_sessions={i, j, …})` an outage hits whole agent sessions instead: every
+request of the i-th, j-th … session (0-based, in the order each session's first request reached
+the proxy, by `x-dynamo-session-id`) gets a 503, retries included, so each of those trials
+exhausts its tries whatever the timing (`proxy.downed` lists those sessions). A run of
+consecutive request indices would not: concurrent retries and new trials share it out. With
 `FaultSchedule(degrade_above=K)` it also degrades, as an overloaded server might, the reply of
 every request that was in flight together with more than K requests (itself included): its tool
 call arrives as cut-off text the client cannot parse and `finish_reason` is "length"
@@ -80,6 +86,9 @@ class FaultSchedule:
     integrity_above: int = 0
     integrity_rate: float = 1.0
     seed: int = 0
+    # An outage by session: positions, in order of first arrival, of the sessions whose every
+    # request gets a 503 (see the module docstring).
+    down_sessions: frozenset[int] = frozenset()
 
     def __post_init__(self) -> None:
         if self.integrity is not None and self.integrity not in FAULTS:
@@ -118,6 +127,8 @@ class FaultProxy:
         self._rng = random.Random(schedule.seed)
         self._scripts: dict[str, str] = {}  # session -> chosen prefix
         self._sessions_seen: dict[str, int] = {}  # prefix -> sessions so far
+        self._session_order: dict[str, int] = {}  # session -> position of its first request
+        self.downed: list[str] = []  # sessions the outage took, in order
         self._runner: web.AppRunner | None = None
         self._session: ClientSession | None = None
         self.port = 0
@@ -147,7 +158,8 @@ class FaultProxy:
         body = await request.read()
         fault: Fault = "pass"
         if request.method == "POST":
-            fault = self.schedule.fault_for(len(self.seen))
+            fault = ("http_503" if self._session_down(request)
+                     else self.schedule.fault_for(len(self.seen)))
             self.seen.append(fault)
             self.requests.append(({k.lower(): v for k, v in request.headers.items()}, body))
         if fault.startswith("http_"):
@@ -176,6 +188,16 @@ class FaultProxy:
                                        peak if self.schedule.judged else None)
         finally:  # by identity: another request's peak may be an equal list
             self._open[:] = [p for p in self._open if p is not peak]
+
+    def _session_down(self, request: web.Request) -> bool:
+        session = request.headers.get("x-dynamo-session-id")
+        if session is None:
+            return False
+        if session not in self._session_order:
+            self._session_order[session] = len(self._session_order)
+            if self._session_order[session] in self.schedule.down_sessions:
+                self.downed.append(session)
+        return self._session_order[session] in self.schedule.down_sessions
 
     def _rescript(self, request: web.Request, body: bytes) -> bytes:
         session = request.headers.get("x-dynamo-session-id")

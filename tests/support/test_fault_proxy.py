@@ -145,3 +145,28 @@ async def test_requests_ending_out_of_order_keep_their_own_counts():
     assert {name: status for name, (status, _) in replies.items()} == dict.fromkeys("ABCD", 200)
     broken = {name for name, (_, body) in replies.items() if b'"get_account_balance_v2"' in body}
     assert broken == {"A", "C", "D"} and proxy.corrupted == 3
+
+
+async def test_a_session_outage_fails_every_request_of_the_chosen_sessions():
+    """Sessions are numbered by the arrival of their first request; every request of a downed
+    one gets a 503 (retries included), others pass, and requests without a session pass."""
+    async def ok(request: web.Request) -> web.Response:
+        return web.json_response({})
+
+    runner, port = await _start_upstream(ok)
+    try:
+        async with FaultProxy(f"http://127.0.0.1:{port}",
+                              FaultSchedule(down_sessions=frozenset({1}))) as proxy, \
+                ClientSession() as client:
+            async def ask(session: str | None) -> int:
+                headers = {"x-dynamo-session-id": session} if session else {}
+                async with client.post(f"{proxy.base_url}/chat/completions", json={},
+                                       headers=headers) as resp:
+                    return resp.status
+
+            statuses = [await ask(s) for s in ("a", "b", None, "b", "c", "a", "b")]
+    finally:
+        await runner.cleanup()
+    assert statuses == [200, 503, 200, 503, 200, 200, 503]
+    assert proxy.downed == ["b"]
+    assert proxy.seen.count("http_503") == 3
