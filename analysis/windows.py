@@ -14,11 +14,14 @@ measured window of a run leaves out both:
   trial's start: later, some slots held trials whose requests are not kept).
 
 The level's window is the union of its runs' windows, so the pause between an interruption and
-its resume is never measured. A level with no such stretch (too few trials for its slots: fewer
-than about 2 x c) is *not steady*: its figures fall back to each run's whole span, first
-request start to last request end, and say so (`steady` False). Runs come from sweep.json
-(`LevelRecord.runs`); a level recorded before runs were is split where no trial ran for
-`PAUSE_GAP_S`.
+its resume is never measured. A window is steady only when more trials started inside it than
+the level has slots (`enough_turnover`): with about 2 x c trials the stretch between warm-up and
+drain holds the second wave alone, which starts in lock-step as the first did — one wave, not a
+steady state, and request percentiles over its few trials. A level with no such stretch (too
+few trials for its slots: about 2 x c or fewer) is *not steady*: its figures fall back to
+each run's whole span, first request start to last request end, and say so (`steady` False).
+Runs come from sweep.json (`LevelRecord.runs`); a level recorded before runs were is split where
+no trial ran for `PAUSE_GAP_S`.
 
 Used by analysis/summary.py (every throughput, goodput and request-percentile figure of a
 level), analysis/shards.py, and the capacity search (`certifiable`).
@@ -170,7 +173,18 @@ def level_window(trials: pd.DataFrame, requests: pd.DataFrame, configured: float
         if span is not None:
             spans.append(span)
     n_runs = max(1, len(run_starts))
+    if steady and not enough_turnover(start, steady, configured):
+        steady = []
     return Window(tuple(steady or spans), bool(steady), n_runs, tuple(trial_spans))
+
+
+def enough_turnover(trial_starts: np.ndarray, intervals: Sequence[tuple[int, int]],
+                    configured: float) -> bool:
+    """Whether more trials started inside `intervals` than the level has slots: at least one
+    slot turned over inside the window after every slot had started (a window holding one
+    wave of `configured` trials is that wave's lock-step start, not a steady state)."""
+    inside = Window(tuple(intervals), True).contains(trial_starts)
+    return int(inside.sum()) > int(configured)
 
 
 def _span(req_start: np.ndarray, req_end: np.ndarray, lo: float,

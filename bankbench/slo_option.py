@@ -10,14 +10,25 @@ server_ttft and AIPerf's names), always with the unit `_ms`.
   time per output token), `e2e_ms` (`e2e_s` is still read).
 - `capacity` bounds a statistic of a level: `<metric>_<stat>_ms` (`ttft_p90_ms`), or a rate
   (`error_rate`, `lost_rate`).
+- `capacity --tier NAME=SPEC`: SPEC is the same comma list with an operator per bound
+  (`<=` an upper bound, `>=` a floor, `=` an upper bound as in --slo):
+  `interactive=ttfc_p90_ms<=2000,output_tps_per_user_p10>=40`.
 """
 
 from __future__ import annotations
 
 import difflib
+import re
 
 from analysis.metrics.goodput import SLO
-from contracts.capacity import SLO_METRICS, SLO_RATES, SLO_STATS, slo_column
+from contracts.capacity import (
+    SLO_METRICS,
+    SLO_RATE_METRICS,
+    SLO_RATES,
+    SLO_STATS,
+    Tier,
+    slo_column,
+)
 
 # report: per-request name -> (SLO field, factor from the given unit to the field's)
 _REQUEST = {"ttft_ms": ("ttft_ms", 1.0), "time_to_first_token_ms": ("ttft_ms", 1.0),
@@ -25,7 +36,29 @@ _REQUEST = {"ttft_ms": ("ttft_ms", 1.0), "time_to_first_token_ms": ("ttft_ms", 1
             "inter_token_latency_ms": ("itl_ms", 1.0),
             "e2e_ms": ("e2e_s", 1e-3), "request_latency_ms": ("e2e_s", 1e-3),
             "e2e_s": ("e2e_s", 1.0)}
-_LEVEL_EXAMPLES = [f"{m}_{s}_ms" for m in SLO_METRICS for s in SLO_STATS] + list(SLO_RATES)
+_LEVEL_EXAMPLES = ([f"{m}_{s}_ms" for m in SLO_METRICS for s in SLO_STATS] + list(SLO_RATES)
+                   + [f"{m}_{s}" for m in SLO_RATE_METRICS for s in SLO_STATS])
+_BOUND = re.compile(r"^\s*([A-Za-z0-9_]+)\s*(<=|>=|≤|≥|=)\s*(.+?)\s*$")
+
+# Tiers in AgentPerf's shape (a first-token ceiling with a per-agent output-rate floor); the
+# numbers are this project's, for agents that act on tool calls: time to first tool call at
+# p90, the slowest decile's decode speed. docs/capacity.md (SLO tiers) explains them.
+DEFAULT_TIERS = (
+    "interactive=ttfc_p90_ms<=2000,output_tps_per_user_p10>=40",
+    "standard=ttfc_p90_ms<=5000,output_tps_per_user_p10>=20",
+    "batch=ttfc_p90_ms<=20000,output_tps_per_user_p10>=5",
+)
+
+
+def _bound(where: str, number: str) -> float:
+    """A bound's number: ValueError naming `where` unless it is a number ≥ 0."""
+    try:
+        bound = float(number)
+    except ValueError:
+        raise ValueError(f"{where}: {number.strip()!r} is not a number") from None
+    if bound < 0:
+        raise ValueError(f"{where}: a bound cannot be negative")
+    return bound
 
 
 def items(values: list[str] | None) -> list[tuple[str, float]]:
@@ -39,12 +72,7 @@ def items(values: list[str] | None) -> list[tuple[str, float]]:
             name = name.strip()
             if not sep or not name:
                 raise ValueError(f"--slo {part!r}: expected NAME=NUMBER, e.g. ttft_ms=500")
-            try:
-                bound = float(number)
-            except ValueError:
-                raise ValueError(f"--slo {part!r}: {number.strip()!r} is not a number") from None
-            if bound < 0:
-                raise ValueError(f"--slo {part!r}: a bound cannot be negative")
+            bound = _bound(f"--slo {part!r}", number)
             if name in seen and seen[name] != bound:
                 raise ValueError(f"--slo {name} given twice ({seen[name]:g} and {bound:g})")
             if name not in seen:
@@ -93,3 +121,46 @@ def level_slos(values: list[str] | None) -> dict[str, float]:
             raise ValueError(str(exc) + _did_you_mean(name, _LEVEL_EXAMPLES)) from None
         out[name] = bound
     return out
+
+
+def _level_name(name: str) -> None:
+    try:
+        slo_column(name)
+    except ValueError as exc:
+        raise ValueError(str(exc) + _did_you_mean(name, _LEVEL_EXAMPLES)) from None
+
+
+def tier(text: str) -> Tier:
+    """One `--tier NAME=SPEC`: ValueError with one line naming the bad part."""
+    name, sep, spec = text.partition("=")
+    name = name.strip()
+    if not sep or not name or not spec.strip():
+        raise ValueError(f"--tier {text!r}: expected NAME=SPEC, e.g. "
+                         f"{DEFAULT_TIERS[0]}")
+    if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]*", name):
+        raise ValueError(f"--tier {text!r}: the name {name!r} may hold letters, digits, "
+                         "'_', '.', '-'")
+    slos: dict[str, float] = {}
+    floors: dict[str, float] = {}
+    for part in filter(None, (p.strip() for p in spec.split(","))):
+        match = _BOUND.match(part)
+        if not match:
+            raise ValueError(f"--tier {name}: {part!r}: expected NAME<=NUMBER, NAME>=NUMBER "
+                             "or NAME=NUMBER")
+        bound_name, op, number = match.groups()
+        bound = _bound(f"--tier {name}: {part!r}", number)
+        try:
+            _level_name(bound_name)
+        except ValueError as exc:
+            raise ValueError(f"--tier {name}: " + str(exc).removeprefix("--slo ")) from None
+        into = floors if op in (">=", "≥") else slos
+        if bound_name in slos or bound_name in floors:
+            raise ValueError(f"--tier {name}: {bound_name} bounded twice")
+        into[bound_name] = bound
+    if not slos and not floors:
+        raise ValueError(f"--tier {name}: no bound given")
+    return Tier(name=name, slos=slos, floors=floors)
+
+
+def default_tiers() -> list[Tier]:
+    return [tier(text) for text in DEFAULT_TIERS]

@@ -7,6 +7,7 @@ runs drawn from each model of a family of noise models (bankbench/capacity/noise
     .venv/bin/python benchmarks/capacity_noise.py                     # recommended design
     .venv/bin/python benchmarks/capacity_noise.py --scenarios 50 --searches 200
     .venv/bin/python benchmarks/capacity_noise.py --held-out          # the held-out models
+    .venv/bin/python benchmarks/capacity_noise.py --tiers --searches 100  # two SLO tiers
 
 Per model, from --searches simulated searches each over levels 1..--max-level:
 
@@ -21,6 +22,15 @@ one doubling below that level (6..11) — a stop further below is not a detectio
 case over the models is printed first. One search per run is also made through real Harbor job
 directories, written to disk and judged by the product's reader (bankbench/capacity/run.py ·
 Evaluation), and must reach the same steps as the same search judged in memory.
+
+`--tiers`: the same searches with two SLO tiers judged from one climb (a strict latency tier
+whose bound the simulated latency crosses near c40, and a loose one; bankbench/capacity/
+sim_tiers.py), per tier and model:
+
+    tier <tier> model <name>: false stop rate X, detection rate Y (drop 0.10), Z (drop 0.20)
+
+a false stop being a tier's capacity more than one doubling below where its own bound is
+crossed (below the top when it never is); the worst case over tiers and models first.
 """
 
 from __future__ import annotations
@@ -46,6 +56,7 @@ from bankbench.capacity.run import Evaluation  # noqa: E402
 from bankbench.capacity.search import levels_judgeable  # noqa: E402
 from bankbench.capacity.sequential import look_confidence  # noqa: E402
 from bankbench.capacity.sim_search import CEILING, SimulatedSource, simulate_search  # noqa: E402
+from bankbench.capacity.simulate import SIM_SLO  # noqa: E402
 from contracts.capacity import CapacitySearch, CapacityStep  # noqa: E402
 from contracts.sweep import level_dir  # noqa: E402
 
@@ -131,6 +142,34 @@ def through_job_dirs(search: CapacitySearch, n_scenarios: int, root: Path, seed:
             f"in-memory search ({steps(on_disk)})")
 
 
+def tiers(search: CapacitySearch, args: argparse.Namespace, models: tuple) -> int:
+    """Per tier and model: false stop and detection of a search with two SLO tiers."""
+    from bankbench.capacity.sim_tiers import TIERS, tier_rates
+
+    k = levels_judgeable(search, CEILING)
+    print(f"tiers: {', '.join(f'{t.name} ({t.slos or SIM_SLO})' for t in TIERS)}; "
+          f"K={k} levels for the alpha split (one tier: "
+          f"{levels_judgeable(search.model_copy(update={'tiers': []}), CEILING)})",
+          flush=True)
+    t0 = time.perf_counter_ns()
+    rows = tier_rates(search, args.scenarios, args.searches, models=models, seed=args.seed,
+                      workers=args.workers)
+    wall = (time.perf_counter_ns() - t0) / 1e9
+    stops = [(r["false_stop"], f"{r['tier']}, {r['model']}") for r in rows]
+    drop = f"{search.max_divergence:g}"
+    found = [(r["detection"][drop], f"{r['tier']}, {r['model']}") for r in rows
+             if drop in r["detection"]]
+    print(f"worst case over tiers and models: false stop {max(stops)[0]:.3f} "
+          f"({max(stops)[1]})" + (f", detection {min(found)[0]:.3f} at drop {drop} "
+                                  f"({min(found)[1]})" if found else ""))
+    for r in rows:
+        detection = ", ".join(f"{v:.3f} (drop {d})" for d, v in r["detection"].items())
+        print(f"tier {r['tier']} model {r['model']}: false stop rate {r['false_stop']:.3f}"
+              + (f", detection rate {detection}" if detection else ""))
+    print(f"wall {wall:.0f} s for the simulated searches ({args.workers} workers)")
+    return 0
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--searches", type=int, default=500, help="per model and condition")
@@ -145,6 +184,8 @@ def main() -> int:
     ap.add_argument("--seed", type=int, default=7)
     ap.add_argument("--job-dirs", metavar="DIR",
                     help="keep the job directories of the on-disk search here")
+    ap.add_argument("--tiers", action="store_true",
+                    help="per-tier rates of a search with two SLO tiers instead")
     args = ap.parse_args()
 
     from capacity_heldout_models import HELD_OUT
@@ -155,6 +196,10 @@ def main() -> int:
                             max_level=args.max_level)
     where = ("held-out models benchmarks/capacity_heldout_models.py" if args.held_out
              else "family bankbench/capacity/noise_models.py")
+    if args.tiers:  # the design line with the tiers' K
+        from bankbench.capacity.sim_tiers import TIERS
+
+        search = search.model_copy(update={"tiers": list(TIERS)})
     k = levels_judgeable(search, CEILING)
     passing, stopping = look_confidence(search.alpha, k, search.max_looks)
     print(f"design: {args.scenarios} scenarios x {args.repeats} repeats per level (doubled "
@@ -163,6 +208,8 @@ def main() -> int:
           f"{search.alpha:g}: a look passes at confidence {passing:.5f} (K={k} levels x "
           f"{args.max_looks} looks), shows degraded at {stopping:.4f}; levels 1..{args.max_level};"
           f" {args.searches} searches per model and condition; {where}", flush=True)
+    if args.tiers:
+        return tiers(search, args, models)
     t0 = time.perf_counter_ns()
     rates = plan.family_rates(search, args.scenarios, args.searches, models=models,
                               seed=args.seed, workers=args.workers)

@@ -26,7 +26,11 @@ SLO_METRICS = {
     "tpot": "tpot_ms", "inter_token_latency": "tpot_ms",
     "e2e": "e2e_ms", "request_latency": "e2e_ms",
 }
-SLO_STATS = ("mean", "p50", "p90", "p95", "p99")
+SLO_STATS = ("mean", "p10", "p50", "p90", "p95", "p99")
+# Per-request rates (no unit suffix): a floor bounds them (`output_tps_per_user_p10>=20`, the
+# slowest decile's decode speed); AIPerf's name is accepted for the same quantity.
+SLO_RATE_METRICS = {"output_tps_per_user": "output_tps_per_user",
+                    "output_token_throughput_per_user": "output_tps_per_user"}
 SLO_RATES = {"error_rate": "Requests that failed or met an overload reply (429/529) / requests.",
              "overload_rate": "Requests the server answered 429 or 529 at least once / requests.",
              "lost_rate": "Trials lost to the server (errors, time-outs) / finished trials.",
@@ -43,10 +47,14 @@ def slo_column(name: str) -> str:
     metric, _, stat = stem.rpartition("_")
     if rest == "" and metric in SLO_METRICS and stat in SLO_STATS:
         return f"{SLO_METRICS[metric]}_{stat}"
+    metric, _, stat = name.rpartition("_")
+    if metric in SLO_RATE_METRICS and stat in SLO_STATS:
+        return f"{SLO_RATE_METRICS[metric]}_{stat}"
     raise ValueError(
         f"--slo {name!r}: expected <metric>_<stat>_ms with metric one of "
         f"{', '.join(sorted(SLO_METRICS))} and stat one of {', '.join(SLO_STATS)} "
-        f"(e.g. ttft_p90_ms), or one of {', '.join(SLO_RATES)}")
+        f"(e.g. ttft_p90_ms), <rate>_<stat> with rate one of {', '.join(SLO_RATE_METRICS)} "
+        f"(e.g. output_tps_per_user_p10), or one of {', '.join(SLO_RATES)}")
 
 
 DEFAULT_LOST_RATE = 0.05
@@ -56,6 +64,25 @@ STATISTIC = ("divergence of decision distributions: per scenario (A(level, level
              "runs' tool calls; mean over scenarios, one-sided t bound")
 
 Verdict = Literal["pass", "fail", "inconclusive"]
+
+
+class Tier(BaseModel):
+    """A named set of SLO bounds (`--tier NAME=SPEC`): the levels are judged against each."""
+
+    name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+    slos: dict[str, float] = Field(default_factory=dict, description="Upper bounds (≤).")
+    floors: dict[str, float] = Field(default_factory=dict, description="Lower bounds (≥), "
+                                     "e.g. output_tps_per_user_p10=20.")
+
+    @field_validator("slos", "floors")
+    @classmethod
+    def _names(cls, v: dict[str, float]) -> dict[str, float]:
+        for name in v:
+            slo_column(name)
+        return v
+
+
+SINGLE_TIER = "slo"  # the one tier of a search given --slo alone
 
 
 class CapacitySearch(BaseModel):
@@ -118,12 +145,36 @@ class CapacitySearch(BaseModel):
         None, description="The batch-invariant server for --control deterministic when the "
         "search does not start it (--base-url searches).")
 
+    tiers: list[Tier] = Field(
+        default_factory=list, description="Named SLO tiers, each with its own capacity from "
+        "the same levels; --slo bounds apply to every tier. None: one tier `slo` of the "
+        "--slo bounds.")
+
     @field_validator("slos")
     @classmethod
     def _known(cls, v: dict[str, float]) -> dict[str, float]:
         for name in v:
             slo_column(name)
         return {**v, "lost_rate": v.get("lost_rate", DEFAULT_LOST_RATE)}
+
+    @field_validator("tiers")
+    @classmethod
+    def _distinct(cls, v: list[Tier]) -> list[Tier]:
+        names = [t.name for t in v]
+        if len(set(names)) < len(names):
+            raise ValueError(f"tier names repeat: {', '.join(names)}")
+        return v
+
+    def tier_list(self) -> list[Tier]:
+        """Every tier with the bounds it is judged by (the --slo bounds, then its own)."""
+        if not self.tiers:
+            return [Tier(name=SINGLE_TIER, slos=dict(self.slos))]
+        return [Tier(name=t.name, slos={**self.slos, **t.slos}, floors=dict(t.floors))
+                for t in self.tiers]
+
+    def slo_names(self) -> list[str]:
+        """Every SLO name any tier bounds (each measured once per level)."""
+        return list(dict.fromkeys(n for t in self.tier_list() for n in (*t.slos, *t.floors)))
 
 
 class Check(BaseModel):
@@ -136,6 +187,7 @@ class Check(BaseModel):
         None, description="Decision check: the divergence's one-sided upper bound at the "
         "look's confidence (what is compared with the limit).")
     limit: float
+    floor: bool = Field(False, description="An SLO floor: passes at the limit or above.")
     passed: bool
     confident: bool = Field(
         True, description="A failure shown beyond noise (for the decision check: the "
@@ -234,6 +286,33 @@ class ModelRates(BaseModel):
     trials: float = Field(0.0, description="Trials per search with nothing degraded.")
 
 
+class TierVerdict(BaseModel):
+    """One tier's judgement of one level: its own SLO checks; with the step's shared checks
+    (decisions, achieved concurrency, TSQ floor) they give its verdict."""
+
+    name: str
+    verdict: Verdict
+    checks: list[Check]
+
+
+class TierResult(BaseModel):
+    """What the search found for one tier, from the same levels as every other tier."""
+
+    name: str
+    slos: dict[str, float] = Field(description="Upper bounds judged (with the --slo ones).")
+    floors: dict[str, float] = Field(default_factory=dict, description="Lower bounds judged.")
+    capacity: int | None = Field(description="Highest level passing this tier below the "
+                                 "lowest failing it; None: none passed.")
+    lowest_failing: int | None = None
+    boundary_high: int | None = Field(
+        None, description="Lowest level above the capacity that failed this tier beyond noise.")
+    limiting: list[str] = Field(default_factory=list, description="What failed it there.")
+    inconclusive: list[int] = Field(default_factory=list)
+    achieved_concurrency: float | None = None
+    per_accelerator: float | None = Field(
+        None, description="capacity / --gpus when the accelerator count is known.")
+
+
 class CapacityStep(BaseModel):
     level: int
     phase: Literal["bracket", "bisect"]
@@ -252,6 +331,13 @@ class CapacityStep(BaseModel):
     achieved_concurrency: float | None = Field(
         None, description="Trials running on average over the level's measured window.")
     control: ControlSplit | None = None
+    tiers: list[TierVerdict] = Field(
+        default_factory=list, description="Each tier's SLO checks and verdict at this level; "
+        "`checks`/`verdict` above are the first tier's (older files: none, one tier).")
+    integrity_worse: list[str] = Field(
+        default_factory=list, description="Tool-call integrity classes (summary names) whose "
+        "rate at this level is worse than at the search's lowest level beyond noise "
+        "(analysis/integrity.py · worse_levels), as judged when the step was taken.")
     seconds: float = Field(description="Wall time of this step (0 when reused).")
     at: datetime
 
@@ -279,6 +365,9 @@ class CapacityRecord(BaseModel):
         default_factory=list, description="The checks that failed at lowest_failing.")
     cliffs: list[str] = Field(
         default_factory=list, description="Figures that jump between adjacent judged levels.")
+    tiers: list[TierResult] = Field(
+        default_factory=list, description="Per tier, from the same levels: capacity, boundary, "
+        "limiting checks, per accelerator. The fields above are the first tier's.")
     design: Design | None = None
     deterministic: bool | None = Field(
         None, description="The server ran batch-invariant kernels (a GPU profile with "

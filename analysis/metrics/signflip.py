@@ -24,7 +24,9 @@ test, so whichever of them is exact under the run's real noise holds the level):
 Why per trial: a percentile of the two runs' pooled requests, swapped unit by unit, is moved
 only by the units whose requests sit near that percentile, so a shift of every request would
 read as nothing; per-trial figures weigh every trial the same and see it. A server whose speed
-drifts over many blocks, or differs from run to run, is held by neither test (repeat the runs).
+wanders through each run is held by neither test: a difference is also required to stand
+clear of the run's own visible wander (`analysis.metrics.wander`); a wander that shifts a whole
+run with little movement inside it is held by nothing on one pair of runs (repeat the runs).
 """
 
 from __future__ import annotations
@@ -36,12 +38,17 @@ from math import comb
 import numpy as np
 import pandas as pd
 
+from analysis.metrics.wander import block_means, clear_of_wander
+
 EXACT_UP_TO = 16
 EXACT_SPLITS = 50_000
 # Paired blocks give 2^w sign patterns: from 10 blocks a two-sided p can reach 0.002.
 MIN_PAIRED_BLOCKS = 10
 SWAPS = 20_000
 SEED = 0
+# The slowdown a latency verdict must be able to see: a run that would not call it says it
+# cannot tell (analysis/compare.py), rather than "no clear difference".
+EFFECT = 1.5
 # What a side of the tests reads: one row per request.
 COLUMNS = ("scenario_id", "trial", "start_unix_ns", "value")
 
@@ -126,11 +133,15 @@ def _all_splits(n: int, k: int) -> np.ndarray:
 
 
 def paired_wave_tests(base: pd.DataFrame, other: pd.DataFrame, qs: tuple[float | None, ...],
-                      wave: int) -> list[tuple[float, float, int]]:
-    """Per q in `qs` (None: the mean): (p, the direction other − base leans, trial pairs).
-    p is the larger of the paired trials' and the time blocks' (both must reject); NaN when
-    either cannot be computed, 1 when they lean opposite ways. At concurrency 1 no trials ran
-    together and the paired trials alone decide."""
+                      wave: int) -> list[tuple[float, float, int, float]]:
+    """Per q in `qs` (None: the mean): (p, the direction other − base leans, trial pairs, p
+    of the same run made EFFECT times slower). p is the larger of the paired trials' and the
+    time blocks' (both must reject), and 1 when the difference does not stand clear of the
+    run's own wander (`analysis.metrics.wander`); NaN when a test cannot be computed, 1 when
+    the tests lean opposite ways. At concurrency 1 no trials ran together and the paired
+    trials alone decide. The last p is of the other run's figures rescaled so they are EFFECT
+    times the base's on average (log ratios; what the run could have called): NaN for figures
+    that are not all positive (shares), which have no such scale."""
     b, o = _per_trial(base, qs), _per_trial(other, qs)
     common = b.index.intersection(o.index)
     size = max(1, int(wave))
@@ -138,16 +149,35 @@ def paired_wave_tests(base: pd.DataFrame, other: pd.DataFrame, qs: tuple[float |
         kind="stable").index
     out = []
     for k in range(len(qs)):
-        d = (o.loc[order, k] - b.loc[order, k]).to_numpy(dtype=float)
-        p, lean = signed_rank_test(d)
-        if size > 1:
-            timed, timed_lean = _blocks_test(b[k].to_numpy(), o[k].to_numpy(), d, size)
-            if np.isnan(p) or np.isnan(timed):
-                p = np.nan
-            else:
-                p = max(p, timed) if lean == timed_lean else 1.0
-        out.append((p, lean, len(common)))
+        base_k, other_k = b[k].to_numpy(dtype=float), o[k].to_numpy(dtype=float)
+        paired = (b.loc[order, k].to_numpy(dtype=float), o.loc[order, k].to_numpy(dtype=float))
+        p, lean = _called(*paired, base_k, other_k, size)
+        seen = np.nan
+        if len(common) and (np.concatenate([base_k, other_k]) > 0).all():
+            scale = EFFECT / np.exp(np.mean(np.log(paired[1] / paired[0])))
+            seen, _ = _called(paired[0], paired[1] * scale, base_k, other_k * scale, size)
+        out.append((p, lean, len(common), seen))
     return out
+
+
+def _called(base: np.ndarray, other: np.ndarray, base_all: np.ndarray, other_all: np.ndarray,
+            size: int) -> tuple[float, float]:
+    """(p, lean) of the paired figures `base`/`other` (running order) and each run's own
+    figures `base_all`/`other_all`: the trial test, the block test above concurrency 1, and
+    the wander gate on the blocks' log ratios (differences when a figure is not positive)."""
+    d = other - base
+    p, lean = signed_rank_test(d)
+    if size > 1:
+        timed, timed_lean = _blocks_test(base_all, other_all, d, size)
+        if np.isnan(p) or np.isnan(timed):
+            p = np.nan
+        else:
+            p = max(p, timed) if lean == timed_lean else 1.0
+    positive = len(d) and (base > 0).all() and (other > 0).all()
+    relative = np.log(other / base) if positive else d
+    if not np.isnan(p) and not clear_of_wander(block_means(relative, size)):
+        p = 1.0
+    return p, lean
 
 
 def _blocks_test(base: np.ndarray, other: np.ndarray, paired: np.ndarray, size: int

@@ -24,6 +24,7 @@ from contracts.capacity import (
     DecisionFigures,
     Interval,
     Look,
+    TierVerdict,
     Verdict,
     slo_column,
 )
@@ -60,16 +61,33 @@ def slo_value(name: str, summary_row: pd.Series, requests: pd.DataFrame, lost: f
     return _stat(ok[base], stat) if base in ok else math.nan
 
 
-def slo_checks(slos: dict[str, float], values: dict[str, float]) -> list[Check]:
-    """One check per bound: passes when the measured value is known and at most the bound."""
+def slo_checks(slos: dict[str, float], values: dict[str, float],
+               floors: dict[str, float] | None = None) -> list[Check]:
+    """One check per bound: passes when the measured value is known and at most the bound
+    (`floors`: at least it)."""
     checks = []
-    for name, limit in slos.items():
+    bounds = [(n, v, False) for n, v in slos.items()]
+    bounds += [(n, v, True) for n, v in (floors or {}).items()]
+    for name, limit, floor in bounds:
         value = values.get(name, math.nan)
         known = not math.isnan(value)
+        held = known and (value >= limit if floor else value <= limit)
         checks.append(Check(name=name, value=value if known else None, limit=limit,
-                            passed=known and value <= limit,
+                            floor=floor, passed=held,
                             note="" if known else "nothing measured"))
     return checks
+
+
+def tier_verdicts(search: CapacitySearch, slo_values: dict[str, float],
+                  shared: Sequence[Check]) -> list[TierVerdict]:
+    """Each tier's SLO checks and its verdict with the checks every tier shares (decisions,
+    achieved concurrency, TSQ floor: judged once per look)."""
+    out = []
+    for tier in search.tier_list():
+        checks = slo_checks(tier.slos, slo_values, tier.floors)
+        out.append(TierVerdict(name=tier.name, checks=checks,
+                               verdict=level_verdict([*checks, *shared])))
+    return out
 
 
 def _interval(values: tuple[float, float, float]) -> Interval:
@@ -144,8 +162,32 @@ def judge(search: CapacitySearch, slo_values: dict[str, float],
                                                 DivergenceVerdict]:
     """Every check of one level at one look, its figures and its verdict. `confidence`: of
     the bound that passes a level and of the one that shows it degraded; `extra`: checks
-    judged elsewhere (the achieved concurrency)."""
-    checks = slo_checks(search.slos, slo_values)
+    judged elsewhere (the achieved concurrency). The checks and verdict are the first tier's
+    (judge_tiers gives every tier's)."""
+    checks, figures, tiers, judged = judge_tiers(search, slo_values, scenarios, is_reference,
+                                                 confidence, tsq, reference, extra)
+    return checks, figures, tiers[0].verdict, judged
+
+
+def judge_tiers(search: CapacitySearch, slo_values: dict[str, float],
+                scenarios: Sequence[ScenarioDivergence], is_reference: bool,
+                confidence: tuple[float, float], tsq: float | None = None,
+                reference: str = "", extra: Sequence[Check] = ()
+                ) -> tuple[list[Check], DecisionFigures, list[TierVerdict], DivergenceVerdict]:
+    """judge, with every tier's verdict: the shared checks (the decision check among them)
+    are judged once and given to each tier."""
+    shared, judged = shared_checks(search, scenarios, is_reference, confidence, tsq, extra)
+    tiers = tier_verdicts(search, slo_values, shared)
+    return ([*tiers[0].checks, *shared], decision_figures(search, judged, reference), tiers,
+            judged)
+
+
+def shared_checks(search: CapacitySearch, scenarios: Sequence[ScenarioDivergence],
+                  is_reference: bool, confidence: tuple[float, float],
+                  tsq: float | None = None, extra: Sequence[Check] = ()
+                  ) -> tuple[list[Check], DivergenceVerdict]:
+    """The checks every tier shares at one look: the TSQ floor, `extra`, the decision check."""
+    checks = []
     if search.min_tsq is not None:
         known = tsq is not None and not math.isnan(tsq)
         checks.append(Check(name="min_tsq", value=tsq if known else None,
@@ -154,7 +196,7 @@ def judge(search: CapacitySearch, slo_values: dict[str, float],
     checks += list(extra)
     decision, verdict = decision_check(search, scenarios, is_reference, *confidence)
     checks.append(decision)
-    return checks, decision_figures(search, verdict, reference), level_verdict(checks), verdict
+    return checks, verdict
 
 
 def level_step(search: CapacitySearch, level: int, phase: str,
@@ -164,13 +206,15 @@ def level_step(search: CapacitySearch, level: int, phase: str,
                tsq: float | None = None, extra: Sequence[Check] = (), reused: bool = False,
                seconds: float = 0.0, achieved: float | None = None) -> CapacityStep:
     """One look at one level as a step of the search (the product's and the simulation's)."""
-    checks, figures, verdict, judged = judge(search, slo_values, scenarios, is_reference,
-                                             confidence, tsq, reference, extra)
+    checks, figures, tiers, judged = judge_tiers(search, slo_values, scenarios, is_reference,
+                                                 confidence, tsq, reference, extra)
+    verdict = tiers[0].verdict
     look = Look(repeats=repeats, reference_repeats=reference_repeats, scenarios=judged.n,
                 divergence=_none(judged.divergence[0]), upper=_none(judged.upper),
                 lower=_none(judged.lower), confidence=confidence[0],
                 outcome="intact" if is_reference and verdict == "pass" else judged.outcome)
     return CapacityStep(level=level, phase=phase, verdict=verdict, passed=verdict == "pass",
-                        reused=reused, checks=checks, decisions=figures, looks=[look],
+                        reused=reused, checks=checks, tiers=tiers, decisions=figures,
+                        looks=[look],
                         repeats=repeats, achieved_concurrency=achieved, seconds=seconds,
                         at=datetime.now(UTC))

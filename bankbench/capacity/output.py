@@ -4,12 +4,17 @@ and the sweep's ordinary report (with its consistency section)."""
 from __future__ import annotations
 
 from pathlib import Path
+from types import SimpleNamespace
 
 import pandas as pd
 
+from analysis.metrics.integrity import ANY_COLUMN, summary_key
 from bankbench.capacity import plan
 from bankbench.capacity.checks import ACHIEVED_CHECK
-from contracts.capacity import CAPACITY_PLOT, CapacityRecord
+from bankbench.capacity.search import boundary, bracket, limiting_level, tier_steps
+from contracts.capacity import CAPACITY_PLOT, CapacityRecord, Tier
+
+INTEGRITY_ANY = summary_key(ANY_COLUMN)  # any class: named only when no single class is
 
 
 def level_table(record: CapacityRecord) -> pd.DataFrame:
@@ -22,9 +27,11 @@ def level_table(record: CapacityRecord) -> pd.DataFrame:
                                   "verdict": step.verdict, "repeats": step.repeats,
                                   "achieved": step.achieved_concurrency,
                                   "reused": step.reused, "seconds": round(step.seconds, 1)}
-        for check in step.checks:
+        if len(step.tiers) > 1:  # `verdict` is the first tier's; each tier's beside it
+            row.update({f"verdict {t.name}": t.verdict for t in step.tiers})
+        for check in [*step.checks, *(c for t in step.tiers for c in t.checks)]:
             if not check.name.endswith("_divergence"):
-                row[check.name] = check.value
+                row.setdefault(check.name, check.value)
         d = step.decisions
         if d is not None:
             row.update({"scenarios": d.scenarios, "floor": d.own.mean,
@@ -38,8 +45,8 @@ def render_table(table: pd.DataFrame) -> str:
     """The level table for a terminal: numbers to three significant digits."""
     shown = table.copy()
     for column in shown.columns:
-        if shown[column].dtype.kind in "fO" and column not in ("seconds", "phase", "verdict",
-                                                                 "reused"):
+        if shown[column].dtype.kind in "fO" and column not in (
+                "seconds", "phase", "verdict", "reused") and not column.startswith("verdict "):
             shown[column] = shown[column].map(
                 lambda v: "n/a" if v is None or pd.isna(v) else f"{v:.3g}")
     return shown.to_string(index=False)
@@ -76,6 +83,17 @@ def _inconclusive_words(record: CapacityRecord) -> str:
     return "; inconclusive (not certified, not failed): " + ", ".join(shown)
 
 
+def _integrity_words(record: CapacityRecord) -> str:
+    """Where tool calls start breaking beyond noise (against the lowest level,
+    analysis/integrity.py), and how: the integrity classes worse there."""
+    worse = sorted((s for s in record.steps if s.integrity_worse), key=lambda s: s.level)
+    if not worse:
+        return ""
+    classes = [c for c in worse[0].integrity_worse if c != INTEGRITY_ANY] or \
+        worse[0].integrity_worse
+    return f"; tool calls break from c{worse[0].level}: {', '.join(classes)}"
+
+
 def _control_words(record: CapacityRecord) -> str:
     """The control arm's split at the capacity and at the first level above it that did not
     pass."""
@@ -95,12 +113,69 @@ def _control_words(record: CapacityRecord) -> str:
     return "; control arm (batch-invariant): " + ", ".join(shown) if shown else ""
 
 
+def bound_words(tier: Tier) -> str:
+    """`ttfc_p90_ms≤2000, output_tps_per_user_p10≥20`."""
+    words = [f"{k}≤{v:g}" for k, v in tier.slos.items()]
+    words += [f"{k}≥{v:g}" for k, v in tier.floors.items()]
+    return ", ".join(words) or "no latency bound"
+
+
+def _decision_steps(record: CapacityRecord) -> list[SimpleNamespace]:
+    """The levels judged by the decision check alone: passed, shown degraded (fail), or
+    within noise (inconclusive)."""
+    out = []
+    for step in record.steps:
+        check = next((c for c in step.checks if c.name.endswith("_divergence")), None)
+        if check is not None:
+            out.append(SimpleNamespace(level=step.level, verdict=(
+                "pass" if check.passed else "fail" if check.confident else "inconclusive")))
+    return out
+
+
+def _interval(capacity: int | None, high: int | None) -> str:
+    return f"[{capacity or 0}, {f'c{high}' if high is not None else 'untested'})"
+
+
+def tier_table(record: CapacityRecord) -> pd.DataFrame:
+    """One row per tier (its bounds, capacity, boundary, what limits it and where, per
+    accelerator when --gpus is known), then the decision check's own row: the capacity the
+    decisions alone allow, shared by every tier."""
+    gpus = record.search.gpus
+    rows = []
+    for tier, result in zip(record.search.tier_list(), record.tiers, strict=False):
+        at = limiting_level(tier_steps(record.steps, tier.name), result.capacity)
+        row = {"tier": tier.name, "bounds": bound_words(tier),
+               "capacity": result.capacity or 0,
+               "boundary": _interval(result.capacity, result.boundary_high),
+               "limited by": (f"{', '.join(result.limiting)} at c{at}" if at is not None
+                              else "nothing (the highest level passed)")}
+        if gpus:
+            row["per accelerator"] = f"{(result.capacity or 0) / gpus:g}"
+        rows.append(row)
+    decisions = _decision_steps(record)
+    if decisions:
+        capacity, _ = bracket(decisions)
+        degraded = boundary(decisions, capacity)
+        search = record.search
+        row = {"tier": "decisions", "bounds": f"{search.agreement_metric} divergence < "
+                                              f"{search.max_divergence:g}",
+               "capacity": capacity or 0, "boundary": _interval(capacity, degraded),
+               "limited by": (f"decisions shown degraded at c{degraded}"
+                              if degraded is not None else "not shown degraded up to "
+                              f"c{max(s.level for s in decisions)}")}
+        if gpus:
+            row["per accelerator"] = f"{(capacity or 0) / gpus:g}"
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
 def headline(record: CapacityRecord) -> str:
     """`N concurrent agents (achieved A) within SLO … with decisions intact (…); capacity in
     [N, M), limited by …; inconclusive …; repeats per level …; design …`, per GPU when known;
     says so first when the design cannot support the claim."""
     search = record.search
-    bounds = ", ".join(f"{k}≤{v:g}" for k, v in search.slos.items()) or "no latency bound"
+    tiers = search.tier_list()
+    bounds = bound_words(tiers[0])
     reference = f"reference {record.reference}" if record.reference else "the reference"
     intact = (f"{search.agreement_metric} divergence of decision distributions from "
               f"{reference} < {search.max_divergence:g}, by its upper bound")
@@ -115,8 +190,9 @@ def headline(record: CapacityRecord) -> str:
         high = (f"c{record.boundary_high}" if record.boundary_high is not None
                 else "untested (no failure beyond noise)")
         tail += (f"; capacity in [{record.capacity or 0}, {high}), limited by "
-                 f"{', '.join(record.limiting) or 'n/a'} at c{unpassed}")
-    tail += _inconclusive_words(record) + _control_words(record)
+                 f"{', '.join(record.limiting) or 'n/a'} at "
+                 f"c{limiting_level(record.steps, record.capacity)}")
+    tail += _inconclusive_words(record) + _integrity_words(record) + _control_words(record)
     if record.cliffs:
         tail += f"; cliff: {'; '.join(record.cliffs)}"
     tail += _repeats_words(record) + _design_words(record)
@@ -125,6 +201,8 @@ def headline(record: CapacityRecord) -> str:
                  "; server not batch-invariant (numerical noise is in the reference)")
     warning = plan.verdict(record.design, search.max_divergence) if record.design else None
     lead = f"{warning.upper()[0]}{warning[1:]} — " if warning else ""
+    if len(tiers) > 1:
+        lead += f"tier {tiers[0].name}: "
     if record.capacity is None:
         if record.lowest_failing is None and not record.inconclusive:
             return f"{lead}no level was judged{why or ''}: no capacity found"
@@ -148,7 +226,7 @@ def draw_frontier(sweep_dir: Path, record: CapacityRecord) -> Path | None:
     table = level_table(record)
     if table.empty:
         return None
-    bounds = {k: v for k, v in record.search.slos.items() if k in table}
+    bounds = {k: v for k, v in record.search.tier_list()[0].slos.items() if k in table}
     for name in [*bounds, "divergence", "divergence_bound", "floor", "agreement"]:
         table[name] = pd.to_numeric(table.get(name), errors="coerce")
     return plots.capacity_frontier(table, bounds, record.search.max_divergence,

@@ -38,7 +38,7 @@ def _rate(task: tuple[dict, str, int, int, float, int, int]) -> tuple[str, str, 
     search)."""
     search_fields, name, n_scenarios, searches, drop, from_level, seed = task
     search = CapacitySearch.model_validate(search_fields)
-    model = by_name(name, _models())
+    model = by_name(name, known_models())
     rng = random.Random(seed)
     hits = inconclusive = trials = 0
     top = search.max_level
@@ -58,7 +58,8 @@ def _rate(task: tuple[dict, str, int, int, float, int, int]) -> tuple[str, str, 
         trials / searches
 
 
-def _models() -> tuple[NoiseModel, ...]:
+def known_models() -> tuple[NoiseModel, ...]:
+    """The family, and the held-out models when the benchmark that holds them runs."""
     try:  # the held-out models are the benchmark's; available when it runs this
         from capacity_heldout_models import HELD_OUT  # type: ignore[import-not-found]
     except ImportError:

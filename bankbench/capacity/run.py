@@ -17,6 +17,8 @@ import pandas as pd
 
 from analysis import tables as tables_mod
 from analysis.consistency import level_scenarios, read_decisions, reference_rows
+from analysis.integrity import level_table as integrity_table
+from analysis.integrity import worse_levels
 from analysis.metrics.goodput import SLO
 from analysis.summary import summarize
 from analysis.windows import MIN_ACHIEVED_SHARE, certifiable
@@ -55,7 +57,8 @@ def goodput_slo(search: CapacitySearch) -> SLO | None:
     fields = {"ttft_ms": "ttft", "itl_ms": "tpot", "e2e_s": "e2e"}
     bounds: dict[str, float] = {}
     for key, stem in fields.items():
-        limits = [v for n, v in search.slos.items() if n.startswith(stem + "_p")]
+        limits = [v for n, v in search.tier_list()[0].slos.items()
+                  if n.startswith(stem + "_p")]
         if limits:
             bounds[key] = min(limits) / (1000.0 if key == "e2e_s" else 1.0)
     return SLO(**bounds) if bounds else None
@@ -69,6 +72,16 @@ def _repeats_held(frame: pd.DataFrame) -> int:
     return int(frame.groupby("scenario_id").size().median())
 
 
+def integrity_worse(requests: pd.DataFrame) -> dict[int, list[str]]:
+    """Level -> the tool-call integrity classes worse there than at the lowest level beyond
+    noise (analysis/integrity.py; the level table's own Holm family over the levels so far)."""
+    out: dict[int, list[str]] = {}
+    for (_, level), classes in worse_levels(integrity_table(requests)).items():
+        have = out.setdefault(level, [])
+        have += [c for c in classes if c not in have]
+    return out
+
+
 class Evaluation:
     """Everything one look needs, read once from the sweep directory."""
 
@@ -78,6 +91,7 @@ class Evaluation:
         self.summary = summarize(tables, goodput_slo(search))
         self.requests = tables.requests
         self.decisions = read_decisions(tables).frame
+        self.integrity_worse = integrity_worse(self.requests)
         self.reference_level = reference_level
         if reference is None and reference_level is not None and len(self.decisions):
             reference = self.decisions[self.decisions["level"] == reference_level]
@@ -95,7 +109,7 @@ class Evaluation:
         at = self.at(level)
         lost = float(at["lost"].mean()) if len(at) else math.nan
         slo_values = {name: slo_value(name, summary_row, requests, lost)
-                      for name in search.slos}
+                      for name in search.slo_names()}
         is_reference = level == self.reference_level
         scenarios = (level_scenarios(at, self.reference, search.agreement_metric, is_reference)
                      if len(at) and self.reference is not None else [])
@@ -108,12 +122,14 @@ class Evaluation:
         held = achieved_check(None if share is None or pd.isna(share) else float(share),
                               bound, certifiable(summary_row, bound))
         ref_repeats = _repeats_held(self.reference) if self.reference is not None else 0
-        return level_step(
+        step = level_step(
             search, level, phase, confidence, slo_values=slo_values, scenarios=scenarios,
             is_reference=is_reference, reference=reference, repeats=_repeats_held(at),
             reference_repeats=ref_repeats, tsq=None if tsq is None else float(tsq),
             extra=[held], reused=reused, seconds=seconds,
             achieved=None if achieved is None or pd.isna(achieved) else float(achieved))
+        step.integrity_worse = self.integrity_worse.get(level, [])
+        return step
 
 
 class SweepLevels:

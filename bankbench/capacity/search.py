@@ -15,6 +15,7 @@ import functools
 import itertools
 from types import SimpleNamespace
 
+from bankbench.capacity.checks import ACHIEVED_CHECK, within_noise
 from contracts.capacity import CapacitySearch, CapacityStep, Check
 
 
@@ -58,8 +59,48 @@ def next_level(steps: list, search: CapacitySearch, ceiling: int
     return (low + high) // 2, "bisect"
 
 
+def tier_steps(steps: list, tier: str) -> list:
+    """The steps as one tier judged them: its verdict, its SLO checks and the shared ones
+    (a step without tier verdicts, from before tiers, is the one tier's as it stands)."""
+    out = []
+    for step in steps:
+        verdicts = getattr(step, "tiers", None) or []
+        mine = next((t for t in verdicts if t.name == tier), None)
+        if mine is None:
+            out.append(step)
+            continue
+        own = {c.name for c in verdicts[0].checks}
+        shared = [c for c in step.checks if c.name not in own]
+        out.append(step.model_copy(update={"verdict": mine.verdict,
+                                           "passed": mine.verdict == "pass",
+                                           "checks": [*mine.checks, *shared]}))
+    return out
+
+
+def next_level_tiers(steps: list, search: CapacitySearch, ceiling: int
+                     ) -> tuple[int | None, str]:
+    """next_level over every tier: the climb goes on until every tier has failed (the
+    loosest last), each tier bisects between its own pass and fail, and a level any tier
+    measured is every tier's. The lowest level any tier asks for runs next; when none asks,
+    the first tier's reason ends the search."""
+    tiers = search.tier_list()
+    if len(tiers) == 1:
+        return next_level(steps, search, ceiling)
+    wanted = [next_level(tier_steps(steps, t.name), search, ceiling) for t in tiers]
+    levels = [level for level, _ in wanted if level is not None]
+    if not levels:
+        return wanted[0]
+    return min((w for w in wanted if w[0] is not None), key=lambda w: w[0])
+
+
 def levels_judgeable(search: CapacitySearch, ceiling: int) -> int:
-    return _levels_judgeable(search.start, min(search.max_level, ceiling))
+    """K for the alpha split. With T tiers at most T times one tier's K, and never more than
+    the levels there are: the climb is the loosest tier's, and each tier's bisection only
+    narrows when another tier's levels fall inside it (test_tiers.py brute-forces it)."""
+    top = min(search.max_level, ceiling)
+    one = _levels_judgeable(search.start, top)
+    tiers = len(search.tier_list())
+    return one if tiers == 1 else max(one, min(tiers * one, top))
 
 
 @functools.lru_cache(maxsize=256)
@@ -83,9 +124,9 @@ def inconclusive_levels(steps: list[CapacityStep]) -> list[int]:
     return sorted({s.level for s in steps if s.verdict == "inconclusive"})
 
 
-def _sign(name: str) -> str:
-    return "<" if name.endswith("_divergence") else "≥" if name in ("min_tsq",
-                                                                     "achieved_share") else "≤"
+def _sign(check: Check) -> str:
+    return "<" if check.name.endswith("_divergence") else "≥" if check.floor or check.name in (
+        "min_tsq", "achieved_share") else "≤"
 
 
 def describe(checks: list[Check]) -> str:
@@ -98,7 +139,7 @@ def describe(checks: list[Check]) -> str:
             value += f" (bound {c.bound:.3g})"
         verdict = "ok" if c.passed else "FAIL" if c.confident else "within noise"
         note = f" ({c.note})" if c.note and (not c.passed or c.value is None) else ""
-        parts.append(f"{c.name} {value} {_sign(c.name)} {c.limit:g} {verdict}{note}")
+        parts.append(f"{c.name} {value} {_sign(c)} {c.limit:g} {verdict}{note}")
     return ", ".join(parts)
 
 
@@ -112,12 +153,28 @@ def boundary(steps: list[CapacityStep], capacity: int | None) -> int | None:
     return min(shown, default=None)
 
 
-def limiting(steps: list[CapacityStep], lowest_unpassed: int | None) -> list[str]:
-    """The checks that failed at the lowest level that did not pass, each with its note when
-    it has one (`tool_f1_divergence (no tool calls to compare)`)."""
-    step = next((s for s in steps if s.level == lowest_unpassed), None)
-    return [f"{c.name} ({c.note})" if c.note else c.name
-            for c in step.checks if not c.passed] if step else []
+def limiting_level(steps: list[CapacityStep], capacity: int | None) -> int | None:
+    """The level the limiting checks are read at: the lowest above the capacity that failed
+    beyond noise; when none did, the lowest above it that did not pass (inconclusive)."""
+    shown = boundary(steps, capacity)
+    if shown is not None:
+        return shown
+    return min((s.level for s in steps if s.verdict != "pass"
+                and (capacity is None or s.level > capacity)), default=None)
+
+
+def limiting(steps: list[CapacityStep], level: int | None) -> list[str]:
+    """The checks that kept `level` from passing, each with its note when it has one
+    (`tool_f1_divergence (no tool calls to compare)`). At a failed level only the checks that
+    failed beyond noise: a decision check still within noise or a level short of its
+    concurrency did not fail it."""
+    step = next((s for s in steps if s.level == level), None)
+    if step is None:
+        return []
+    failed = [c for c in step.checks if not c.passed]
+    if step.verdict == "fail":
+        failed = [c for c in failed if not within_noise(c) and c.name != ACHIEVED_CHECK]
+    return [f"{c.name} ({c.note})" if c.note else c.name for c in failed]
 
 
 def cliffs(steps: list[CapacityStep], margin: float) -> list[str]:
@@ -132,7 +189,11 @@ def cliffs(steps: list[CapacityStep], margin: float) -> list[str]:
             if c.value is None or was is None or c.name.endswith("_divergence") or \
                     c.name in ("min_tsq", "achieved_share"):
                 continue
-            if was > 0 and c.value / was >= CLIFF_RATIO:
+            if c.floor:  # a floor's figure falls: the cliff is its halving
+                if c.value > 0 and was / c.value >= CLIFF_RATIO:
+                    out.append(f"{c.name} /{was / c.value:.1f} from c{a.level} to "
+                               f"c{b.level}")
+            elif was > 0 and c.value / was >= CLIFF_RATIO:
                 out.append(f"{c.name} x{c.value / was:.1f} from c{a.level} to c{b.level}")
         da = a.decisions.divergence.mean if a.decisions else None
         db = b.decisions.divergence.mean if b.decisions else None

@@ -33,9 +33,18 @@ from bankbench.capacity.search import (
     inconclusive_levels,
     levels_judgeable,
     limiting,
-    next_level,
+    limiting_level,
+    next_level_tiers,
+    tier_steps,
 )
-from contracts.capacity import CapacityRecord, CapacitySearch, CapacityStep, Look
+from contracts.capacity import (
+    CapacityRecord,
+    CapacitySearch,
+    CapacityStep,
+    Look,
+    Tier,
+    TierResult,
+)
 
 
 def look_confidence(alpha: float, k_levels: int, looks: int) -> tuple[float, float]:
@@ -55,18 +64,33 @@ class LevelSource(Protocol):
         """The level's step at one look (checks, decisions, verdict) from what it holds."""
 
 
+def tier_result(steps: list[CapacityStep], tier: Tier, gpus: int | None) -> TierResult:
+    """One tier's capacity, boundary and limiting checks from its view of the steps."""
+    mine = tier_steps(steps, tier.name)
+    capacity, failing = bracket(mine)
+    at = next((s for s in mine if s.level == capacity), None)
+    return TierResult(
+        name=tier.name, slos=tier.slos, floors=tier.floors, capacity=capacity,
+        lowest_failing=failing, boundary_high=boundary(mine, capacity),
+        limiting=limiting(mine, limiting_level(mine, capacity)),
+        inconclusive=inconclusive_levels(mine),
+        achieved_concurrency=at.achieved_concurrency if at else None,
+        per_accelerator=capacity / gpus if gpus and capacity is not None else None)
+
+
 def refresh(record: CapacityRecord) -> None:
-    """The record's summary fields from its steps."""
+    """The record's summary fields from its steps: every tier's, and the first tier's as the
+    record's own fields (what readers from before tiers read)."""
     steps = record.steps
-    record.capacity, record.lowest_failing = bracket(steps)
-    record.inconclusive = inconclusive_levels(steps)
-    record.boundary_high = boundary(steps, record.capacity)
-    unpassed = min((s.level for s in steps if s.verdict != "pass"
-                    and (record.capacity is None or s.level > record.capacity)), default=None)
-    record.limiting = limiting(steps, unpassed)
+    record.tiers = [tier_result(steps, t, record.search.gpus)
+                    for t in record.search.tier_list()]
+    first = record.tiers[0]
+    record.capacity, record.lowest_failing = first.capacity, first.lowest_failing
+    record.inconclusive = first.inconclusive
+    record.boundary_high = first.boundary_high
+    record.limiting = first.limiting
+    record.achieved_concurrency = first.achieved_concurrency
     record.cliffs = cliffs(steps, record.search.max_divergence)
-    at = next((s for s in steps if s.level == record.capacity), None)
-    record.achieved_concurrency = at.achieved_concurrency if at else None
 
 
 def search_loop(search: CapacitySearch, ceiling: int, source: LevelSource,
@@ -83,7 +107,7 @@ def search_loop(search: CapacitySearch, ceiling: int, source: LevelSource,
     if reference_level is not None:
         source.ensure(reference_level, search.repeats)
     while True:
-        level, phase = next_level(record.steps, search, ceiling)
+        level, phase = next_level_tiers(record.steps, search, ceiling)
         if level is None:
             record.stopped_because = phase
             break
@@ -102,7 +126,8 @@ def search_loop(search: CapacitySearch, ceiling: int, source: LevelSource,
                     source.ensure(reference_level, search.repeats * 2 ** look)
             step = source.judge(level, phase, confidence)
             looks.extend(step.looks)
-            if step.verdict != "inconclusive" or not any(within_noise(c) for c in step.checks):
+            verdicts = [t.verdict for t in step.tiers] or [step.verdict]
+            if "inconclusive" not in verdicts or not any(within_noise(c) for c in step.checks):
                 break  # decided, or undecided for a reason more repeats do not change
         step.looks = looks
         record.steps.append(step)

@@ -12,6 +12,16 @@ from pathlib import Path
 from bankbench.commands.sweep import DefaultsHelpFormatter, add_run_options
 
 
+def _tier(text: str):
+    """One --tier NAME=SPEC (bankbench/slo_option.py · tier)."""
+    from bankbench.slo_option import tier
+
+    try:
+        return tier(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc).removeprefix("--tier ")) from None
+
+
 def _slo(text: str) -> dict[str, float]:
     """One --slo value (NAME=NUMBER or a comma list), by the parser `report` shares."""
     from bankbench.slo_option import level_slos
@@ -64,7 +74,9 @@ def register(sub: argparse._SubParsersAction) -> None:
             "step is recorded in capacity.json; the search ends with one line (capacity, "
             "achieved concurrency, its boundary interval, the limiting check, inconclusive "
             "levels, repeats per level), the level table, capacity.png and the sweep's "
-            "report. --plan prints what a design can claim without running anything."
+            "report. With --tier (or the default tiers, when neither --tier nor --slo is "
+            "given) every tier gets its own capacity from the same levels, in one table. "
+            "--plan prints what a design can claim without running anything."
         ),
         formatter_class=DefaultsHelpFormatter,
     )
@@ -79,6 +91,17 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "stat "
                         "mean | p50 | p90 | p95 | p99), error_rate, overload_rate, lost_rate or "
                         "tool_call_error_rate (agent replies in any tool-call integrity class)")
+    from bankbench.slo_option import DEFAULT_TIERS
+
+    search.add_argument("--tier", type=_tier, action="append", default=[],
+                        metavar="NAME=SPEC",
+                        help="a named SLO tier, repeatable: SPEC is the --slo list with an "
+                        "operator per bound (<= a ceiling, >= a floor; = as in --slo), e.g. "
+                        "interactive=ttfc_p90_ms<=2000,output_tps_per_user_p10>=40. Every "
+                        "tier gets its own capacity from the same levels (the climb goes on "
+                        "until every tier failed); --slo bounds apply to every tier; the "
+                        "first tier's figures are capacity.json's top-level ones. Without "
+                        "--tier and --slo: " + "; ".join(DEFAULT_TIERS) + " (docs/capacity.md)")
     search.add_argument("--max-divergence", "--max-drop", dest="max_divergence", type=float,
                         **_field("max_divergence"))
     search.add_argument("--alpha", type=float, **_field("alpha"))
@@ -158,8 +181,11 @@ def _run(args: argparse.Namespace) -> int:
             config = load_manifest(sweep_dir).config
             search = load_record(sweep_dir).search
         else:
+            from bankbench.slo_option import default_tiers
+
+            tiers = args.tier or ([] if args.slo else default_tiers())
             search = CapacitySearch(
-                slos=_merge_slos(args.slo), max_divergence=args.max_divergence,
+                slos=_merge_slos(args.slo), tiers=tiers, max_divergence=args.max_divergence,
                 alpha=args.alpha, repeats=args.repeats, max_looks=args.max_looks,
                 min_tsq=args.min_tsq, min_achieved_share=args.min_achieved_share,
                 agreement_metric=args.agreement_metric,
@@ -216,11 +242,21 @@ def _plan(args: argparse.Namespace, search) -> int:
     k = levels_judgeable(search, top)
     design = plan.design(search, n, k)
     print(f"levels {search.start}..{top}, reference c{min(search.reference_level, top)}")
+    tiers = search.tier_list()
+    if len(tiers) > 1:
+        print(f"{len(tiers)} tiers ({', '.join(t.name for t in tiers)}): the climb goes on "
+              f"until every tier failed and each bisects on its own, so up to {k} levels "
+              f"are judged (alpha split over {k} levels, one tier alone: "
+              f"{levels_judgeable(search.model_copy(update={'tiers': []}), top)})")
     if design.best_bound < search.max_divergence:
         print(f"simulating {args.plan_searches} searches per noise model and condition ...",
               flush=True)
+        # the simulated latency knows no tier's bounds: as many tiers, the simulation's own
+        # latency bound in each, so the rates carry the tiers' alpha split
+        simulated = search.model_copy(update={"tiers": [
+            t.model_copy(update={"slos": {}, "floors": {}}) for t in search.tiers]})
         design = plan.design(search, n, k, plan.family_rates(
-            search, n, args.plan_searches, workers=max(1, min(4, os.cpu_count() or 1))))
+            simulated, n, args.plan_searches, workers=max(1, min(4, os.cpu_count() or 1))))
     for line in plan.summary_lines(design, search):
         print(line)
     warning = plan.verdict(design, search.max_divergence)
@@ -233,7 +269,13 @@ def _finish(sweep_dir: Path, record) -> None:
 
     from analysis.consistency_report import CONSISTENCY_CSV, console_table
     from analysis.report import write_report
-    from bankbench.capacity.output import draw_frontier, headline, level_table, render_table
+    from bankbench.capacity.output import (
+        draw_frontier,
+        headline,
+        level_table,
+        render_table,
+        tier_table,
+    )
 
     report = write_report(sweep_dir)
     plot = draw_frontier(sweep_dir, record)
@@ -241,6 +283,9 @@ def _finish(sweep_dir: Path, record) -> None:
         print("\ndecision consistency per level:\n"
               + console_table(pd.read_csv(sweep_dir / CONSISTENCY_CSV)))
     print("\nsearch steps:\n" + render_table(level_table(record)))
+    if len(record.tiers) > 1:
+        print("\ncapacity per tier (the same levels judged against each):\n"
+              + tier_table(record).to_string(index=False))
     print(f"\nreport: {report}")
     if plot is not None:
         print(f"frontier: {plot}")

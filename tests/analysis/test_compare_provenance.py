@@ -153,9 +153,10 @@ def test_sample_fallback_is_stated_in_the_report(tmp_path):
     assert last.startswith(f"WARNING: dataset = {SAMPLE_FALLBACK}")
 
 
-def latency_job(job_dir, shift_ms, seed: int):
+def latency_job(job_dir, shift_ms, seed: int, factor: float = 1.0):
     """12 scenarios × 2 trials × 3 calls; a scenario's calls take 20–240 ms (long prompts
-    are slow) plus `shift_ms` (a number, or a list per scenario) plus ±1 ms noise."""
+    are slow) plus ±1 ms noise, times `factor`, plus `shift_ms` (a number, or a list per
+    scenario)."""
     from analysis.synthetic import record, write_job, write_trial
 
     rng = np.random.default_rng(seed)
@@ -165,8 +166,9 @@ def latency_job(job_dir, shift_ms, seed: int):
         scenario = f"banking-{i:03d}"
         for repeat in range(2):
             calls = [record(request_id=f"{i}-{repeat}-{n}", scenario_id=scenario,
-                            ttft_ms=20.0 * (i + 1) + shift + rng.uniform(-1, 1),
-                            e2e_ms=400.0 + shift, completion_tokens=3) for n in range(3)]
+                            ttft_ms=(20.0 * (i + 1) + rng.uniform(-1, 1)) * factor + shift,
+                            e2e_ms=400.0 * factor + shift, completion_tokens=3)
+                     for n in range(3)]
             write_trial(job_dir, f"{scenario}__{repeat}", scenario_id=scenario, records=calls,
                         rewards=quality_jobs.rewards(1.0), agent_status=quality_jobs.OK)
     return job_dir
@@ -174,7 +176,9 @@ def latency_job(job_dir, shift_ms, seed: int):
 
 def test_paired_compare_of_latency_percentiles(tmp_path):
     base = latency_job(tmp_path / "base", 0.0, seed=1)
-    slower = latency_job(tmp_path / "slower", 5.0, seed=2)  # +5 ms on every call
+    # 5 % slower on every call (a fixed +5 ms on scenarios run from the shortest to the
+    # longest would be, in ratio, a trend through the run: what a wandering server shows)
+    slower = latency_job(tmp_path / "slower", 0.0, seed=2, factor=1.05)
     noisy = latency_job(tmp_path / "noisy", [30.0, -30.0] * 6, seed=3)
     report = write_report(base, out=tmp_path / "r", compare=[slower, noisy], draw=False)
     called = verdicts(report)

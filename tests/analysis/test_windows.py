@@ -147,11 +147,24 @@ def test_a_run_stopped_mid_level_ends_where_it_was_cut():
 
 def test_the_first_shard_to_drain_ends_a_sharded_levels_window():
     a_trials, a_requests = schedule(2, 8, 10.0, job="c4/s0")
-    b_trials, b_requests = schedule(2, 4, 10.0, job="c4/s1", first=8)  # drains at 10
+    b_trials, b_requests = schedule(2, 6, 10.0, job="c4/s1", first=8)  # its last start: 20
     trials = pd.concat([a_trials, b_trials], ignore_index=True)
     requests = pd.concat([a_requests, b_requests], ignore_index=True)
-    # warm-up: 2 of the first 4 trials finished (at 10); s1's slots go idle at 20
-    assert level_window(trials, requests, 4).intervals == ((at(10), at(20)),)
+    # warm-up: 2 of the first 4 trials finished (at 10); s1's slots go idle at 30
+    assert level_window(trials, requests, 4).intervals == ((at(10), at(30)),)
+
+
+def test_a_window_holding_one_wave_is_not_steady():
+    """2 x LEVEL trials: between warm-up and drain only the second wave starts, all at once;
+    one more trial and a slot turns over inside the window."""
+    for slots in (1, 2, 4):
+        trials, requests = schedule(slots, 2 * slots, 10.0)
+        window = level_window(trials, requests, slots)
+        assert not window.steady, slots
+        assert certifiable(throughput_metrics(requests, trials, float(slots), window)) \
+            .startswith("no steady window")
+        trials, requests = schedule(slots, 2 * slots + 1, 10.0)
+        assert level_window(trials, requests, slots).steady, slots
 
 
 def test_a_level_that_did_not_hold_its_slots_is_not_certified():

@@ -46,6 +46,14 @@ def test_plan_needs_no_server():
                           cwd=REPO, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
     assert "simulating" not in done.stdout  # nothing to simulate: it cannot certify at all
+    # no --slo, no --tier: the default tiers, whose bisections add levels to the alpha split
+    import re
+
+    split = re.search(r"3 tiers \(interactive, standard, batch\): .* up to (\d+) levels are "
+                      r"judged \(alpha split over \d+ levels, one tier alone: (\d+)\)",
+                      done.stdout)
+    assert split and int(split[2]) < int(split[1]) <= 16, done.stdout
+    assert f"up to {split[1]} levels judged" in done.stdout  # the design line says the same
     assert done.stdout.strip().splitlines()[-1].startswith(
         "not enough scenarios to certify a decision divergence under 0.1: 14 scenarios")
     bad = subprocess.run([sys.executable, "-m", "bankbench", "capacity", "--plan"],

@@ -277,7 +277,8 @@ def test_boundary_limiting_cliffs_and_the_headline():
     refresh(record)
     assert (record.capacity, record.lowest_failing, record.inconclusive) == (3, 8, [4])
     assert record.boundary_high == 8  # c4 inconclusive, c8 failed beyond noise
-    assert record.limiting == ["tool_f1_divergence"]  # what kept c4 from passing
+    # what failed c8 beyond noise; c4's open decisions are named with it as inconclusive
+    assert record.limiting == ["ttft_p90_ms", "tool_f1_divergence"]
     assert record.achieved_concurrency == 2.9
     assert any(c.startswith("ttft_p90_ms x5.4 from c4 to c8") for c in record.cliffs)
     assert any(c.startswith("decision divergence +0.22 from c4 to c8") for c in record.cliffs)
@@ -285,7 +286,7 @@ def test_boundary_limiting_cliffs_and_the_headline():
     assert line.startswith("3 concurrent agents (achieved 2.9) within SLO ttft_p90_ms≤500, "
                            "lost_rate≤0.05 with decisions intact (tool_f1 divergence of "
                            "decision distributions from reference c2 < 0.1")
-    assert "capacity in [3, c8), limited by tool_f1_divergence at c4" in line
+    assert "capacity in [3, c8), limited by ttft_p90_ms, tool_f1_divergence at c8" in line
     assert ("inconclusive (not certified, not failed): c4 (8 repeats: decisions neither "
             "shown intact nor degraded)") in line
     assert "repeats per level c1:2 c2:2 c3:2 c4:8 c8:2" in line and "cliff:" in line
@@ -332,3 +333,64 @@ def test_headline_of_one_agent_is_singular():
     record = CapacityRecord(search=CapacitySearch(slos={"ttft_p90_ms": 500}),
                             capacity=1, lowest_failing=2, stopped_because="bracketed")
     assert headline(record).startswith("1 concurrent agent (achieved")
+
+
+def test_the_limiting_check_is_what_failed_beyond_noise_not_what_stayed_within_it():
+    """Two scenarios leave every level's decisions within noise: c1 inconclusive, c2 failed
+    by its tool-call error rate. The limit is that rate at c2, not the open decision check
+    (of either level)."""
+    from bankbench.capacity.sequential import refresh
+
+    def step(level: int, rate: float) -> CapacityStep:
+        checks = [Check(name="tool_call_error_rate", value=rate, limit=0.01,
+                        passed=rate <= 0.01),
+                  Check(name="tool_f1_divergence", value=0.0, bound=0.6, limit=0.1,
+                        passed=False, confident=False)]
+        return CapacityStep(level=level, phase="bracket", verdict=level_verdict(checks),
+                            passed=False, reused=False, checks=checks, repeats=2, seconds=0,
+                            at=datetime.now(UTC))
+
+    record = CapacityRecord(search=CapacitySearch(slos={"tool_call_error_rate": 0.01}),
+                            steps=[step(1, 0.0), step(2, 0.5)], reference="c1")
+    refresh(record)
+    assert [s.verdict for s in record.steps] == ["inconclusive", "fail"]
+    assert (record.capacity, record.boundary_high) == (None, 2)
+    assert record.limiting == ["tool_call_error_rate"]
+    line = headline(record)
+    assert "limited by tool_call_error_rate at c2" in line
+    assert "inconclusive (not certified, not failed): c1" in line
+    # with no failure above the capacity, the level that did not pass names what it lacked
+    only = CapacityRecord(search=record.search, steps=[step(1, 0.0)], reference="c1")
+    refresh(only)
+    assert only.limiting == ["tool_f1_divergence"]
+
+
+def test_the_headline_says_where_tool_calls_start_breaking():
+    import numpy as np
+
+    from analysis.metrics.integrity import ANY_COLUMN, COLUMNS
+    from bankbench.capacity.run import integrity_worse
+
+    rng = np.random.default_rng(0)
+    rows = []
+    for level, rate in ((1, 0.0), (2, 0.0), (4, 0.5)):
+        for i in range(96):
+            fail = float(rng.random() < rate)
+            rows.append({"source": "s", "level": level, "scenario_id": f"sc{i % 12}",
+                         "start_unix_ns": i, **dict.fromkeys(COLUMNS, 0.0),
+                         "tc_markup_in_content": fail, ANY_COLUMN: fail})
+    worse = integrity_worse(pd.DataFrame(rows))
+    assert worse == {4: ["tc_markup_in_content", "tool_call_error_rate"]}
+    steps = [_judged(1, True, 100, 0.0), _judged(2, True, 120, 0.0),
+             _judged(4, False, 700, 0.0)]
+    for s in steps:
+        s.integrity_worse = worse.get(s.level, [])
+    record = CapacityRecord(search=CapacitySearch(slos={"ttft_p90_ms": 500}), steps=steps,
+                            reference="c2")
+    from bankbench.capacity.sequential import refresh
+
+    refresh(record)
+    assert "; tool calls break from c4: tc_markup_in_content" in headline(record)
+    for s in steps:
+        s.integrity_worse = []
+    assert "tool calls break" not in headline(record)
