@@ -29,9 +29,10 @@ STACK_FIXTURES = {
 # workers taking a file at a time, one of them started last would leave a single worker busy
 # long after the others finished. Others keep their collection order.
 LONG_FIRST = (
-    "tests/engines/test_llamacpp.py",
     "tests/reliability/test_sweep_interruption.py",
     "tests/bankbench/capacity/test_capacity_e2e.py",
+    "tests/bankbench/capacity/test_capacity_degraded_e2e.py",
+    "tests/bankbench/capacity/test_capacity_noise_e2e.py",
     "tests/bankbench/sweep/test_sweep_lifecycle.py",
     "tests/bankbench/sweep/test_shards_e2e.py",
     "tests/reliability/test_secret_absence.py",

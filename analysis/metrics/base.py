@@ -60,12 +60,22 @@ def bootstrap_mean_ci(values: np.ndarray, level: float = 0.95,
                                      seed)
 
 
+_SMALL = 256  # clusters of at most this many values are labelled without pandas
+
+
 def _clusters(values: np.ndarray, clusters: np.ndarray
               ) -> tuple[np.ndarray, np.ndarray, dict[object, int]]:
     """Per-cluster sum and count of the non-NaN values, and each cluster label's position."""
     v = np.asarray(values, dtype=float)
     keep = ~np.isnan(v)
-    codes, labels = pd.factorize(pd.Series(np.asarray(clusters)[keep]), sort=False)
+    kept = np.asarray(clusters)[keep]
+    if len(kept) <= _SMALL:  # pandas' fixed cost per call is most of a small one's time
+        first: dict[object, int] = {}
+        codes = np.fromiter((first.setdefault(c, len(first)) for c in kept.tolist()),
+                            dtype=np.intp, count=len(kept))
+        labels = list(first)
+    else:
+        codes, labels = pd.factorize(pd.Series(kept), sort=False)
     n = len(labels)
     return (np.bincount(codes, weights=v[keep], minlength=n),
             np.bincount(codes, minlength=n).astype(float),

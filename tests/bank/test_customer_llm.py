@@ -191,7 +191,7 @@ def test_a_refused_connection_is_an_error(talk):
 def test_a_hanging_endpoint_times_out(fake, tmp_path, monkeypatch):
     modules = import_task_modules("customer_llm")
     monkeypatch.setattr(modules["customer_llm"], "LLM_TIMEOUT_SEC", 0.3)
-    fake.answer("too late", delay=2.0)
+    fake.answer("too late", delay=10.0)
     brief = {"scenario_id": "b", "persona": {"name": "x"}, "first_message": "hi",
              "goals": GOALS, "max_turns": 5}
     customer = import_task_modules("customer")["customer"]
@@ -199,7 +199,9 @@ def test_a_hanging_endpoint_times_out(fake, tmp_path, monkeypatch):
         modules["customer_llm"].llm_reply(brief, [], "Hello", llm_env(fake), 1, 1)
     [record] = failure.value.calls
     assert record["error"]["type"] == "timeout"
-    assert 0.25e9 <= record["end_ns"] - record["send_ns"] < 1.5e9
+    # Gave up at its own timeout, long before the answer came (the bound leaves a loaded
+    # host seconds of slack: 1.57 s was measured under a load of 15 on 2 cores).
+    assert 0.25e9 <= record["end_ns"] - record["send_ns"] < 5e9
 
 
 def test_the_service_forwards_the_settings_and_writes_them_nowhere(talk, fake, tmp_path,

@@ -27,13 +27,17 @@ def ragas_python() -> Path:
     return tool_python(f"ragas-venv-{RAGAS.split('==')[1]}-lc03", PINS)
 
 
-def ragas_read_back(directory: Path, strict_order: bool = True) -> dict:
-    """ragas' view of an exported file set: rows per file and ToolCallAccuracy per row."""
-    cmd = [str(ragas_python()), str(SCORER), str(directory)]
-    done = subprocess.run(cmd + ([] if strict_order else ["--unordered"]),
+def ragas_read_back(*directories: Path) -> list[dict]:
+    """ragas' view of exported file sets, one ragas process for all: per directory, rows per
+    file and ToolCallAccuracy per row (`tool_call_accuracy` in strict order,
+    `tool_call_accuracy_unordered` without)."""
+    done = subprocess.run([str(ragas_python()), str(SCORER), *map(str, directories)],
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
-    result = json.loads(done.stdout)
-    # Both of ragas' ToolCallAccuracy implementations must agree on every row.
-    assert result["collections"] == result["tool_call_accuracy"], result
-    return result
+    results = [json.loads(line) for line in done.stdout.splitlines() if line.strip()]
+    assert len(results) == len(directories), done.stdout[-3000:]
+    for result in results:
+        # Both of ragas' ToolCallAccuracy implementations must agree on every row.
+        assert result["collections"] == result["tool_call_accuracy"], result
+        assert result["collections_unordered"] == result["tool_call_accuracy_unordered"], result
+    return results

@@ -80,8 +80,8 @@ def test_agent_job_export_scored_by_ragas(agent_job, tmp_path):
     assert index[position[A]]["scored_attempt"] == 2
 
     n_b = len(calls[B])
-    strict = ragas_read_back(tmp_path)["tool_call_accuracy"]
-    unordered = ragas_read_back(tmp_path, strict_order=False)["tool_call_accuracy"]
+    (read,) = ragas_read_back(tmp_path)
+    strict, unordered = read["tool_call_accuracy"], read["tool_call_accuracy_unordered"]
     assert strict[position[A]] == 1.0 and unordered[position[A]] == 1.0
     assert strict[position[B]] == 0.0
     assert unordered[position[B]] == pytest.approx((n_b - 1) / n_b)
