@@ -28,6 +28,7 @@ from contracts.sweep import SWEEP_FILE, SweepManifest
 from contracts.tsq import TSQ_DETAILS_FILE, TsqDetails
 
 REWARD_FILE = "reward.json"
+TRIAL_CONFIG_FILE = "config.json"
 # The most of one call log read; what lies past it is counted, as unreadable requests.
 MAX_CALL_LOG_BYTES = 256 << 20
 # The largest JSON file read whole (an agent's trajectory may be anything it wrote).
@@ -82,8 +83,16 @@ class AgentConfigView(_Lenient):
     name: str | None = None
 
 
+class TaskRefView(_Lenient):
+    path: str | None = None
+
+
 class TrialConfigView(_Lenient):
+    """The fields of Harbor's `TrialConfig` (a trial's config.json, and its copy inside
+    result.json) that analysis uses."""
+
     agent: AgentConfigView | None = None
+    task: TaskRefView | None = None
 
 
 class VerifierView(_Lenient):
@@ -180,6 +189,16 @@ def read_trial_result(trial_dir: Path, issues: list[Issue]) -> TrialResultView |
         issues.append(Issue(str(path), "rewards left out, out of their bounds: "
                                        f"{', '.join(result.verifier_result.refused)}"))
     return result
+
+
+def read_trial_config(trial_dir: Path, issues: list[Issue]) -> TrialConfigView | None:
+    """A trial's config.json (Harbor writes it when the trial starts), or None."""
+    path = trial_dir / TRIAL_CONFIG_FILE
+    data = _read_json(path, issues)
+    if data is not None and not isinstance(data, dict):
+        issues.append(Issue(str(path), "expected a JSON object"))
+        return None
+    return _validate(TrialConfigView, data, path, issues)
 
 
 def read_json_dict(path: Path, issues: list[Issue]) -> dict[str, Any]:

@@ -24,6 +24,7 @@ from harbor.models.trial.result import AgentInfo, ExceptionInfo, TimingInfo, Tri
 from harbor.models.verifier.result import VerifierResult
 
 from contracts.agent_status import PROJECT_AGENT
+from contracts.expected import Expected, LabelsInfo, Provenance, expected_path
 from contracts.llm_calls import LLM_CALLS_FILE, LLMCallRecord
 from contracts.sweep import (
     SWEEP_FILE,
@@ -214,11 +215,11 @@ def write_task_stub(tasks_dir: Path, scenario_id: str, *, labels: str = "match@1
                         persona_index=0, n_goals=0, labels=labels,
                         dataset_revision=dataset_revision, mode=mode, dataset=dataset)
     (task / TASK_TOML).write_text("\n".join([*metadata_toml(meta), ""]))
-    info: dict[str, Any] = {"method": method, "version": version}
-    if label_quality is not None:
-        info["quality"] = label_quality
-    (task / "tests" / "expected.json").write_text(json.dumps(
-        {"scenario_id": scenario_id, "labels": info, "expected_tools": [], "goals": []}))
+    expected = Expected(
+        scenario_id=scenario_id, expected_tools=[], goals=[],
+        labels=LabelsInfo(method=method, version=version, quality=label_quality),
+        provenance=Provenance(dataset_revision=dataset_revision, builder="synthetic"))
+    expected_path(task).write_text(expected.model_dump_json())
     return task
 
 

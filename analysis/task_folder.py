@@ -12,11 +12,14 @@ Everything is read leniently: a task folder that is gone leaves "unknown", never
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from contracts.expected import EXPECTED_FILE, GoldPerfect, LabelsQuality
+from pydantic import ValidationError
+
+from analysis.files import Issue, read_trial_config
+from contracts.expected import Expected, GoldPerfect, LabelsQuality, expected_path
+from contracts.expected import read_expected as parse_expected
 from contracts.task import TASK_TOML, read_metadata
 
 UNKNOWN = "unknown"
@@ -47,11 +50,8 @@ def find_task_dir(trial_dir: Path, scenario: str, tasks_dir: str | Path | None =
     (`tasks_dir/<scenario>`); a `tasks/<name>` beside the job or one of its two parents (a
     sweep moved since the run). A task folder has a task.toml or a tests/expected.json."""
     job_dir = trial_dir.parent
-    try:
-        config = json.loads((trial_dir / "config.json").read_text(encoding="utf-8"))
-        given = Path(config["task"]["path"])
-    except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError):
-        given = None
+    config = read_trial_config(trial_dir, [])  # gone or unreadable: look in the other places
+    given = Path(config.task.path) if config and config.task and config.task.path else None
     candidates: list[Path] = []
     if given is not None:
         candidates += [given] if given.is_absolute() else [
@@ -65,7 +65,7 @@ def find_task_dir(trial_dir: Path, scenario: str, tasks_dir: str | Path | None =
 
 
 def is_task_dir(path: Path) -> bool:
-    return (path / TASK_TOML).is_file() or (path / "tests" / EXPECTED_FILE).is_file()
+    return (path / TASK_TOML).is_file() or expected_path(path).is_file()
 
 
 def read_task(task_dir: Path) -> TaskProvenance | None:
@@ -73,27 +73,22 @@ def read_task(task_dir: Path) -> TaskProvenance | None:
     meta = read_metadata(task_dir)
     if meta is None:
         return None
-    expected = task_dir / "tests" / EXPECTED_FILE
+    expected = read_expected(task_dir, [])
+    labels = expected.labels if expected is not None else None
     return TaskProvenance(
         dataset=meta.dataset or UNKNOWN, dataset_revision=meta.dataset_revision,
-        labels=meta.labels, mode=meta.mode or UNKNOWN, quality=_label_quality(expected),
-        gold_perfect=_gold_perfect(expected))
+        labels=meta.labels, mode=meta.mode or UNKNOWN,
+        quality=labels.quality if labels is not None else None,
+        gold_perfect=expected.gold_perfect if expected is not None else None)
 
 
-def _gold_perfect(path: Path) -> GoldPerfect | None:
-    """expected.json's `gold_perfect`, or None (absent, null, or unreadable)."""
-    try:
-        found = json.loads(path.read_text(encoding="utf-8")).get("gold_perfect")
-        return None if found is None else GoldPerfect.model_validate(found)
-    except (OSError, UnicodeDecodeError, ValueError, AttributeError):
+def read_expected(task: Path | None, issues: list[Issue]) -> Expected | None:
+    """The task's `tests/expected.json`, or None (no task folder, or unreadable: an Issue)."""
+    if task is None or not expected_path(task).is_file():
         return None
-
-
-def _label_quality(path: Path) -> LabelsQuality | None:
-    """`labels.quality` (read through `contracts.expected.LabelsQuality`); absent or
-    unreadable → None (not measured)."""
     try:
-        labels = json.loads(path.read_text(encoding="utf-8")).get("labels")
-        return LabelsQuality.model_validate(labels["quality"])
-    except (OSError, UnicodeDecodeError, ValueError, AttributeError, KeyError, TypeError):
-        return None  # ValidationError is a ValueError
+        return parse_expected(task)
+    except (OSError, ValidationError) as exc:
+        issues.append(Issue(str(expected_path(task)),
+                            f"not a valid Expected ({str(exc).splitlines()[0]})"))
+        return None

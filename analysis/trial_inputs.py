@@ -23,13 +23,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import BaseModel, Field
 
 from analysis.files import Issue, read_tsq_details
-from analysis.task_folder import find_task_dir
+from analysis.task_folder import find_task_dir, read_expected
 from analysis.trajectory import Turn, conversation, read_trajectory, reply_counts_of
 from contracts.conversation import CONVERSATION_FILE, ConversationEntry, read_conversation_log
-from contracts.expected import EXPECTED_FILE, Expected
+from contracts.expected import Expected
 from contracts.intents import INTENTS_FILE, Acceptance, Intent, scored_attempt
 from contracts.tools import TOOLS_FILE, read_tools
 from contracts.tsq import RecordedCall, TsqDetails
@@ -190,18 +190,6 @@ def read_dialogue(trial_dir: Path, attempt: int | None, issues: list[Issue]
         issues.append(Issue(str(path), f"{bad} unreadable line(s) skipped"))
     return sorted((e for e in lines if attempt is None or e.attempt == attempt),
                   key=lambda e: e.seq)
-
-
-def read_expected(task: Path | None, issues: list[Issue]) -> Expected | None:
-    """The task's `tests/expected.json`, or None (no task folder, or unreadable)."""
-    path = task / "tests" / EXPECTED_FILE if task is not None else None
-    if path is None or not path.is_file():
-        return None
-    try:
-        return Expected.model_validate_json(path.read_bytes())
-    except (OSError, ValidationError) as exc:
-        issues.append(Issue(str(path), f"not a valid Expected ({str(exc).splitlines()[0]})"))
-        return None
 
 
 def _expected(expected: Expected | None, tsq: TsqDetails | None, trial_dir: Path,

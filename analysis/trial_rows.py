@@ -269,8 +269,8 @@ def _trial_mode(trial_dir: Path, task_dir: Path | None, records: list[LLMCallRec
 
 
 def _task_name_from_config(trial_dir: Path, issues: list[files.Issue]) -> str | None:
-    task = files.read_json_dict(trial_dir / "config.json", issues).get("task") or {}
-    path = task.get("path") if isinstance(task, dict) else None
+    config = files.read_trial_config(trial_dir, issues)
+    path = config.task.path if config and config.task else None
     return Path(path).name if path else None
 
 

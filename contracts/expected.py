@@ -19,6 +19,7 @@ The labels file comes in two formats, both read by `--labels file:PATH`:
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -200,3 +201,14 @@ class LabelsFile(BaseModel):
     )
     quality: LabelsQuality | None = None
     scenarios: dict[str, ScenarioEntry]
+
+
+def expected_path(task_dir: Path) -> Path:
+    """Where a task folder keeps its labels."""
+    return Path(task_dir) / "tests" / EXPECTED_FILE
+
+
+def read_expected(task_dir: Path) -> Expected:
+    """A task's `tests/expected.json` (OSError when it cannot be read, ValidationError when
+    it is not an `Expected`): the one parse every host-side reader goes through."""
+    return Expected.model_validate_json(expected_path(task_dir).read_bytes())

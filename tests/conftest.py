@@ -31,6 +31,8 @@ STACK_FIXTURES = {
 LONG_FIRST = (
     "tests/reliability/test_sweep_interruption.py",
     "tests/bankbench/capacity/test_capacity_e2e.py",
+    "tests/bankbench/capacity/test_capacity_degraded_e2e.py",
+    "tests/bankbench/capacity/test_capacity_noise_e2e.py",
     "tests/bankbench/sweep/test_sweep_lifecycle.py",
     "tests/bankbench/sweep/test_shards_e2e.py",
     "tests/reliability/test_secret_absence.py",

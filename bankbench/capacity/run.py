@@ -31,6 +31,7 @@ from bankbench.sweep.errors import SweepError
 from bankbench.sweep.level import folder_state
 from bankbench.sweep.level_run import ensure_repeats
 from bankbench.sweep.manifest import load_model, save_manifest, save_model
+from bankbench.sweep.output_dir import OutputDir, locked_output
 from bankbench.sweep.runner import open_sweep
 from bankbench.sweep.session import SweepSession
 from contracts.capacity import (
@@ -198,8 +199,15 @@ def _deterministic(config: SweepConfig) -> bool | None:
 
 def run_capacity(config: SweepConfig, search: CapacitySearch, sweep_dir: Path, *,
                  resume: bool = False) -> CapacityRecord:
-    """Search in `sweep_dir` (new, or resumed); returns the finished record."""
-    sweep_dir = sweep_dir.resolve()
+    """Search in `sweep_dir` (new, or resumed); returns the finished record. The directory
+    is locked until the record is final, the control arm's run included."""
+    with locked_output(sweep_dir, resume=resume) as out:
+        return _search(config, search, out, resume=resume)
+
+
+def _search(config: SweepConfig, search: CapacitySearch, out: OutputDir, *,
+            resume: bool) -> CapacityRecord:
+    sweep_dir = out.path
     reference, reference_name = _external_reference(search)  # fails before a server starts
     if config.attempts < search.repeats:
         print(f"note: {search.repeats} repeats per scenario and level (--attempts "
@@ -212,6 +220,7 @@ def run_capacity(config: SweepConfig, search: CapacitySearch, sweep_dir: Path, *
     with open_sweep(config, sweep_dir, resume=resume,
                     resume_command="bankbench capacity --resume") as session:
         save_record(sweep_dir, record)
+        out.keep()
         ceiling = session.manifest.n_tasks * config.attempts
         if ceiling < search.max_level:
             print(f"note: levels above {ceiling} ({session.manifest.n_tasks} tasks x "

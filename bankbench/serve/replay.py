@@ -31,7 +31,9 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
+from contracts.expected import read_expected
 from contracts.sweep import SweepConfig
+from contracts.tools import TOOLS_FILE, read_tools
 
 SCRIPTED_PROFILE = "cpu-mocker"
 SCRIPT_FILE = "mocker_replies.jsonl"
@@ -96,9 +98,9 @@ def oracle_calls(task_dir: Path) -> list[tuple[str, dict]]:
     from tasks.banking.arguments import arguments_for
 
     task_dir = Path(task_dir)
-    expected = json.loads((task_dir / "tests" / "expected.json").read_text())["expected_tools"]
-    schemas = {t["function"]["name"]: t["function"]["parameters"]
-               for t in json.loads((task_dir / "environment" / "tools.json").read_text())}
+    expected = read_expected(task_dir).expected_tools
+    schemas = {tool.function.name: tool.function.parameters
+               for tool in read_tools(task_dir / "environment" / TOOLS_FILE)}
     return [(name, arguments_for(schemas[name].get("properties") or {},
                                  schemas[name].get("required") or [])) for name in expected]
 

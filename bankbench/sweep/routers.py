@@ -12,9 +12,9 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from pathlib import Path
 
-from bankbench.sweep import lock
 from bankbench.sweep.errors import SweepError
 from bankbench.sweep.manifest import load_manifest, load_model, save_model
+from bankbench.sweep.output_dir import OutputDir, locked_output
 from bankbench.sweep.runner import run_sweep
 from contracts.sweep import (
     ROUTERS_FILE,
@@ -41,7 +41,7 @@ def is_router_sweep(sweep_dir: Path) -> bool:
 def run_router_sweep(config: SweepConfig, routers: list[str], sweep_dir: Path, *,
                      resume: bool = False, claim: bool = False) -> list[Path]:
     """Run (or continue) one sweep per router; returns each router's report.md. The top
-    folder is locked while it runs, like a single sweep's (lock.py)."""
+    folder is locked while it runs, like a single sweep's (output_dir.py)."""
     if not config.profile:
         raise SweepError("--routers needs --profile: each router runs on a stack the sweep "
                          "starts (a --base-url server has one router, chosen where it runs)")
@@ -53,25 +53,13 @@ def run_router_sweep(config: SweepConfig, routers: list[str], sweep_dir: Path, *
     if unknown:
         raise SweepError(f"unknown router(s) {unknown} (known: {', '.join(ROUTERS)})")
     shared = config.model_copy(update={"router": None})
-    sweep_dir = sweep_dir.resolve()
-    if resume and not sweep_dir.is_dir():
-        raise SweepError(f"{sweep_dir}: no such sweep directory")
-    if not resume:
-        if claim:
-            sweep_dir = lock.claim_new_dir(sweep_dir)
-        else:
-            sweep_dir.mkdir(parents=True, exist_ok=True)
-    busy = ("wait for it to end, or stop it first (Ctrl-C in its terminal, or kill -INT with "
-            "that pid)" if resume else "choose another --name")
-    try:
-        with lock.hold(sweep_dir, busy_hint=busy):
-            return _run_locked(config, shared, routers, sweep_dir, resume=resume)
-    except lock.SweepBusy as exc:
-        raise SweepError(str(exc)) from None
+    with locked_output(sweep_dir, resume=resume, claim=claim) as out:
+        return _run_locked(config, shared, routers, out, resume=resume)
 
 
-def _run_locked(config: SweepConfig, shared: SweepConfig, routers: list[str], sweep_dir: Path,
+def _run_locked(config: SweepConfig, shared: SweepConfig, routers: list[str], out: OutputDir,
                 *, resume: bool) -> list[Path]:
+    sweep_dir = out.path
     if resume:
         manifest = load_router_manifest(sweep_dir)
         if manifest.fingerprint != shared.fingerprint() or manifest.routers != routers:
@@ -80,14 +68,12 @@ def _run_locked(config: SweepConfig, shared: SweepConfig, routers: list[str], sw
             raise SweepError(f"refusing to resume {sweep_dir}: the configuration changed "
                              f"({diff}). Resume with the original options.")
     else:
-        if is_router_sweep(sweep_dir) or (sweep_dir / SWEEP_FILE).exists():
-            raise SweepError(f"{sweep_dir} already holds a sweep; continue it with --resume "
-                             f"{sweep_dir}, or choose another --name")
         manifest = RouterSweepManifest(
             name=sweep_dir.name, routers=routers, config=shared,
             fingerprint=shared.fingerprint(), started_at=datetime.now(UTC),
             runs=[RouterRun(router=r, sweep_dir=router_dir_name(r)) for r in routers])
         _save(sweep_dir, manifest)
+        out.keep()
 
     reports = []
     for run in manifest.runs:

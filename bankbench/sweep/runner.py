@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 import platform
-import shutil
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -20,8 +19,7 @@ from bankbench import sweep_neighbours
 from bankbench.serve import router_setup
 from bankbench.serve.replay import scripted_sweep_config
 from bankbench.serve.state import ServerState
-from bankbench.sweep import lock, preflight, stop
-from bankbench.sweep.errors import SweepError
+from bankbench.sweep import preflight, stop
 from bankbench.sweep.level_run import run_level
 from bankbench.sweep.manifest import (
     check_resumable,
@@ -29,6 +27,7 @@ from bankbench.sweep.manifest import (
     point_jobs_at,
     save_manifest,
 )
+from bankbench.sweep.output_dir import OutputDir, locked_output
 from bankbench.sweep.provenance import git_sha, versions
 from bankbench.sweep.server_checks import (
     Scraper,
@@ -40,7 +39,6 @@ from bankbench.sweep.server_checks import (
 from bankbench.sweep.session import SweepSession, now
 from bankbench.sweep.tasks import build_or_reuse_tasks, fallback_warning
 from contracts.sweep import (
-    SWEEP_FILE,
     LevelRecord,
     SweepConfig,
     SweepManifest,
@@ -62,137 +60,110 @@ def open_sweep(config: SweepConfig, sweep_dir: Path, *, resume: bool = False,
     aimed at a live sweep is refused at once. `claim`: `sweep_dir` is a default name, so a
     taken one becomes `<name>-2`… instead of a refusal. A new sweep that fails before its
     sweep.json is written removes the directory it created: refused runs leave nothing."""
-    sweep_dir = sweep_dir.resolve()
-    if resume and not sweep_dir.is_dir():
-        raise SweepError(f"{sweep_dir}: no such sweep directory")
     agent = preflight.check_options(config)
     if not resume and not config.profile:
         # Fail before anything is created, built or run: a dead URL would fail every trial.
         check_server_or_fail(agent, str(config.base_url), str(config.model))
-    created = False
-    if not resume:
-        if claim:
-            sweep_dir, created = lock.claim_new_dir(sweep_dir), True
-        elif not sweep_dir.exists():
-            sweep_dir.mkdir(parents=True)
-            created = True
-    busy = ("wait for it to end, or stop it first (Ctrl-C in its terminal, or kill -INT with "
-            "that pid)" if resume else "choose another --name")
-    try:
-        with lock.hold(sweep_dir, busy_hint=busy):
-            with _open_locked(config, agent, sweep_dir, resume=resume,
-                              resume_command=resume_command, created=created,
-                              port=port) as session:
-                yield session
-    except lock.SweepBusy as exc:
-        raise SweepError(str(exc)) from None
+    with locked_output(sweep_dir, resume=resume, claim=claim) as out:
+        with _open_locked(config, agent, out, resume=resume, resume_command=resume_command,
+                          port=port) as session:
+            yield session
 
 
 @contextmanager
-def _open_locked(config: SweepConfig, agent: BankingAgentOptions, sweep_dir: Path, *,
-                 resume: bool, resume_command: str, created: bool, port: int | None = None
+def _open_locked(config: SweepConfig, agent: BankingAgentOptions, out: OutputDir, *,
+                 resume: bool, resume_command: str, port: int | None = None
                  ) -> Iterator[SweepSession]:
+    sweep_dir = out.path
     if resume:
         config = scripted_sweep_config(config, sweep_dir)  # scripted when it began: still so
         manifest: SweepManifest | None = check_resumable(config, sweep_dir)
         manifest = move_to_new_url(config, agent, sweep_dir, manifest)
     else:
-        if (sweep_dir / SWEEP_FILE).exists():
-            raise SweepError(
-                f"{sweep_dir} already holds a sweep; continue it with --resume {sweep_dir}, "
-                "or choose another --name"
-            )
         manifest = None
         if config.profile is None:
             print(f"server ok: {config.base_url} serves {config.model}", flush=True)
-    saved = False
+    prepared = build_or_reuse_tasks(config, sweep_dir, reuse=resume)
+    tasks_dir, n_tasks = prepared.tasks_dir, prepared.n_tasks
+    if manifest is None:  # a new sweep on cpu-mocker: its stack calls the oracle's tools
+        config = scripted_sweep_config(config, sweep_dir, tasks_dir)
+    if manifest is not None and manifest.dataset_fallback:  # a resumed sweep says it again
+        print(fallback_warning(manifest.dataset_fallback), flush=True)
+    too_big = [n for n in config.levels if n > n_tasks * config.attempts]
+    if too_big:
+        print(
+            f"note: levels {too_big} exceed the {n_tasks * config.attempts} trials per "
+            f"level ({n_tasks} tasks x {config.attempts} attempts); raise --attempts to "
+            "load them fully",
+            flush=True,
+        )
+    server = None
     try:
-        prepared = build_or_reuse_tasks(config, sweep_dir, reuse=resume)
-        tasks_dir, n_tasks = prepared.tasks_dir, prepared.n_tasks
-        if manifest is None:  # a new sweep on cpu-mocker: its stack calls the oracle's tools
-            config = scripted_sweep_config(config, sweep_dir, tasks_dir)
-        if manifest is not None and manifest.dataset_fallback:  # a resumed sweep says it again
-            print(fallback_warning(manifest.dataset_fallback), flush=True)
-        too_big = [n for n in config.levels if n > n_tasks * config.attempts]
-        if too_big:
-            print(
-                f"note: levels {too_big} exceed the {n_tasks * config.attempts} trials per "
-                f"level ({n_tasks} tasks x {config.attempts} attempts); raise --attempts to "
-                "load them fully",
-                flush=True,
+        if config.profile:
+            from bankbench.serve import api
+
+            if manifest is not None:
+                # The level jobs hold the first run's URL in their Harbor config: the
+                # resumed trials must find the server where the killed run had it.
+                stop_leftover_server(sweep_dir / "server")
+                port = port or reusable_port(manifest.base_url)
+            print(f"starting server profile {config.profile} ...", flush=True)
+            server = api.up(
+                config.profile, router=config.router, workers=config.workers,
+                model=config.model, options=dict(config.server_options),
+                state_dir=sweep_dir / "server", port=port,
             )
-        server = None
-        try:
-            if config.profile:
-                from bankbench.serve import api
+            base_url, model = server.base_url, server.model
+            check_server_or_fail(agent, base_url, model)
+            print(f"server ready: {base_url} model {model}", flush=True)
+        else:
+            base_url, model = str(config.base_url), str(config.model)
 
-                if manifest is not None:
-                    # The level jobs hold the first run's URL in their Harbor config: the
-                    # resumed trials must find the server where the killed run had it.
-                    stop_leftover_server(sweep_dir / "server")
-                    port = port or reusable_port(manifest.base_url)
-                print(f"starting server profile {config.profile} ...", flush=True)
-                server = api.up(
-                    config.profile, router=config.router, workers=config.workers,
-                    model=config.model, options=dict(config.server_options),
-                    state_dir=sweep_dir / "server", port=port,
-                )
-                base_url, model = server.base_url, server.model
-                check_server_or_fail(agent, base_url, model)
-                print(f"server ready: {base_url} model {model}", flush=True)
-            else:
-                base_url, model = str(config.base_url), str(config.model)
-
-            if manifest is None:
-                manifest = SweepManifest(
-                    name=sweep_dir.name, config=config,
-                    fingerprint=config.fingerprint(), levels=config.levels,
-                    attempts=config.attempts, server_profile=config.profile,
-                    base_url=base_url, model=model, router=server.router if server else None,
-                    router_setup=router_setup.of_state(server) if server else None,
-                    tasks_dir=str(tasks_dir), n_tasks=n_tasks, dataset=prepared.dataset,
-                    dataset_fallback=prepared.fallback,
-                    versions=versions(server.versions if server else None),
-                    git_sha=git_sha(),
-                    host={"cpus": os.cpu_count(), "platform": platform.platform()},
-                    started_at=now(),
-                    level_records=[
-                        LevelRecord(level=n, job_dir=level_dir_name(n),
-                                    router=server.router if server else None)
-                        for n in config.levels
-                    ],
-                )
-            else:
-                if manifest.base_url != base_url:  # started on another port (--port)
-                    point_jobs_at(sweep_dir, manifest, manifest.base_url, base_url)
-                manifest.base_url, manifest.model = base_url, model
-            save_manifest(sweep_dir, manifest)
-            saved = True
-            for warning in sweep_neighbours.announce(base_url, sweep_dir):
-                print(warning, flush=True)
-            yield SweepSession(config, sweep_dir, manifest, tasks_dir, base_url, model,
-                               Scraper(base_url), resume_command,
-                               ServerWatch(agent, base_url, model), agent=agent,
-                               server_pids=_process_leaders(server))
-        except KeyboardInterrupt:
-            print(
-                f"\nsweep interrupted; finished trials are kept. Continue with:\n"
-                f"  {resume_command} {sweep_dir}",
-                flush=True,
+        if manifest is None:
+            manifest = SweepManifest(
+                name=sweep_dir.name, config=config,
+                fingerprint=config.fingerprint(), levels=config.levels,
+                attempts=config.attempts, server_profile=config.profile,
+                base_url=base_url, model=model, router=server.router if server else None,
+                router_setup=router_setup.of_state(server) if server else None,
+                tasks_dir=str(tasks_dir), n_tasks=n_tasks, dataset=prepared.dataset,
+                dataset_fallback=prepared.fallback,
+                versions=versions(server.versions if server else None),
+                git_sha=git_sha(),
+                host={"cpus": os.cpu_count(), "platform": platform.platform()},
+                started_at=now(),
+                level_records=[
+                    LevelRecord(level=n, job_dir=level_dir_name(n),
+                                router=server.router if server else None)
+                    for n in config.levels
+                ],
             )
-            raise
-        finally:
-            sweep_neighbours.leave(sweep_dir)
-            if server is not None:
-                from bankbench.serve import api
-
-                print("stopping the server this sweep started ...", flush=True)
-                api.down(server)
-    except BaseException:
-        if created and not saved:
-            # Nothing of this sweep exists yet: leave no half-made directory behind.
-            shutil.rmtree(sweep_dir, ignore_errors=True)
+        else:
+            if manifest.base_url != base_url:  # started on another port (--port)
+                point_jobs_at(sweep_dir, manifest, manifest.base_url, base_url)
+            manifest.base_url, manifest.model = base_url, model
+        save_manifest(sweep_dir, manifest)
+        out.keep()
+        for warning in sweep_neighbours.announce(base_url, sweep_dir):
+            print(warning, flush=True)
+        yield SweepSession(config, sweep_dir, manifest, tasks_dir, base_url, model,
+                           Scraper(base_url), resume_command,
+                           ServerWatch(agent, base_url, model), agent=agent,
+                           server_pids=_process_leaders(server))
+    except KeyboardInterrupt:
+        print(
+            f"\nsweep interrupted; finished trials are kept. Continue with:\n"
+            f"  {resume_command} {sweep_dir}",
+            flush=True,
+        )
         raise
+    finally:
+        sweep_neighbours.leave(sweep_dir)
+        if server is not None:
+            from bankbench.serve import api
+
+            print("stopping the server this sweep started ...", flush=True)
+            api.down(server)
 
 
 def run_sweep(config: SweepConfig, sweep_dir: Path, *, resume: bool = False,

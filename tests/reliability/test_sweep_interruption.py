@@ -26,7 +26,7 @@ from tests.support.cli import HARBOR_ENV, bankbench, processes_mentioning, wait_
 
 pytestmark = [pytest.mark.dynamo, pytest.mark.harbor, pytest.mark.slow]
 
-N_TASKS, ATTEMPTS = 5, 2
+N_TASKS, ATTEMPTS = 3, 2
 
 
 def _sweep_cmd(out: Path, levels: str, name: str = "s", *more: str) -> list[str]:
@@ -68,7 +68,7 @@ def _assert_like_a_clean_run(sweep: Path, before: dict[str, dict[str, str]]) -> 
     tasks = sorted(p.name for p in (sweep / "tasks").iterdir() if (p / "task.toml").exists())
     assert len(tasks) == N_TASKS
     clean_run = Counter({task: ATTEMPTS for task in tasks})  # what an uninterrupted level holds
-    for level in ("c1", "c4"):
+    for level in ("c1", "c2"):
         after = _finished(sweep / level)
         # every trial that had finished before the interruption is there, byte for byte
         assert {name: after.get(name) for name in before[level]} == before[level]
@@ -84,27 +84,27 @@ def _assert_like_a_clean_run(sweep: Path, before: dict[str, dict[str, str]]) -> 
     # the report counts each trial once, and none as broken or still running
     with (sweep / "trials.csv").open() as fh:
         rows = list(csv.DictReader(fh))
-    assert Counter(r["level"] for r in rows) == {"1": per_level, "4": per_level}
+    assert Counter(r["level"] for r in rows) == {"1": per_level, "2": per_level}
     assert not {r["status"] for r in rows} & {"harness_failed", "interrupted", "running"}
     assert (sweep / "report.md").exists()
 
 
 def test_sigkill_mid_level_then_resume_loses_and_duplicates_nothing(tmp_path):
-    proc, sweep = _start_sweep(tmp_path, "1,4")
+    proc, sweep = _start_sweep(tmp_path, "1,2")
     log = tmp_path / "sweep.out"
     per_level = N_TASKS * ATTEMPTS
-    wait_for(lambda: 2 <= len(_finished(sweep / "c4")) < per_level, proc, log)
+    wait_for(lambda: 2 <= len(_finished(sweep / "c2")) < per_level, proc, log)
     # Trials that ended before the kill (Harbor also records the ones it cancels on its way
     # down; those are not finished trials and must be run again).
-    before = {level: _finished(sweep / level) for level in ("c1", "c4")}
+    before = {level: _finished(sweep / level) for level in ("c1", "c2")}
     proc.kill()  # SIGKILL: no handler runs, no cleanup
     proc.wait()
-    assert len(before["c1"]) == per_level and 2 <= len(before["c4"]) < per_level
+    assert len(before["c1"]) == per_level and 2 <= len(before["c2"]) < per_level
 
     done = bankbench("sweep", "--resume", str(sweep), timeout=600)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     assert "level 1: already complete, skipped" in done.stdout
-    assert "level 4: resuming" in done.stdout
+    assert "level 2: resuming" in done.stdout
     assert "left running by the interrupted sweep" in done.stdout
     _assert_like_a_clean_run(sweep, before)
 
@@ -124,10 +124,10 @@ def _assert_stopped_cleanly(proc, sweep: Path, log: Path, tmp_path: Path,
 
 
 def test_sigint_stops_cleanly_and_says_how_to_resume(tmp_path):
-    proc, sweep = _start_sweep(tmp_path, "1,4")
+    proc, sweep = _start_sweep(tmp_path, "1,2")
     log = tmp_path / "sweep.out"
     wait_for(lambda: len(_finished(sweep / "c1")) >= 2, proc, log)
-    before = {"c1": _finished(sweep / "c1"), "c4": {}}
+    before = {"c1": _finished(sweep / "c1"), "c2": {}}
     proc.send_signal(signal.SIGINT)  # what Ctrl-C delivers to the foreground process
     _assert_stopped_cleanly(proc, sweep, log, tmp_path)
     # Stopping never throws away what finished, and the sweep continues where it stopped.

@@ -33,14 +33,15 @@ N_TASKS = 3
 def _stack(state_dir: Path):
     from bankbench.serve import api
 
-    return api.up("cpu-mocker", state_dir=state_dir, options={"speedup_ratio": 1.0})
+    return api.up("cpu-mocker", state_dir=state_dir, options={"speedup_ratio": 10.0})
 
 
-@pytest.fixture
-def stack(tmp_path: Path) -> Iterator:
+@pytest.fixture(scope="module")
+def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator:
+    """One server for the tests that only need one to aim sweeps at."""
     from bankbench.serve import api
 
-    state = _stack(tmp_path / "stack")
+    state = _stack(tmp_path_factory.mktemp("stack"))
     yield state
     api.down(state)
 
