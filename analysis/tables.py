@@ -23,12 +23,8 @@ import numpy as np
 import pandas as pd
 
 from analysis import files
-from analysis.trial_rows import (
-    FLOAT_REQ,
-    REQ_COLUMNS,
-    TrialTask,
-    read_trials,
-)
+from analysis.request_columns import FLOAT_REQ, REQ_COLUMNS
+from analysis.trial_rows import TrialTask, read_trials
 from contracts.host_load import HOST_LOAD_FILE
 from contracts.llm_calls import EVALUATOR_ROLE, MEASURED_ROLES
 from contracts.reward import REWARD_KEYS
