@@ -26,6 +26,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from harbor.models.trial.paths import TrialPaths
 
 from analysis import files
 from analysis.metrics import integrity, latency
@@ -245,7 +246,8 @@ def _trial_mode(trial_dir: Path, task_dir: Path | None, records: list[LLMCallRec
     mode = cache[task_dir] if task_dir is not None else UNKNOWN
     if mode != UNKNOWN:
         return mode
-    if (trial_dir / "agent" / CONVERSATION_FILE).exists() or any(r.turn for r in records):
+    transcript = TrialPaths(trial_dir).agent_dir / CONVERSATION_FILE
+    if transcript.exists() or any(r.turn for r in records):
         return CONVERSATION_MODE
     return DEFAULT_MODE
 
