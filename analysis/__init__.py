@@ -18,7 +18,8 @@ Rules and shapes
 - `synthetic`: Harbor job and sweep folders with made-up content, in Harbor's layout.
 
 Reading (each trial read once)
-- `trial_rows`: trial folders → plain rows, several processes at once.
+- `trial_rows`: trial folders → plain rows, several processes at once (the requests
+  table's columns declared once in `request_columns`, a rules-layer table).
 - `tables`: those rows as DataFrames (`load(path) -> Tables`): the one flattening.
 - `trial_inputs`: one finished trial's bank calls, expected tools and goals (`TrialInputs`).
 - `trajectory`: what the agent said and saw, from its ATIF trajectory.

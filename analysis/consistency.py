@@ -64,27 +64,28 @@ from analysis.trajectory import reply_counts
 from analysis.trial_inputs import BankCall, read_scored_calls
 from contracts.toolnames import normalise_tool_name
 
-TOOL_F1 = Metric("tool_f1", "Tool agreement (F1)", "share", True,
+TOOL_F1 = Metric("tool_f1", "Tool agreement (F1)", "share",
                  "Mean set F1 of tool names over every (level repeat, reference repeat) pair "
                  "of a scenario, averaged over scenarios; two runs that called no tool agree; "
-                 "lost trials are left out.")
-ARG_AGREEMENT = Metric("arg_agreement", "Argument agreement", "share", True,
+                 "lost trials are left out.", better="higher")
+ARG_AGREEMENT = Metric("arg_agreement", "Argument agreement", "share",
                        "Share of argument keys with equal values over the tools both runs "
-                       "called, averaged like tool_f1.")
-SCHEMA_VALID = Metric("schema_valid", "Schema-valid calls", "share", True,
+                       "called, averaged like tool_f1.", better="higher")
+SCHEMA_VALID = Metric("schema_valid", "Schema-valid calls", "share",
                       "Share of the bank's recorded calls whose arguments satisfied the tool "
-                      "schema as the verifier re-checked them (scored attempt).")
-MALFORMED = Metric("malformed", "Malformed replies", "share", False,
+                      "schema as the verifier re-checked them (scored attempt).", better="higher")
+MALFORMED = Metric("malformed", "Malformed replies", "share",
                    "Share of agent replies whose text holds a tool-call tag the server's "
-                   "parser did not turn into a call.")
-TRUNCATED = Metric("truncated", "Truncated replies", "share", False,
-                   "Share of the agent's LLM calls that ended with finish_reason=length.")
-LOST = Metric("lost", "Trials lost (server)", "share", False,
+                   "parser did not turn into a call.", better="lower")
+TRUNCATED = Metric("truncated", "Truncated replies", "share",
+                   "Share of the agent's LLM calls that ended with finish_reason=length.",
+                   better="lower")
+LOST = Metric("lost", "Trials lost (server)", "share",
               "Share of finished trials lost to the server: infra_failed (server or network "
-              "errors, 429/529 overload) or out of time.")
-HARNESS_LOST = Metric("harness_lost", "Trials lost (harness)", "share", False,
+              "errors, 429/529 overload) or out of time.", better="lower")
+HARNESS_LOST = Metric("harness_lost", "Trials lost (harness)", "share",
                       "Share of finished trials lost to the harness (harness_failed: "
-                      "environment, verifier, Harbor); not charged to the server.")
+                      "environment, verifier, Harbor); not charged to the server.", better="lower")
 
 AGREEMENT_METRICS = (TOOL_F1, ARG_AGREEMENT)
 TRIAL_METRICS = (SCHEMA_VALID, MALFORMED, TRUNCATED)

@@ -18,6 +18,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from harbor.models.trial.paths import TrialPaths
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from contracts.agent_status import AGENT_STATUS_FILE, AgentStatus
@@ -27,8 +28,6 @@ from contracts.reward import reward_numbers
 from contracts.sweep import SWEEP_FILE, SweepManifest
 from contracts.tsq import TSQ_DETAILS_FILE, TsqDetails
 
-REWARD_FILE = "reward.json"
-TRIAL_CONFIG_FILE = "config.json"
 # The most of one call log read; what lies past it is counted, as unreadable requests.
 MAX_CALL_LOG_BYTES = 256 << 20
 # The largest JSON file read whole (an agent's trajectory may be anything it wrote).
@@ -81,6 +80,20 @@ class AgentContextView(_Lenient):
 class AgentConfigView(_Lenient):
     import_path: str | None = None
     name: str | None = None
+
+
+class JobConfigView(_Lenient):
+    """The fields of Harbor's `JobConfig` (a job's config.json) that analysis uses."""
+
+    n_concurrent_trials: int | None = None  # left out when Harbor's default (4) was used
+    n_attempts: int | None = None
+
+
+class JobResultView(_Lenient):
+    """The fields of Harbor's `JobResult` (a job's result.json) that analysis uses."""
+
+    n_total_trials: int | None = None
+    finished_at: str | None = None
 
 
 class TaskRefView(_Lenient):
@@ -183,7 +196,7 @@ def _validate[M: BaseModel](model: type[M], data: Any, path: Path, issues: list[
 
 
 def read_trial_result(trial_dir: Path, issues: list[Issue]) -> TrialResultView | None:
-    path = trial_dir / "result.json"
+    path = TrialPaths(trial_dir).result_path
     result = _validate(TrialResultView, _read_json(path, issues), path, issues)
     if result is not None and result.verifier_result and result.verifier_result.refused:
         issues.append(Issue(str(path), "rewards left out, out of their bounds: "
@@ -193,12 +206,25 @@ def read_trial_result(trial_dir: Path, issues: list[Issue]) -> TrialResultView |
 
 def read_trial_config(trial_dir: Path, issues: list[Issue]) -> TrialConfigView | None:
     """A trial's config.json (Harbor writes it when the trial starts), or None."""
-    path = trial_dir / TRIAL_CONFIG_FILE
+    path = TrialPaths(trial_dir).config_path
     data = _read_json(path, issues)
     if data is not None and not isinstance(data, dict):
         issues.append(Issue(str(path), "expected a JSON object"))
         return None
     return _validate(TrialConfigView, data, path, issues)
+
+
+def read_job_config(job_dir: Path, issues: list[Issue]) -> JobConfigView:
+    path = job_dir / "config.json"
+    return _validate(JobConfigView, read_json_dict(path, issues), path, issues) or \
+        JobConfigView()
+
+
+def read_job_result(job_dir: Path, issues: list[Issue]) -> JobResultView:
+    """A job's result.json (Harbor writes it as the job runs and when it ends)."""
+    path = job_dir / "result.json"
+    return _validate(JobResultView, read_json_dict(path, issues), path, issues) or \
+        JobResultView()
 
 
 def read_json_dict(path: Path, issues: list[Issue]) -> dict[str, Any]:
@@ -212,7 +238,7 @@ def read_json_dict(path: Path, issues: list[Issue]) -> dict[str, Any]:
 
 def read_exception_txt(trial_dir: Path) -> str | None:
     """Last non-empty line of Harbor's `exception.txt` traceback: `Type: message`."""
-    path = trial_dir / "exception.txt"
+    path = TrialPaths(trial_dir).exception_message_path
     try:
         lines = [ln for ln in path.read_text(encoding="utf-8", errors="replace").splitlines() if ln]
     except OSError:
@@ -248,14 +274,14 @@ def read_agent_status(trial_dir: Path, issues: list[Issue],
         reported = {"status": metadata["status"], "reason": metadata.get("status_reason"),
                     **{k: metadata[k] for k in ("attempts", "accepted_attempt", "llm_calls")
                        if metadata.get(k) is not None}}
-        return _validate(AgentStatus, reported, trial_dir / "result.json", issues)
-    path = trial_dir / "agent" / AGENT_STATUS_FILE
+        return _validate(AgentStatus, reported, TrialPaths(trial_dir).result_path, issues)
+    path = TrialPaths(trial_dir).agent_dir / AGENT_STATUS_FILE
     return _validate(AgentStatus, _read_json(path, issues), path, issues)
 
 
 def read_reward_file(trial_dir: Path, issues: list[Issue]) -> dict[str, float] | None:
     """`verifier/reward.json` (`contracts.reward`); used when result.json has no rewards yet."""
-    path = trial_dir / "verifier" / REWARD_FILE
+    path = TrialPaths(trial_dir).reward_json_path
     data = _read_json(path, issues)
     if data is None:
         return None
@@ -287,7 +313,7 @@ def read_llm_calls(trial_dir: Path, issues: list[Issue]) -> CallLog:
     a partial line: that one is reported as truncated, the earlier lines still count. At most
     MAX_CALL_LOG_BYTES are read; lines past it are counted unreadable.
     """
-    path = trial_dir / "agent" / LLM_CALLS_FILE
+    path = TrialPaths(trial_dir).agent_dir / LLM_CALLS_FILE
     try:
         with path.open("rb") as log:
             raw = log.read(MAX_CALL_LOG_BYTES)
@@ -341,7 +367,7 @@ def read_tsq_details(trial_dir: Path, issues: list[Issue]) -> TsqDetails | None:
     """The verifier's `verifier/tsq.json`, read through `contracts.tsq.TsqDetails`, the one
     shape every verifier version has written (`attempts: [{attempt, calls, reward}]`,
     `scored_attempt`); None when there is none."""
-    path = trial_dir / "verifier" / TSQ_DETAILS_FILE
+    path = TrialPaths(trial_dir).verifier_dir / TSQ_DETAILS_FILE
     return _validate(TsqDetails, _read_json(path, issues), path, issues)
 
 

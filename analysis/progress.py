@@ -10,6 +10,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from harbor.models.trial.paths import TrialPaths
+
 from analysis import files
 from analysis.metrics import latency
 from analysis.status import QUALITY_STATUSES, classify, read_facts
@@ -30,18 +32,17 @@ def running_summary(job_dir: Path) -> dict[str, Any]:
     shard jobs). Each trial's status is the tables' own (`analysis.status`)."""
     jobs = level_jobs(Path(job_dir))
     issues: list[files.Issue] = []
-    totals = [files.read_json_dict(j / "result.json", issues).get("n_total_trials")
-              for j in jobs]
+    totals = [files.read_job_result(j, issues).n_total_trials for j in jobs]
     total = sum(totals) if totals and all(isinstance(t, int) for t in totals) else None
     done = running = errored = 0
     failed: dict[str, int] = {}
     tsq: list[float] = []
     ttft: list[float] = []
     for trial_dir in (d for j in jobs for d in j.iterdir() if d.is_dir()):
-        if not (trial_dir / "config.json").exists():
+        if not TrialPaths(trial_dir).config_path.exists():
             continue
         ttft += _ttfts(trial_dir)
-        if not (trial_dir / "result.json").exists():
+        if not TrialPaths(trial_dir).result_path.exists():
             running += 1
             continue
         done += 1

@@ -17,10 +17,17 @@ import pandas as pd
 
 from analysis.judge.figures import NO_JUDGE
 from analysis.markdown import fmt_ci, fmt_excluded, table
+from analysis.metrics import labels
 from analysis.provenance import COLUMNS as PROVENANCE_COLUMNS
 from analysis.provenance import NOT_MEASURED, SAMPLE_FALLBACK
 
 HIDDEN = "hidden: labels not gold"
+# The quality tables' figure columns, named by the metric registry (`Metric.label`).
+_QUALITY_NAMES = labels(
+    "n_scenarios", "n_infra_failed", "tsq", "gold_perfect_tsq", "tsq_infra0", "solved",
+    "gold_perfect_solved", "solved_infra0", "precision", "recall", "param_validity",
+    "pass_at_1", "pass_at_k", "pass_hat_k", "tsq_scenario_std", "goal_score",
+    "gold_perfect_goal_score", "goals_declined", "gold_perfect_goals_declined", "goals_served")
 _PROVENANCE_HEADERS = {
     "dataset_source": "dataset source", "dataset_revision": "revision",
     "labels": "labels (method@version)", "label_quality": "label method quality",
@@ -77,20 +84,23 @@ def quality_row(row: pd.Series) -> dict[str, object]:
     """One level's quality figures; the label-bound ones beside their gold-perfect values."""
     shown = labels_are_gold(row) or not pd.isna(row.get("gold_perfect_tsq_mean"))
     bound = (lambda text: text) if shown else (lambda text: HIDDEN)
+    name = _QUALITY_NAMES
     return {
         "source": row["source"], "level": row["level"], "counted": row["n_counted"],
         "excluded": fmt_excluded(row),
-        "scenarios": row.get("n_scenarios"), "infra failed": row.get("n_infra_failed"),
-        "TSQ (infra excl.)": fmt_ci(row, "tsq"), "TSQ gold-perfect": _gold(row, "tsq"),
-        "TSQ (infra as 0)": fmt_ci(row, "tsq_infra0"),
-        "solved (infra excl.)": bound(fmt_ci(row, "solved")),
-        "solved gold-perfect": bound(_gold(row, "solved")),
-        "solved (infra as 0)": bound(fmt_ci(row, "solved_infra0")),
-        "precision": fmt_ci(row, "precision"), "recall": fmt_ci(row, "recall"),
-        "param validity": fmt_ci(row, "param_validity"),
-        "pass@1": bound(row.get("pass_at_1")), "k": row.get("k"),
-        "pass@k": bound(fmt_ci(row, "pass_at_k", "")),
-        "pass^k": bound(fmt_ci(row, "pass_hat_k", "")), "TSQ spread": row.get("tsq_scenario_std"),
+        name["n_scenarios"]: row.get("n_scenarios"),
+        name["n_infra_failed"]: row.get("n_infra_failed"),
+        name["tsq"]: fmt_ci(row, "tsq"), name["gold_perfect_tsq"]: _gold(row, "tsq"),
+        name["tsq_infra0"]: fmt_ci(row, "tsq_infra0"),
+        name["solved"]: bound(fmt_ci(row, "solved")),
+        name["gold_perfect_solved"]: bound(_gold(row, "solved")),
+        name["solved_infra0"]: bound(fmt_ci(row, "solved_infra0")),
+        name["precision"]: fmt_ci(row, "precision"), name["recall"]: fmt_ci(row, "recall"),
+        name["param_validity"]: fmt_ci(row, "param_validity"),
+        name["pass_at_1"]: bound(row.get("pass_at_1")), "k": row.get("k"),
+        name["pass_at_k"]: bound(fmt_ci(row, "pass_at_k", "")),
+        name["pass_hat_k"]: bound(fmt_ci(row, "pass_hat_k", "")),
+        name["tsq_scenario_std"]: row.get("tsq_scenario_std"),
     }
 
 
@@ -98,10 +108,11 @@ def goal_row(row: pd.Series) -> dict[str, object]:
     """The per-goal shares beside their gold-perfect values (hidden without gold)."""
     shown = labels_are_gold(row) or not pd.isna(row.get("gold_perfect_tsq_mean"))
     out: dict[str, object] = {"source": row["source"], "level": row["level"]}
-    for key, name in (("goal_score", "goal score"), ("goals_declined", "goals declined")):
-        out[name] = fmt_ci(row, key) if shown else HIDDEN
-        out[f"{name} gold-perfect"] = _gold(row, key) if shown else HIDDEN
-    out["goals served"] = fmt_ci(row, "goals_served")
+    name = _QUALITY_NAMES
+    for key in ("goal_score", "goals_declined"):
+        out[name[key]] = fmt_ci(row, key) if shown else HIDDEN
+        out[name[f"gold_perfect_{key}"]] = _gold(row, key) if shown else HIDDEN
+    out[name["goals_served"]] = fmt_ci(row, "goals_served")
     return out
 
 

@@ -247,8 +247,8 @@ def render_markdown(tables: Tables, summary: pd.DataFrame, comparison: pd.DataFr
         for title, png in figures:
             parts += [f"### {title}", "", f"![{title}]({png.relative_to(out).as_posix()})", ""]
     parts += ["## Metric definitions", "", table(pd.DataFrame(
-        [(m.key, m.header, m.unit, {True: "higher", False: "lower", None: "–"}[
-            m.larger_is_better], m.description, m.aliases) for m in ALL]),
+        [(m.key, m.header, m.unit, m.better or "–", m.description, m.aliases)
+         for m in ALL]),
         ["key", "name", "unit", "better", "definition", "also known as"]), "",
         "Files: `summary.csv`/`summary.json` (one row per source and level), `trials.csv`, "
         "`scenarios.csv` (per scenario: counted trials, solved, infra failures, mean TSQ), "

@@ -21,14 +21,11 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from harbor.models.trial.paths import TrialPaths
 
 from analysis import files
-from analysis.trial_rows import (
-    FLOAT_REQ,
-    REQ_COLUMNS,
-    TrialTask,
-    read_trials,
-)
+from analysis.request_columns import FLOAT_REQ, REQ_COLUMNS
+from analysis.trial_rows import TrialTask, read_trials
 from contracts.host_load import HOST_LOAD_FILE
 from contracts.llm_calls import EVALUATOR_ROLE, MEASURED_ROLES
 from contracts.reward import REWARD_KEYS
@@ -155,10 +152,10 @@ def _read_job(job_dir: Path, source: str, level: int | None, sink: _Sink,
     sharded = level_path != job_dir
     name = f"{level_path.name}/{job_dir.name}" if sharded else job_dir.name
     shard = _shard_record(job_dir, issues) if sharded else None
-    config = files.read_json_dict(job_dir / "config.json", issues)
-    result = files.read_json_dict(job_dir / "result.json", issues)
+    config = files.read_job_config(job_dir, issues)
+    result = files.read_job_result(job_dir, issues)
     # Harbor leaves its default -n (4) out of config.json; a shard's own record says it.
-    configured = shard.concurrency if shard else config.get("n_concurrent_trials")
+    configured = shard.concurrency if shard else config.n_concurrent_trials
     if level is None:
         if isinstance(configured, int):
             level = configured
@@ -166,22 +163,23 @@ def _read_job(job_dir: Path, source: str, level: int | None, sink: _Sink,
             level = 0
             issues.append(files.Issue(str(job_dir / "config.json"),
                                       "no n_concurrent_trials: level shown as 0 (unknown)"))
-    job_finished = result.get("finished_at") is not None
+    job_finished = result.finished_at is not None
     manifest = sink.sweeps.get(source)
     tasks_dir = manifest.tasks_dir if manifest is not None else None
     n_before = len(sink.tasks)
     for trial_dir in sorted(d for d in job_dir.iterdir() if d.is_dir()):
-        if (trial_dir / "config.json").exists() or (trial_dir / "result.json").exists():
+        paths = TrialPaths(trial_dir)
+        if paths.config_path.exists() or paths.result_path.exists():
             sink.tasks.append(TrialTask(trial_dir, source, name, level, job_finished,
                                         tasks_dir))
-        elif any((trial_dir / sub).exists() for sub in ("agent", "verifier")):
+        elif paths.agent_dir.exists() or paths.verifier_dir.exists():
             issues.append(files.Issue(str(trial_dir), "trial folder without config.json skipped"))
     sink.jobs.append({
         "source": source, "job": name, "level": level,
         "shard": shard.shard if shard else None, "host": shard.host if shard else None,
         "configured_concurrency": configured if isinstance(configured, int) else level,
-        "n_attempts_configured": config.get("n_attempts"),
-        "n_total_trials": result.get("n_total_trials"),
+        "n_attempts_configured": config.n_attempts,
+        "n_total_trials": result.n_total_trials,
         "n_trial_folders": len(sink.tasks) - n_before,
         "finished": job_finished, "path": str(job_dir),
         "metrics_before": _existing(level_path / METRICS_BEFORE),

@@ -12,6 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from harbor.models.trial.paths import TrialPaths
 from pydantic import BaseModel, Field
 
 from analysis.files import Issue, read_json_dict
@@ -31,7 +32,7 @@ class Turn(BaseModel):
 
 
 def read_trajectory(trial_dir: Path, issues: list[Issue]) -> dict[str, Any]:
-    path = trial_dir / "agent" / TRAJECTORY_FILE
+    path = TrialPaths(trial_dir).agent_dir / TRAJECTORY_FILE
     return read_json_dict(path, issues) if path.is_file() else {}
 
 

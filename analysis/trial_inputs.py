@@ -23,6 +23,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from harbor.models.trial.paths import TrialPaths
 from pydantic import BaseModel, Field
 
 from analysis.files import Issue, read_tsq_details
@@ -178,7 +179,7 @@ def read_dialogue(trial_dir: Path, attempt: int | None, issues: list[Issue]
                   ) -> list[ConversationEntry]:
     """The scored attempt's lines of the bank's conversation log, in `seq` order; none when
     the task was no conversation (no log). Unreadable lines are counted as one issue."""
-    path = trial_dir / "agent" / CONVERSATION_FILE
+    path = TrialPaths(trial_dir).agent_dir / CONVERSATION_FILE
     if not path.is_file():
         return []
     try:

@@ -26,9 +26,11 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from harbor.models.trial.paths import TrialPaths
 
 from analysis import files
 from analysis.metrics import integrity, latency
+from analysis.request_columns import FLOAT_REQ, INT_REQ, RECORD_COLUMNS, REQ_COLUMNS
 from analysis.status import QUALITY_STATUSES, classify, read_facts
 from analysis.task_folder import UNKNOWN, find_task_dir, read_task
 from analysis.trajectory import read_trajectory, reply_texts
@@ -38,25 +40,6 @@ from contracts.llm_calls import LLMCallRecord
 from contracts.reward import REWARD_KEYS
 from contracts.task import CONVERSATION_MODE, DEFAULT_MODE
 
-REQ_COLUMNS = (
-    "request_id", "role", "attempt", "turn", "step", "model", "session_id", "worker_id",
-    "start_unix_ns", "end_unix_ns", "ttft_ms", "ttfc_ms", "e2e_ms", "tpot_ms",
-    "client_tpot_ms", "server_tpot_ms", "output_tps_per_user", "n_itl", "itl_mean_ms",
-    "content_chars", "reasoning_chars", "tool_call_chars", "prompt_tokens", "completion_tokens",
-    "cached_tokens", "token_source", "finish_reason", "http_status", "retries", "overloaded",
-    "error_type", "server_ttft_ms", "server_total_ms", "send_to_received_ms",
-    *integrity.COLUMNS,
-)
-FLOAT_REQ = (*integrity.COLUMNS, "content_chars", "reasoning_chars", "tool_call_chars",
-             "ttft_ms", "ttfc_ms", "e2e_ms", "tpot_ms", "client_tpot_ms", "server_tpot_ms",
-             "output_tps_per_user", "itl_mean_ms",
-             "prompt_tokens", "completion_tokens", "cached_tokens", "http_status",
-             "server_ttft_ms", "server_total_ms", "send_to_received_ms", "end_unix_ns")
-# Columns copied from the record as they are.
-_AS_RECORDED = ("request_id", "role", "attempt", "turn", "step", "model", "session_id",
-                "start_unix_ns", "prompt_tokens", "completion_tokens", "cached_tokens",
-                "token_source", "finish_reason", "http_status", "retries", "overloaded")
-INT_REQ = ("attempt", "turn", "step", "start_unix_ns", "n_itl", "retries", "overloaded")
 # reward.json's count of the agent's `say`s in the scored attempt (1 in single-turn modes): a
 # count, not a 0..1 score, so never imputed as 0.
 TURNS_KEY = "turns"
@@ -263,7 +246,8 @@ def _trial_mode(trial_dir: Path, task_dir: Path | None, records: list[LLMCallRec
     mode = cache[task_dir] if task_dir is not None else UNKNOWN
     if mode != UNKNOWN:
         return mode
-    if (trial_dir / "agent" / CONVERSATION_FILE).exists() or any(r.turn for r in records):
+    transcript = TrialPaths(trial_dir).agent_dir / CONVERSATION_FILE
+    if transcript.exists() or any(r.turn for r in records):
         return CONVERSATION_MODE
     return DEFAULT_MODE
 
@@ -357,7 +341,7 @@ def _add_requests(trial_index: int, records: list[LLMCallRecord], rows: Rows,
     # Bound appends: this loop runs once per request (100,000s), so it stays plain. Each
     # record's values are all computed before any is appended: the columns stay aligned, and a
     # record that cannot be turned into a row is counted unreadable, the others kept.
-    append = [req[key].append for key in _RECORD_COLUMNS]
+    append = [req[column.name].append for column in RECORD_COLUMNS]
     unreadable = 0
     for rec in records:
         try:
@@ -380,13 +364,8 @@ def _add_requests(trial_index: int, records: list[LLMCallRecord], rows: Rows,
     return unreadable
 
 
-_RECORD_COLUMNS = (*_AS_RECORDED, "worker_id", "content_chars", "reasoning_chars",
-                   "tool_call_chars", "error_type", "server_ttft_ms", "server_total_ms",
-                   "send_to_received_ms", *integrity.COLUMNS)
-
-
 def _request_values(rec: LLMCallRecord, replies: _Replies) -> tuple[Any, ...]:
-    """One request's column values, in `_RECORD_COLUMNS` order."""
+    """One request's column values, in `RECORD_COLUMNS` order."""
     server = rec.server or {}
     worker = server.get("worker_id")
     if isinstance(worker, dict):  # disaggregated serving names prefill and decode workers
@@ -397,13 +376,15 @@ def _request_values(rec: LLMCallRecord, replies: _Replies) -> tuple[Any, ...]:
     timing = server.get("timing") if isinstance(server.get("timing"), dict) else {}
     received = finite_number(timing.get("request_received_ms"))
     classes = _classes(rec, replies)
-    return (
-        *(getattr(rec, key) for key in _AS_RECORDED),
-        None if worker is None else str(worker)[:200], *sizes,
-        rec.error.type if rec.error else None,
-        finite_number(timing.get("ttft_ms"), MS_MAX),
-        finite_number(timing.get("total_time_ms"), MS_MAX),
+    read = {
+        "worker_id": None if worker is None else str(worker)[:200],
+        "content_chars": sizes[0], "reasoning_chars": sizes[1], "tool_call_chars": sizes[2],
+        "error_type": rec.error.type if rec.error else None,
+        "server_ttft_ms": finite_number(timing.get("ttft_ms"), MS_MAX),
+        "server_total_ms": finite_number(timing.get("total_time_ms"), MS_MAX),
         # Both stamps are wall clock; meaningful when client and server share a host.
-        None if received is None else received - rec.start_unix_ns / 1e6,
-        *(np.nan if classes is None else classes[key] for key in integrity.COLUMNS),
-    )
+        "send_to_received_ms": None if received is None else received - rec.start_unix_ns / 1e6,
+        **{key: np.nan if classes is None else classes[key] for key in integrity.COLUMNS},
+    }
+    return tuple(getattr(rec, c.name) if c.source == "record" else read[c.name]
+                 for c in RECORD_COLUMNS)

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from math import comb, erfc, sqrt
+from typing import Literal
 
 import numpy as np
 import pandas as pd
@@ -14,6 +15,9 @@ BOOTSTRAP_RESAMPLES = 2000
 BOOTSTRAP_SEED = 0
 
 
+Better = Literal["higher", "lower"]
+
+
 @dataclass(frozen=True)
 class Metric:
     """One definition. `key` is the summary column (or column prefix for distributions)."""
@@ -21,11 +25,21 @@ class Metric:
     key: str
     header: str
     unit: str
-    larger_is_better: bool | None  # None: neither direction is better (a setting, a count)
     description: str
     aliases: str = ""  # the same quantity's name in aiperf / vLLM benchmark output
     distribution: bool = False  # summarised as mean/p50/p90/p95/p99/std/min/max/count
     column: str = ""  # its name in a report table when not "header (unit)"
+    # which way is better, said by every definition; None: neither (a setting, a count)
+    better: Better | None = field(kw_only=True)
+
+    def __post_init__(self) -> None:
+        if self.better not in ("higher", "lower", None):
+            raise ValueError(f"{self.key}: better must be 'higher', 'lower' or None")
+
+    @property
+    def larger_is_better(self) -> bool | None:
+        """`better` as the comparison's sign (summary.json's `larger_is_better`)."""
+        return None if self.better is None else self.better == "higher"
 
     @property
     def label(self) -> str:

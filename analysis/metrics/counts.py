@@ -8,7 +8,7 @@ from analysis.metrics.base import Metric
 
 
 def _count(key: str, column: str, text: str, unit: str = "trials") -> Metric:
-    return Metric(key, column[:1].upper() + column[1:], unit, None, text, column=column)
+    return Metric(key, column[:1].upper() + column[1:], unit, text, column=column, better=None)
 
 
 TRIALS = _count("n_trials", "trials", "Trial folders of the level, running ones included.")
@@ -28,11 +28,11 @@ COUNTED = _count("n_counted", "counted in quality", "Scored plus agent-failed tr
 EXCLUDED = _count("n_excluded", "excluded", "Infra-failed, harness-failed and interrupted "
                   "trials.")
 EXCLUDED_SHARE = Metric(
-    "excluded_share", "Excluded share", "share", None,
+    "excluded_share", "Excluded share", "share",
     "Excluded trials over finished ones (counted + excluded): the part of the level the quality "
     "figures leave out, shown beside TSQ. Only failures of code the agent cannot reach "
     "exclude a trial (docs/reliability.md); empty when no trial finished.",
-    column="excluded share")
+    column="excluded share", better=None)
 REQUESTS_UNREADABLE = _count(
     "n_requests_unreadable", "requests unreadable", "Call records that could not be read "
     "(invalid, out of bounds, or past the size limit on one call log); their trials keep "
@@ -43,9 +43,10 @@ CANCELLED_REQUESTS = _count(
     "n_cancelled_requests", "cancelled requests", "Requests of interrupted trials that did not "
     "finish (Harbor was stopped under them): not the server's errors, left out of error_rate.",
     unit="requests")
-TOKEN_COUNTS = Metric("token_counts", "Tokens counted by", "–", None,
+TOKEN_COUNTS = Metric("token_counts", "Tokens counted by", "–",
                       "Who counted the level's tokens: `server` (its usage), `client` (the "
-                      "agent's tokenizer), `mixed`, or `unknown`.", column="tokens counted by")
+                      "agent's tokenizer), `mixed`, or `unknown`.", column="tokens counted by",
+                      better=None)
 
 TRIAL_COUNTS = (TRIALS, SCORED, AGENT_FAILED, INFRA_FAILED, HARNESS_FAILED, INTERRUPTED,
                 RUNNING, COUNTED, EXCLUDED, EXCLUDED_SHARE, REQUESTS_UNREADABLE)

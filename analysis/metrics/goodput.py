@@ -14,16 +14,16 @@ from pydantic import BaseModel, Field
 
 from analysis.metrics.base import Metric
 
-GOODPUT = Metric("goodput", "Goodput", "requests/s", True,
+GOODPUT = Metric("goodput", "Goodput", "requests/s",
                  "Requests meeting the SLO / measured window.", aliases="aiperf goodput",
-                 column="goodput (req/s)")
-GOODPUT_SHARE = Metric("goodput_request_share", "Requests within SLO", "share", True,
+                 column="goodput (req/s)", better="higher")
+GOODPUT_SHARE = Metric("goodput_request_share", "Requests within SLO", "share",
                        "Requests meeting the SLO / all requests (failed ones count as missing).",
-                       column="requests within SLO")
+                       column="requests within SLO", better="higher")
 GOODPUT_SCENARIOS = Metric(
-    "goodput_scenario_share", "Scenarios within SLO", "share", True,
+    "goodput_scenario_share", "Scenarios within SLO", "share",
     "Finished trials with ≥ 1 request whose every request met the SLO / those trials.",
-    column="scenarios within SLO")
+    column="scenarios within SLO", better="higher")
 
 METRICS = (GOODPUT, GOODPUT_SHARE, GOODPUT_SCENARIOS)
 

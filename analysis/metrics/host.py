@@ -9,18 +9,20 @@ from pathlib import Path
 from analysis.metrics.base import Metric
 from contracts.host_load import SATURATED, HostLoad
 
-HOST_BUSY = Metric("host_cpu_busy", "Client host CPU busy", "share", None,
+HOST_BUSY = Metric("host_cpu_busy", "Client host CPU busy", "share",
                    "Share of all the client host's cores busy while the level ran (its own "
                    f"CPU counters; ≥ {SATURATED:g} is called saturated and warned about).",
-                   column="host CPU busy")
-CLIENT_CPU = Metric("host_client_cpu", "Sweep's own CPU", "share", None,
+                   column="host CPU busy", better=None)
+CLIENT_CPU = Metric("host_client_cpu", "Sweep's own CPU", "share",
                     "Share of all cores used by the sweep's processes (harness, agents, task "
-                    "sandboxes).", column="sweep's processes")
-SERVER_CPU = Metric("host_server_cpu", "Server processes' CPU", "share", None,
+                    "sandboxes).", column="sweep's processes", better=None)
+SERVER_CPU = Metric("host_server_cpu", "Server processes' CPU", "share",
                     "Share of all cores used by the server processes of a stack the sweep "
-                    "started (empty for a server it did not start).", column="server processes")
-OTHER_CPU = Metric("host_other_cpu", "Other work's CPU", "share", None,
-                   "The rest of the busy share: other work on the host.", column="other work")
+                    "started (empty for a server it did not start).", column="server processes",
+                    better=None)
+OTHER_CPU = Metric("host_other_cpu", "Other work's CPU", "share",
+                   "The rest of the busy share: other work on the host.", column="other work",
+                   better=None)
 
 METRICS = (HOST_BUSY, CLIENT_CPU, SERVER_CPU, OTHER_CPU)
 

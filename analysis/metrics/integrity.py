@@ -30,7 +30,7 @@ PREFIX = "tc_"
 
 
 def _cls(name: str, header: str, text: str) -> Metric:
-    return Metric(PREFIX + name, header, "share", False, text, column=header)
+    return Metric(PREFIX + name, header, "share", text, column=header, better="lower")
 
 
 FINISH_MISMATCH = _cls(
@@ -79,10 +79,10 @@ MISSING_CALL_ID = _cls(
     "missing_call_id", "missing call id or index",
     "A call without an id, a tool-call delta without an index, or call indices with a gap.")
 ANY_COLUMN = PREFIX + "any"  # per reply: 1 when any class is
-ANY = Metric("tool_call_error_rate", "Tool-call error rate", "share", False,
+ANY = Metric("tool_call_error_rate", "Tool-call error rate", "share",
              "Classified agent replies with at least one integrity class / classified agent "
              "replies (agent requests that succeeded and offered tools).",
-             aliases="--slo tool_call_error_rate", column="any class")
+             aliases="--slo tool_call_error_rate", column="any class", better="lower")
 
 CLASSES: tuple[Metric, ...] = (
     FINISH_MISMATCH, MARKUP_IN_CONTENT, ARGUMENTS_NOT_JSON, ARGUMENTS_NOT_OBJECT,
@@ -251,9 +251,9 @@ def summary_key(column: str) -> str:
     return ANY.key if column == ANY_COLUMN else column
 
 
-N_REPLIES = Metric("n_tool_replies", "Classified replies", "replies", None,
+N_REPLIES = Metric("n_tool_replies", "Classified replies", "replies",
                    "Agent replies the integrity classes judged: requests that succeeded and "
-                   "offered tools.", column="classified replies")
+                   "offered tools.", column="classified replies", better=None)
 
 
 def integrity_metrics(requests: pd.DataFrame) -> dict[str, float]:

@@ -30,6 +30,7 @@ all call it. Distributions are over successful requests only (`ok`: no error, an
 
 from __future__ import annotations
 
+import graphlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -41,19 +42,26 @@ from analysis.metrics.base import Metric, distribution
 from contracts.llm_calls import LLMCallRecord
 
 NS_PER_MS = 1_000_000
+# (computed unit, presented unit) → factor
+UNIT_FACTORS = {("ns", "ms"): 1 / NS_PER_MS}
 
 
 @dataclass(frozen=True)
 class RequestMetric:
     """One per-request definition: `compute(*requires)` over whole columns (pandas, one row
-    per request) in `unit`, presented as `metric` after multiplying by `scale`."""
+    per request) in `unit`, presented as `metric` in the metric's own unit."""
 
     name: str
     unit: str
     requires: tuple[str, ...]  # raw inputs (`RAW_INPUTS`) or earlier definitions
     compute: Callable[..., pd.Series]
     metric: Metric
-    scale: float = 1.0  # unit → the metric's presentation unit
+
+    @property
+    def scale(self) -> float:
+        """`unit` → the metric's presentation unit (`Metric.unit`), from the two units."""
+        return 1.0 if self.unit == self.metric.unit else UNIT_FACTORS[(self.unit,
+                                                                       self.metric.unit)]
 
 
 # The raw inputs, one value per request, taken from the record or (`*_read_*`, `n_reads`,
@@ -114,72 +122,94 @@ def _mean_gap(first: pd.Series, last: pd.Series, n_reads: pd.Series) -> pd.Serie
 
 
 TTFT = RequestMetric("ttft_ns", "ns", ("send_ns", "first_read_ns"), _since, Metric(
-    "ttft_ms", "TTFT, client first chunk", "ms", False,
+    "ttft_ms", "TTFT, client first chunk", "ms",
     "Client time to first chunk: send to the first read carrying content, reasoning or a "
     "tool-call delta (the empty role chunk does not count); what the agent waits for. Where "
     "a tool-call parser holds a reply back until it is complete, this is near E2E; the "
     "server's own first token is server_ttft_ms.",
     aliases="aiperf time_to_first_token; vLLM ttft", distribution=True,
-    column="TTFT, client first chunk (ms)"), 1 / NS_PER_MS)
+    column="TTFT, client first chunk (ms)", better="lower"))
 SERVER_TTFT = RequestMetric("server_ttft_ns", "ns", ("server_ttft_ns",), _as_is, Metric(
-    "server_ttft_ms", "Server TTFT", "ms", False,
+    "server_ttft_ms", "Server TTFT", "ms",
     "The server's own time to first token, per request: from receiving the request to its "
     "first generated token, before any tool-call parser holds output back (Dynamo's "
     "nvext.timing.ttft_ms, which the agent asks for); empty where the server reports none. "
     "The TTFT an inference engineer compares with vLLM's or AIPerf's on plain text.",
-    distribution=True, column="Server TTFT (ms)"), 1 / NS_PER_MS)
+    distribution=True, column="Server TTFT (ms)", better="lower"))
 TTFC = RequestMetric("ttfc_ns", "ns", ("send_ns", "first_tool_read_ns"), _since, Metric(
-    "ttfc_ms", "Time to first tool call", "ms", False,
+    "ttfc_ms", "Time to first tool call", "ms",
     "Send to the first read carrying a tool-call delta; requests whose reply has no tool "
     "call have none. Dynamo streams a guided call (tool_choice required or named, JSON "
     "form) as it is decoded, so this is near TTFT; a call its parser finds in free text "
     "(tool_choice auto) is sent whole once complete, so this is near E2E.",
-    distribution=True), 1 / NS_PER_MS)
+    distribution=True, better="lower"))
 # ITL is pooled over every gap (`gaps`), not one value per request; its per-request column
 # is the mean gap, from the first and last read.
 ITL = RequestMetric("itl_mean_ns", "ns", ("first_read_ns", "last_read_ns", "n_reads"),
                     _mean_gap, Metric(
-    "itl_ms", "ITL", "ms", False,
+    "itl_ms", "ITL", "ms",
     "Gap between consecutive content-bearing reads, every gap of every successful request "
     "pooled (a request with many reads weighs more).",
-    aliases="vLLM itl", distribution=True), 1 / NS_PER_MS)
+    aliases="vLLM itl", distribution=True, better="lower"))
 E2E = RequestMetric("e2e_ns", "ns", ("send_ns", "end_ns"), _since, Metric(
-    "e2e_ms", "E2E latency", "ms", False,
+    "e2e_ms", "E2E latency", "ms",
     "Send to the end of the stream (the read carrying [DONE]).",
-    aliases="aiperf request_latency; vLLM e2el", distribution=True), 1 / NS_PER_MS)
+    aliases="aiperf request_latency; vLLM e2el", distribution=True, better="lower"))
 CLIENT_TPOT = RequestMetric(
     "client_tpot_ns", "ns",
     ("ttft_ns", "e2e_ns", "completion_tokens", "n_reads", "first_read_chars", "reply_chars"),
     _client_tpot, Metric(
-        "client_tpot_ms", "TPOT seen by the client", "ms", False,
+        "client_tpot_ms", "TPOT seen by the client", "ms",
         "(E2E − TTFT) / output tokens after the first read, where the reply streamed (≥ 2 "
         "reads); the first read's tokens are its share of the reply's characters × "
         "completion_tokens, rounded down, at least 1 (so completion_tokens − 1, as vLLM's "
         "TPOT, for a reply streamed about a token per read).",
-        distribution=True), 1 / NS_PER_MS)
+        distribution=True, better="lower"))
 SERVER_TPOT = RequestMetric(
     "server_tpot_ns", "ns", ("server_ttft_ns", "server_total_ns", "completion_tokens"),
     _server_tpot, Metric(
-        "server_tpot_ms", "Server TPOT", "ms", False,
+        "server_tpot_ms", "Server TPOT", "ms",
         "(server total time − server TTFT) / (completion_tokens − 1), from the server's own "
         "per-request timing (Dynamo nvext); empty where it reports none.",
-        distribution=True), 1 / NS_PER_MS)
+        distribution=True, better="lower"))
 TPOT = RequestMetric("tpot_ns", "ns", ("client_tpot_ns", "server_tpot_ns"), _tpot, Metric(
-    "tpot_ms", "TPOT", "ms", False,
+    "tpot_ms", "TPOT", "ms",
     "Per request, time per output token after the first: the client's (client_tpot_ms) where "
     "the reply streamed, else the server's own (server_tpot_ms); empty where neither "
     "exists (a reply that arrived in one read from a server that reports no timing), never "
     "a division by the microseconds of one read. Token counts from the server's usage.",
-    aliases="vLLM tpot; aiperf inter_token_latency", distribution=True), 1 / NS_PER_MS)
+    aliases="vLLM tpot; aiperf inter_token_latency", distribution=True, better="lower"))
 OUTPUT_TPS = RequestMetric("output_tps_per_user", "tokens/s", ("tpot_ns",), _per_user, Metric(
-    "output_tps_per_user", "Output tok/s per request", "tokens/s", True,
+    "output_tps_per_user", "Output tok/s per request", "tokens/s",
     "Per request: 1 s / TPOT, the decode speed one user sees after the first token; empty "
     "where TPOT is.",
     aliases="aiperf output_token_throughput_per_user", distribution=True,
-    column="Output tokens/s per request"))
+    column="Output tokens/s per request", better="higher"))
 
 REQUEST_METRICS = (TTFT, SERVER_TTFT, TTFC, ITL, E2E, CLIENT_TPOT, SERVER_TPOT, TPOT,
-                   OUTPUT_TPS)  # in dependency order
+                   OUTPUT_TPS)
+
+
+def order_errors(metrics: Sequence[RequestMetric]) -> list[str]:
+    """Why `metrics` cannot be derived in the order given: an input that is neither raw nor
+    an earlier definition, or a circle of requirements (graphlib finds it)."""
+    names = {m.name for m in metrics}
+    try:
+        graphlib.TopologicalSorter(
+            {m.name: [r for r in m.requires if r in names - set(RAW_INPUTS)]
+             for m in metrics}).prepare()
+    except graphlib.CycleError as exc:
+        return [f"circular requirements: {' → '.join(exc.args[1])}"]
+    errors, known = [], set(RAW_INPUTS)
+    for m in metrics:
+        errors += [f"{m.name} requires {r}, {'defined after it' if r in names else 'unknown'}"
+                   for r in m.requires if r not in known]
+        known.add(m.name)
+    return errors
+
+
+if order_errors(REQUEST_METRICS):  # checked at import: `derive` runs them in this order
+    raise ImportError("; ".join(order_errors(REQUEST_METRICS)))
 METRICS = tuple(m.metric for m in (SERVER_TTFT, TTFT, TTFC, ITL, TPOT, E2E, OUTPUT_TPS,
                                    CLIENT_TPOT, SERVER_TPOT))  # report order
 # The per-request column each definition fills in the tables (`itl_mean_ms` for ITL, whose

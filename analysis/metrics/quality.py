@@ -56,48 +56,57 @@ _REWARDS = {
 # or goal_coverage): those trials are left out of its mean, by these counts.
 _GOAL_COUNTS = {"goals_served": ("n_goals_servable",), "goals_declined": ("n_goals_no_tool",),
                 "goal_score": ("n_goals_servable", "n_goals_no_tool")}
+# How the report's quality tables name a figure (the gold-perfect one: "<name> gold-perfect").
+_NAMES = {"tsq": "TSQ", "solved": "solved", "precision": "precision", "recall": "recall",
+          "param_validity": "param validity", "goals_served": "goals served",
+          "goals_declined": "goals declined", "goal_score": "goal score"}
+_COLUMNS = {**_NAMES, "tsq": "TSQ (infra excl.)", "solved": "solved (infra excl.)"}
 REWARD_METRICS = tuple(
-    Metric(key, header, "score 0–1" if key != "solved" else "share", True,
-           f"{text} {_CI.format(key=key)}")
+    Metric(key, header, "score 0–1" if key != "solved" else "share",
+           f"{text} {_CI.format(key=key)}", column=_COLUMNS.get(key, ""), better="higher")
     for key, (header, text) in _REWARDS.items()
 )
 TSQ_INFRA0 = Metric(
-    "tsq_infra0", "TSQ (infra failures as 0)", "score 0–1", True,
+    "tsq_infra0", "TSQ (infra failures as 0)", "score 0–1",
     "TSQ mean over counted trials plus infra_failed trials scored 0; CI as for TSQ. Compare "
     "with `tsq_mean` (infra failures excluded): a gap means the server's failures hid "
-    "scenarios from the quality figure.")
+    "scenarios from the quality figure.", column="TSQ (infra as 0)", better="higher")
 SOLVED_INFRA0 = Metric(
-    "solved_infra0", "Solved (infra failures as 0)", "share", True,
+    "solved_infra0", "Solved (infra failures as 0)", "share",
     "Solved share over counted trials plus infra_failed trials counted unsolved; CI as for "
-    "TSQ.")
-PASS_AT_1 = Metric("pass_at_1", "pass@1", "share", True,
-                   "Mean over scenarios of the share of its counted trials that solved it.")
-PASS_AT_K = Metric("pass_at_k", "pass@k", "share", True,
+    "TSQ.", column="solved (infra as 0)", better="higher")
+PASS_AT_1 = Metric("pass_at_1", "pass@1", "share",
+                   "Mean over scenarios of the share of its counted trials that solved it.",
+                   column="pass@1", better="higher")
+PASS_AT_K = Metric("pass_at_k", "pass@k", "share",
                    "Mean over scenarios of P(at least one of k trials solves it), unbiased "
                    "estimator 1 − C(n−c,k)/C(n,k) from its n counted trials (c solved); "
                    "k = fewest counted trials of any scenario (needs ≥ 2). CI: bootstrap "
-                   "over scenarios.")
-PASS_HAT_K = Metric("pass_hat_k", "pass^k", "share", True,
+                   "over scenarios.", column="pass@k", better="higher")
+PASS_HAT_K = Metric("pass_hat_k", "pass^k", "share",
                     "Mean over scenarios of P(all k trials solve it) = C(c,k)/C(n,k), as in "
-                    "tau-bench: consistency under repeats. CI: bootstrap over scenarios.")
-TSQ_SPREAD = Metric("tsq_scenario_std", "TSQ spread", "score 0–1", False,
-                    "Mean over scenarios with ≥ 2 trials of the standard deviation of their TSQ.")
+                    "tau-bench: consistency under repeats. CI: bootstrap over scenarios.",
+                    column="pass^k", better="higher")
+TSQ_SPREAD = Metric("tsq_scenario_std", "TSQ spread", "score 0–1",
+                    "Mean over scenarios with ≥ 2 trials of the standard deviation of their TSQ.",
+                    column="TSQ spread", better="lower")
 
-N_SCENARIOS = Metric("n_scenarios", "Scenarios", "scenarios", None,
+N_SCENARIOS = Metric("n_scenarios", "Scenarios", "scenarios",
                      "Distinct scenarios among the counted trials: the unit every quality "
-                     "interval resamples.")
+                     "interval resamples.", column="scenarios", better=None)
 # Filled by analysis/provenance.py from the tasks' expected.json; defined here so the report's
 # table of figures has them.
 GOLD_PERFECT_KEYS = ("tsq", "solved", "goal_score", "goals_declined")
 GOLD_PERFECT = tuple(
     Metric(f"gold_perfect_{key}", f"{_REWARDS[key][0]} gold-perfect", "score 0–1"
-           if key != "solved" else "share", None,
+           if key != "solved" else "share",
            f"What an agent making exactly the gold calls scores as `{key}` against the same "
            "labels (the verifier's own scoring, per scenario, averaged over the level's "
            "scenarios as the trials' figure is; 95% scenario bootstrap CI). Measured only "
            "where the dataset has gold labels (the bundled sample, a directory with "
            "gold_labels.json); blank (\"not measured\") elsewhere. It is not an upper bound: an "
-           "agent that repeats the labeller's mistakes scores higher.")
+           "agent that repeats the labeller's mistakes scores higher.",
+           column=f"{_NAMES[key]} gold-perfect", better=None)
     for key in GOLD_PERFECT_KEYS)
 
 METRICS = (*REWARD_METRICS, TSQ_INFRA0, SOLVED_INFRA0, PASS_AT_1, PASS_AT_K, PASS_HAT_K,

@@ -18,19 +18,20 @@ from contracts.prometheus import parse_samples, totals_by_name
 # when its tool-call parser releases the first chunk, so for a reply held back until complete
 # its TTFT is the client's first chunk, not the engine's first token (server_ttft_ms, per
 # request from nvext, is that). Hence "frontend", not "server", in these names.
-SERVER_REQUESTS = Metric("server_requests", "Server requests", "requests", None,
-                         "Δ of the server's request counter over the level.", column="requests")
-SERVER_TTFT = Metric("frontend_ttft_ms_mean", "Frontend TTFT mean", "ms", False,
+SERVER_REQUESTS = Metric("server_requests", "Server requests", "requests",
+                         "Δ of the server's request counter over the level.", column="requests",
+                         better=None)
+SERVER_TTFT = Metric("frontend_ttft_ms_mean", "Frontend TTFT mean", "ms",
                      "The HTTP frontend's mean time to the first token it sent (Δsum/Δcount of "
                      "its Prometheus histogram); after any tool-call parser's hold, like the "
                      "client's first chunk.",
-                     column="frontend TTFT mean (ms)")
-SERVER_ITL = Metric("frontend_itl_ms_mean", "Frontend ITL mean", "ms", False,
+                     column="frontend TTFT mean (ms)", better="lower")
+SERVER_ITL = Metric("frontend_itl_ms_mean", "Frontend ITL mean", "ms",
                     "The HTTP frontend's mean inter-token latency (Δsum/Δcount).",
-                    column="frontend ITL mean (ms)")
-SERVER_E2E = Metric("frontend_e2e_ms_mean", "Frontend request duration mean", "ms", False,
+                    column="frontend ITL mean (ms)", better="lower")
+SERVER_E2E = Metric("frontend_e2e_ms_mean", "Frontend request duration mean", "ms",
                     "The HTTP frontend's mean request duration (Δsum/Δcount).",
-                    column="frontend duration mean (ms)")
+                    column="frontend duration mean (ms)", better="lower")
 
 METRICS = (SERVER_REQUESTS, SERVER_TTFT, SERVER_ITL, SERVER_E2E)
 

@@ -15,55 +15,58 @@ import pandas as pd
 from analysis.metrics.base import Metric
 from analysis.windows import Window, busy_seconds, in_window, trial_concurrency
 
-WINDOW = Metric("window_s", "Measured window", "s", None,
+WINDOW = Metric("window_s", "Measured window", "s",
                 "Seconds of the level's runs with every slot busy: each run from warm-up end "
                 "(half its first LEVEL trials finished) to drain start (the first trial end "
                 "after its last trial start), pauses left out; without such a stretch, each "
                 "run's first request start to last request end (`steady` false).",
-                column="window (s)")
-STEADY = Metric("steady", "Steady window", "yes/no", None,
+                column="window (s)", better=None)
+STEADY = Metric("steady", "Steady window", "yes/no",
                 "The level had a stretch with every slot busy, and its throughput, goodput and "
                 "request percentiles are over it (requests that started inside); otherwise "
-                "over whole runs.", column="steady")
-RUNS = Metric("runs", "Runs measured", "runs", None,
+                "over whole runs.", column="steady", better=None)
+RUNS = Metric("runs", "Runs measured", "runs",
               "Runs of the level's Harbor jobs the window is cut from: 1, or more when the "
               "level was resumed after an interruption or got extra passes of repeats.",
-              column="runs")
-RESUMED = Metric("resumed", "Resumed", "yes/no", None,
+              column="runs", better=None)
+RESUMED = Metric("resumed", "Resumed", "yes/no",
                  "The level was continued after an interruption (sweep.json): its figures are "
-                 "over the runs it ran in, the pause between them left out.", column="resumed")
+                 "over the runs it ran in, the pause between them left out.", column="resumed",
+                 better=None)
 OUTPUT_THROUGHPUT = Metric(
-    "output_token_throughput", "Output tok/s", "tokens/s", True,
+    "output_token_throughput", "Output tok/s", "tokens/s",
     "Completion tokens of successful requests that started in the window / window.",
-    aliases="aiperf output_token_throughput; vLLM output_throughput", column="output tok/s")
+    aliases="aiperf output_token_throughput; vLLM output_throughput", column="output tok/s",
+    better="higher")
 REQUEST_THROUGHPUT = Metric(
-    "request_throughput", "Requests/s", "requests/s", True,
+    "request_throughput", "Requests/s", "requests/s",
     "Successful requests that started in the window / window.",
-    aliases="aiperf request_throughput; vLLM request_throughput", column="requests/s")
+    aliases="aiperf request_throughput; vLLM request_throughput", column="requests/s",
+    better="higher")
 ACHIEVED_CONCURRENCY = Metric(
-    "achieved_concurrency", "Achieved concurrency", "requests", None,
+    "achieved_concurrency", "Achieved concurrency", "requests",
     "Time-weighted mean number of LLM requests in flight over the window (request time "
     "inside the window / window); below the configured level because each trial also spends "
     "time in tools and set-up.",
-    column="requests in flight")
+    column="requests in flight", better=None)
 CONFIGURED_CONCURRENCY = Metric(
-    "configured_concurrency", "Configured concurrency", "trials", None,
+    "configured_concurrency", "Configured concurrency", "trials",
     "Concurrent trials Harbor was asked to run (n_concurrent_trials; the sweep level).",
-    column="configured")
+    column="configured", better=None)
 TRIAL_CONCURRENCY = Metric(
-    "achieved_trial_concurrency", "Achieved trial concurrency", "trials", None,
+    "achieved_trial_concurrency", "Achieved trial concurrency", "trials",
     "Time-weighted mean number of trials running (slots busy) over the window; without a "
     "steady window, Σ trial durations / each run's first trial start to last trial end.",
-    column="trials running")
+    column="trials running", better=None)
 ACHIEVED_SHARE = Metric(
-    "achieved_trial_share", "Achieved / configured", "share", True,
+    "achieved_trial_share", "Achieved / configured", "share",
     "Achieved trial concurrency / configured concurrency: how full the level kept its slots. "
     "A capacity search certifies a level only at ≥ 0.90 over a steady window "
-    "(analysis/windows.py · MIN_ACHIEVED_SHARE).", column="achieved / configured")
-ERROR_RATE = Metric("error_rate", "Request error rate", "share", False,
+    "(analysis/windows.py · MIN_ACHIEVED_SHARE).", column="achieved / configured", better="higher")
+ERROR_RATE = Metric("error_rate", "Request error rate", "share",
                     "Failed requests (error, non-2xx, no end) / all requests, both without "
                     "the requests an interruption cancelled (n_cancelled_requests).",
-                    column="error rate")
+                    column="error rate", better="lower")
 
 METRICS = (WINDOW, STEADY, RUNS, RESUMED, OUTPUT_THROUGHPUT, REQUEST_THROUGHPUT,
            ACHIEVED_CONCURRENCY, CONFIGURED_CONCURRENCY, TRIAL_CONCURRENCY, ACHIEVED_SHARE,

@@ -11,38 +11,41 @@ import pandas as pd
 
 from analysis.metrics.base import Metric
 
-ATTEMPTS = Metric("attempts_mean", "Attempts per trial", "attempts", None,
+ATTEMPTS = Metric("attempts_mean", "Attempts per trial", "attempts",
                   "Mean self-evaluation attempts per finished trial (tsq.json, else the calls).",
-                  column="attempts/trial")
-RETRIED = Metric("retried_share", "Trials retried", "share", None,
+                  column="attempts/trial", better=None)
+RETRIED = Metric("retried_share", "Trials retried", "share",
                  "Finished trials with more than one attempt / finished trials.",
-                 column="trials retried")
-EXTRA_TOKENS = Metric("extra_tokens_per_trial", "Extra tokens per trial", "tokens", False,
+                 column="trials retried", better=None)
+EXTRA_TOKENS = Metric("extra_tokens_per_trial", "Extra tokens per trial", "tokens",
                       "Prompt + completion tokens of self-evaluation extra calls, per trial.",
-                      column="extra tokens/trial")
-EXTRA_TOKEN_SHARE = Metric("extra_token_share", "Extra token share", "share", False,
-                           "Tokens of extra calls / all tokens.", column="extra token share")
-EXTRA_TIME_SHARE = Metric("extra_llm_time_share", "Extra LLM time share", "share", False,
+                      column="extra tokens/trial", better="lower")
+EXTRA_TOKEN_SHARE = Metric("extra_token_share", "Extra token share", "share",
+                           "Tokens of extra calls / all tokens.", column="extra token share",
+                           better="lower")
+EXTRA_TIME_SHARE = Metric("extra_llm_time_share", "Extra LLM time share", "share",
                           "Σ e2e of extra calls / Σ e2e of all calls.",
-                          column="extra LLM time share")
-TSQ_FIRST = Metric("tsq_first_attempt_mean", "TSQ first attempt", "score 0–1", True,
-                   "Mean TSQ of attempt 1 (tsq.json) over counted trials.", column="TSQ 1st")
-TSQ_SCORED = Metric("tsq_scored_attempt_mean", "TSQ accepted attempt", "score 0–1", True,
+                          column="extra LLM time share", better="lower")
+TSQ_FIRST = Metric("tsq_first_attempt_mean", "TSQ first attempt", "score 0–1",
+                   "Mean TSQ of attempt 1 (tsq.json) over counted trials.", column="TSQ 1st",
+                   better="higher")
+TSQ_SCORED = Metric("tsq_scored_attempt_mean", "TSQ accepted attempt", "score 0–1",
                     "Mean TSQ of the attempt the verifier scored, same trials.",
-                    column="TSQ accepted")
-TSQ_GAIN = Metric("self_eval_tsq_gain", "Self-evaluation TSQ gain", "score 0–1", True,
-                  "TSQ accepted − TSQ first attempt, mean over the same trials.", column="gain")
+                    column="TSQ accepted", better="higher")
+TSQ_GAIN = Metric("self_eval_tsq_gain", "Self-evaluation TSQ gain", "score 0–1",
+                  "TSQ accepted − TSQ first attempt, mean over the same trials.", column="gain",
+                  better="higher")
 PROMPT_PER_TRIAL = Metric("prompt_tokens_per_trial", "Prompt tokens per scenario", "tokens",
-                          None, "Mean Σ prompt tokens (server usage) per finished trial.",
-                          column="prompt tokens")
+                          "Mean Σ prompt tokens (server usage) per finished trial.",
+                          column="prompt tokens", better=None)
 COMPLETION_PER_TRIAL = Metric("completion_tokens_per_trial", "Completion tokens per scenario",
-                              "tokens", None, "Mean Σ completion tokens per finished trial.",
-                              column="completion tokens")
-REQUESTS_PER_TRIAL = Metric("requests_per_trial", "LLM calls per scenario", "requests", None,
-                            "Mean LLM calls per finished trial.", column="LLM calls")
-CACHED_SHARE = Metric("cached_token_share", "Cached prompt share", "share", True,
+                              "tokens", "Mean Σ completion tokens per finished trial.",
+                              column="completion tokens", better=None)
+REQUESTS_PER_TRIAL = Metric("requests_per_trial", "LLM calls per scenario", "requests",
+                            "Mean LLM calls per finished trial.", column="LLM calls", better=None)
+CACHED_SHARE = Metric("cached_token_share", "Cached prompt share", "share",
                       "Σ cached prompt tokens / Σ prompt tokens over requests reporting both.",
-                      column="cached prompt share")
+                      column="cached prompt share", better="higher")
 
 SELF_EVAL = (ATTEMPTS, RETRIED, EXTRA_TOKENS, EXTRA_TOKEN_SHARE, EXTRA_TIME_SHARE, TSQ_FIRST,
              TSQ_SCORED, TSQ_GAIN)

@@ -1,5 +1,7 @@
 """Shared fixtures: one real Dynamo frontend + mocker stack for the whole agents test session,
-its replay trace scripted by `scripts.all_sessions()`."""
+its replay trace scripted by `scripts.all_sessions()`. Its KV router keeps session affinity and
+the frontend writes its request trace, so the Harbor runs on it also show how each trial's
+session ends (test_agent_harbor_e2e.py)."""
 
 from __future__ import annotations
 
@@ -18,8 +20,10 @@ def scripted_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator:
 
     root = tmp_path_factory.mktemp("agents-stack")
     trace = replay.write_trace(root / "trace.jsonl", scripts.all_sessions())
-    with api.running("cpu-mocker", workers=2, state_dir=root / "state",
-                     options={"speedup_ratio": 1.0, "replay_trace": str(trace)}) as state:
+    with api.running("cpu-mocker", workers=2, router="kv", state_dir=root / "state",
+                     options={"speedup_ratio": 1.0, "replay_trace": str(trace),
+                              "request_trace": True,
+                              "router_session_affinity_ttl_secs": 600}) as state:
         yield state
 
 

@@ -9,6 +9,8 @@ import json
 import os
 import subprocess
 import sys
+import time
+from collections import defaultdict
 from pathlib import Path
 
 import httpx
@@ -17,7 +19,8 @@ from harbor.models.trajectories.trajectory import Trajectory
 from harbor.models.trial.result import TrialResult
 
 from analysis.metrics.latency import timing_ms
-from contracts.llm_calls import SESSION_CLOSE_ROLE, LLMCallRecord
+from contracts.llm_calls import MEASURED_ROLES, SESSION_CLOSE_ROLE, LLMCallRecord
+from contracts.request_trace import REQUEST_TRACE_FILE
 from tests.agents import scripts
 from tests.support.harbor_run import agent_calls, read_jsonl, run_job, token_count, trials
 
@@ -125,6 +128,49 @@ def test_api_key_never_reaches_the_job_dir(native_job, secret_key):
     leaks = [p for p in job.rglob("*") if p.is_file() and secret_key.encode() in p.read_bytes()]
     assert leaks == []
     assert "BANKBENCH_E2E_KEY" in (job / "config.json").read_text()  # the name only
+
+
+def test_each_trial_closes_its_session_once_at_its_end(native_job, scripted_stack):
+    """At a trial's end one request of its own carries `x-dynamo-session-final: true`: last in
+    its records, after every measured one, and seen by the frontend (its request trace; the
+    stack's KV router keeps session affinity) as its session's one final request."""
+    job, _ = native_job
+    trace_file = scripted_stack.state_dir / REQUEST_TRACE_FILE
+    found = trials(job)
+    assert sorted(found) == sorted(scripts.NATIVE)
+    closes: dict[str, LLMCallRecord] = {}
+    for trial in found.values():
+        records = [LLMCallRecord.model_validate(r)
+                   for r in read_jsonl(trial / "agent/llm_calls.jsonl")]
+        closing = [r for r in records if r.role == SESSION_CLOSE_ROLE]
+        assert len(closing) == 1, trial.name
+        assert records[-1] is closing[0]
+        assert closing[0].error is None and closing[0].session_id == trial.name
+        measured = [r for r in records if r.role in MEASURED_ROLES]
+        assert measured and max(r.start_unix_ns for r in measured) < closing[0].start_unix_ns
+        closes[trial.name] = closing[0]
+    # The frontend's own record: per session, one request marked final, and none after it.
+    deadline = time.monotonic() + 30
+    while True:
+        lines = [json.loads(x)["event"] for x in trace_file.read_text().splitlines()]
+        seen = {e["request"].get("x_request_id") for e in lines}
+        if all(c.request_id in seen for c in closes.values()) or time.monotonic() > deadline:
+            break
+        time.sleep(0.5)
+    by_session: dict[str, list[dict]] = defaultdict(list)
+    for event in lines:
+        session = (event.get("agent_context") or {}).get("session_id")
+        if session in closes:
+            by_session[session].append(event)
+    assert sorted(by_session) == sorted(closes)
+    for session, events in by_session.items():
+        finals = [e for e in events if e["agent_context"].get("session_final")]
+        assert len(finals) == 1, session
+        assert finals[0]["request"]["x_request_id"] == closes[session].request_id
+        received = [e["request"]["request_received_ms"] for e in events]
+        assert finals[0]["request"]["request_received_ms"] == max(received), session
+        assert len(events) == len(read_jsonl(found[session.split("__")[0]]
+                                             / "agent/llm_calls.jsonl"))
 
 
 def test_self_eval_retries_until_accepted(sample_tasks, scripted_stack, tmp_path, secret_key):

@@ -4,6 +4,7 @@ records (derived ms, no raw times) loading as the same raw times."""
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import pandas as pd
 import pytest
@@ -104,11 +105,23 @@ def test_missing_inputs_give_no_value(send, reads, end, tokens, absent):
 
 
 def test_definitions_name_units_and_only_earlier_dependencies():
-    known = set(latency.RAW_INPUTS)
+    assert latency.order_errors(latency.REQUEST_METRICS) == []  # also checked at import
     for m in latency.REQUEST_METRICS:
-        assert set(m.requires) <= known, m.name
         assert m.unit and m.metric.unit
-        known.add(m.name)
+    assert latency.TTFT.scale == 1e-6 and latency.OUTPUT_TPS.scale == 1.0  # from the units
+
+
+def test_a_definition_before_what_it_requires_or_a_circle_is_found():
+    tpot, e2e = latency.TPOT, latency.E2E
+    assert latency.order_errors([tpot, *latency.REQUEST_METRICS[:-2]]) == [
+        "tpot_ns requires client_tpot_ns, defined after it",
+        "tpot_ns requires server_tpot_ns, defined after it"]
+    looped = replace(e2e, requires=("send_ns", "tpot_ns"))
+    assert latency.order_errors([*latency.REQUEST_METRICS[:4], looped,
+                                 *latency.REQUEST_METRICS[5:]])[0].startswith(
+        "circular requirements: ")
+    assert latency.order_errors([replace(e2e, requires=("sent_ns",))]) == [
+        "e2e_ns requires sent_ns, unknown"]
 
 
 def test_tables_present_the_same_values_in_ms(tmp_path):

@@ -8,7 +8,13 @@ import numpy as np
 import pytest
 
 from analysis.metrics import ALL, BY_KEY
-from analysis.metrics.base import bootstrap_mean_ci, distribution, pass_at_k, pass_hat_k
+from analysis.metrics.base import (
+    Metric,
+    bootstrap_mean_ci,
+    distribution,
+    pass_at_k,
+    pass_hat_k,
+)
 from analysis.metrics.goodput import SLO, parse_slo
 from analysis.metrics.quality import repeat_spread
 from analysis.summary import summarize
@@ -152,7 +158,16 @@ def test_every_metric_has_unit_direction_and_definition():
     assert len(BY_KEY) == len(ALL)
     for metric in ALL:
         assert metric.unit and metric.description
-        assert metric.larger_is_better in (True, False, None)
+        assert metric.better in ("higher", "lower", None)
+        assert metric.larger_is_better == {"higher": True, "lower": False, None: None}[
+            metric.better]
+
+
+def test_a_direction_is_named_and_never_left_out():
+    with pytest.raises(TypeError, match="better"):
+        Metric("k", "K", "ms", "A figure.")  # type: ignore[call-arg]
+    with pytest.raises(ValueError, match="higher"):
+        Metric("k", "K", "ms", "A figure.", better="smaller")  # type: ignore[arg-type]
 
 
 def test_achieved_trial_concurrency(tmp_path):

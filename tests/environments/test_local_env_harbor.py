@@ -1,8 +1,10 @@
 """The real `harbor run` CLI through LocalEnvironment: oracle scores 1.0, nop 0.0, timeouts
-end the agent's processes, resume reruns only what is missing."""
+end the agent's processes, resume reruns only what is missing. Oracle and nop run as one job
+(a job config naming both agents), so Harbor starts once for the pair."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -74,12 +76,30 @@ def run_job(tasks: Path, agent: str, jobs: Path, name: str, concurrency: int) ->
     return jobs / name
 
 
+def run_agents(tasks: Path, agents: list[str], jobs: Path, name: str,
+               concurrency: int) -> Path:
+    """One job running each of `agents` (Harbor's own, by name) on every task of `tasks`."""
+    config = {"job_name": name, "jobs_dir": str(jobs), "n_concurrent_trials": concurrency,
+              "quiet": True, "environment": {"import_path": LOCAL_ENV},
+              "agents": [{"name": agent} for agent in agents],
+              "tasks": [{"path": str(p.parent)} for p in sorted(tasks.glob("*/task.toml"))]}
+    path = jobs.parent / f"{name}.json"
+    path.write_text(json.dumps(config))
+    harbor("run", "-c", str(path), cwd=jobs.parent)
+    return jobs / name
+
+
 def trial_results(job_dir: Path) -> dict[str, TrialResult]:
     """Each finished trial's result, by task name (Harbor's job result.json has no trials)."""
+    return {task: trial for (_, task), (trial, _) in by_agent(job_dir).items()}
+
+
+def by_agent(job_dir: Path) -> dict[tuple[str, str], tuple[TrialResult, Path]]:
+    """Each finished trial's result and folder, by (agent name, task name)."""
     results = {}
     for result_file in sorted(job_dir.glob("*/result.json")):
         trial = TrialResult.model_validate_json(result_file.read_text())
-        results[trial.task_name] = trial
+        results[(trial.agent_info.name, trial.task_name)] = trial, result_file.parent
     return results
 
 
@@ -91,13 +111,11 @@ def reward(trial: TrialResult, key: str) -> float:
 def test_tiny_task_oracle_scores_one_and_nop_zero(tmp_path):
     tasks = tmp_path / "tasks"
     write_tiny_task(tasks, "tiny-hello", "#!/bin/bash\n/app/greet hello\n", agent_timeout=60)
-    jobs = tmp_path / "jobs"
-    oracle = trial_results(run_job(tasks, "oracle", jobs, "oracle", 1))
-    nop = trial_results(run_job(tasks, "nop", jobs, "nop", 1))
-    assert reward(oracle["tiny-hello"], "tsq") == 1.0
-    assert reward(nop["tiny-hello"], "tsq") == 0.0
-    assert oracle["tiny-hello"].exception_info is None and nop["tiny-hello"].exception_info is None
-    trial_dir = next((jobs / "oracle").glob("tiny-hello__*"))
+    found = by_agent(run_agents(tasks, ["oracle", "nop"], tmp_path / "jobs", "pair", 2))
+    (oracle, trial_dir), (nop, _) = found[("oracle", "tiny-hello")], found[("nop", "tiny-hello")]
+    assert reward(oracle, "tsq") == 1.0
+    assert reward(nop, "tsq") == 0.0
+    assert oracle.exception_info is None and nop.exception_info is None
     # what the task wrote inside the environment came back to the trial folder
     assert (trial_dir / "agent" / "greetings.jsonl").read_text() == '{"word": "hello"}\n'
 
@@ -129,25 +147,24 @@ def sample_tasks(tmp_path_factory) -> Path:
 def test_banking_tasks_oracle_one_nop_zero_and_resume(sample_tasks, tmp_path):
     """The acceptance run: every banking task scores tsq 1.0 with the oracle and 0.0 with
     nop through LocalEnvironment at concurrency 4, with no trial errored."""
-    jobs = tmp_path / "jobs"
     expected = {p.parent.name for p in sample_tasks.glob("*/task.toml")}
-    oracle_job = run_job(sample_tasks, "oracle", jobs, "oracle", 4)
-    oracle = trial_results(oracle_job)
-    nop = trial_results(run_job(sample_tasks, "nop", jobs, "nop", 4))
-    assert set(oracle) == set(nop) == expected
-    for name in expected:
-        assert oracle[name].exception_info is None, oracle[name].exception_info
-        assert nop[name].exception_info is None, nop[name].exception_info
-        assert reward(oracle[name], "tsq") == 1.0, name
-        assert reward(oracle[name], "param_validity") == 1.0, name
-        assert reward(nop[name], "tsq") == 0.0, name
+    job = run_agents(sample_tasks, ["oracle", "nop"], tmp_path / "jobs", "pair", 4)
+    first = {key: trial for key, (trial, _) in by_agent(job).items()}
+    assert set(first) == {(agent, name) for agent in ("oracle", "nop") for name in expected}
+    for (agent, name), trial in first.items():
+        assert trial.exception_info is None, (agent, name, trial.exception_info)
+        if agent == "oracle":
+            assert reward(trial, "tsq") == 1.0, name
+            assert reward(trial, "param_validity") == 1.0, name
+        else:
+            assert reward(trial, "tsq") == 0.0, name
 
     # Resume: a trial whose result vanished is rerun; finished ones are left alone.
-    victim = sorted(expected)[0]
-    next(oracle_job.glob(f"{victim}__*/result.json")).unlink()
-    harbor("job", "resume", "-p", str(oracle_job), cwd=tmp_path)
-    resumed = trial_results(oracle_job)
-    assert set(resumed) == expected
+    victim = ("oracle", sorted(expected)[0])
+    (by_agent(job)[victim][1] / "result.json").unlink()
+    harbor("job", "resume", "-p", str(job), cwd=tmp_path)
+    resumed = {key: trial for key, (trial, _) in by_agent(job).items()}
+    assert set(resumed) == set(first)
     assert reward(resumed[victim], "tsq") == 1.0
-    assert resumed[victim].id != oracle[victim].id
-    assert all(resumed[n].id == oracle[n].id for n in expected - {victim})
+    assert resumed[victim].id != first[victim].id
+    assert all(resumed[key].id == first[key].id for key in set(first) - {victim})
