@@ -30,6 +30,7 @@ STACK_FIXTURES = {
 # long after the others finished. Others keep their collection order.
 LONG_FIRST = (
     "tests/reliability/test_sweep_interruption.py",
+    "tests/reliability/test_sweep_stop.py",
     "tests/bankbench/capacity/test_capacity_e2e.py",
     "tests/bankbench/capacity/test_capacity_degraded_e2e.py",
     "tests/bankbench/capacity/test_capacity_noise_e2e.py",

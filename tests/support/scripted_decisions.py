@@ -6,8 +6,13 @@ noise at every level, and divergence that grows above a load."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
 
+# The capacity searches' design: six sample scenarios, each request naming its script.
+N_SCENARIOS = 6
+REPLAY_AK = "nvext_annotations=output_replay_id:cap-{scenario_id}:{request_index}"
 SECOND_TOOL = {"transfer_funds": {"from_account": "12345678", "to_account": "87654321",
                                   "amount": 25},
                "freeze_card": {"card_number": "4111111111111111"},
@@ -45,3 +50,18 @@ def noise(grow_above: int | None, usual: str = "cap-") -> Callable[[str, int, in
         return f"alt-{sid}" if (int(sid[-3:]) + k) % 4 == 0 else prefix
 
     return pick
+
+
+@contextmanager
+def scripted_mocker(work: Path, schedule) -> Iterator[tuple]:
+    """The mocker stack (2 workers, speed-up 1) replaying these scripts for N_SCENARIOS,
+    behind the fault-injecting test proxy with `schedule` (a `FaultSchedule`): yields the
+    proxy's URL, the served model and the proxy."""
+    from bankbench.serve import api, replay
+    from tests.support.fault_proxy import in_thread
+
+    trace = replay.write_trace(work / "trace.jsonl", scripts(N_SCENARIOS))
+    with api.running("cpu-mocker", workers=2, state_dir=work / "state",
+                     options={"speedup_ratio": 1.0, "replay_trace": str(trace)}) as state, \
+            in_thread(state.base_url, schedule) as proxy:
+        yield proxy.base_url, state.model, proxy

@@ -20,24 +20,17 @@ from collections.abc import Iterator
 import pytest
 
 from tests.support.cli import bankbench
-from tests.support.scripted_decisions import scripts
+from tests.support.scripted_decisions import N_SCENARIOS, REPLAY_AK, scripted_mocker
 
 pytestmark = [pytest.mark.dynamo, pytest.mark.harbor, pytest.mark.slow]
-
-N_SCENARIOS = 6
-REPLAY_AK = "nvext_annotations=output_replay_id:cap-{scenario_id}:{request_index}"
 
 
 @pytest.fixture
 def degrading_proxy(tmp_path) -> Iterator[tuple]:
-    from bankbench.serve import api, replay
-    from tests.support.fault_proxy import FaultSchedule, in_thread
+    from tests.support.fault_proxy import FaultSchedule
 
-    trace = replay.write_trace(tmp_path / "trace.jsonl", scripts(N_SCENARIOS))
-    with api.running("cpu-mocker", workers=2, state_dir=tmp_path / "state",
-                     options={"speedup_ratio": 1.0, "replay_trace": str(trace)}) as state, \
-            in_thread(state.base_url, FaultSchedule(degrade_above=2)) as proxy:
-        yield proxy.base_url, state.model, proxy
+    with scripted_mocker(tmp_path, FaultSchedule(degrade_above=2)) as found:
+        yield found
 
 
 def test_degraded_replies_under_load_stop_the_search_below_that_load(tmp_path,

@@ -22,11 +22,9 @@ from pathlib import Path
 import pytest
 
 from tests.support.cli import HARBOR_ENV, bankbench
-from tests.support.scripted_decisions import turns
+from tests.support.scripted_decisions import REPLAY_AK, turns
 
 pytestmark = [pytest.mark.dynamo, pytest.mark.harbor, pytest.mark.slow]
-
-REPLAY_AK = "nvext_annotations=output_replay_id:cap-{scenario_id}:{request_index}"
 
 
 def _steps(sweep: Path) -> list[dict]:

@@ -20,24 +20,17 @@ from pathlib import Path
 import pytest
 
 from tests.support.cli import bankbench
-from tests.support.scripted_decisions import noise, scripts
+from tests.support.scripted_decisions import N_SCENARIOS, REPLAY_AK, noise, scripted_mocker
 
 pytestmark = [pytest.mark.dynamo, pytest.mark.harbor, pytest.mark.slow]
-
-N_SCENARIOS = 6
-REPLAY_AK = "nvext_annotations=output_replay_id:cap-{scenario_id}:{request_index}"
 
 
 @pytest.fixture
 def scripted_noise(tmp_path) -> Iterator[tuple]:
-    from bankbench.serve import api, replay
-    from tests.support.fault_proxy import FaultSchedule, in_thread
+    from tests.support.fault_proxy import FaultSchedule
 
-    trace = replay.write_trace(tmp_path / "trace.jsonl", scripts(N_SCENARIOS))
-    with api.running("cpu-mocker", workers=2, state_dir=tmp_path / "state",
-                     options={"speedup_ratio": 1.0, "replay_trace": str(trace)}) as state, \
-            in_thread(state.base_url, FaultSchedule(rescript=noise(None))) as proxy:
-        yield proxy.base_url, state.model, proxy
+    with scripted_mocker(tmp_path, FaultSchedule(rescript=noise(None))) as found:
+        yield found
 
 
 def _search(tmp_path: Path, base_url: str, model: str, max_level: int, *more: str) -> dict:
