@@ -51,6 +51,13 @@ STATED = ("mode",)
 COMPARABLE = (*MEASURING_STICK, *STATED)
 COLUMNS = ("dataset", "dataset_source", "dataset_revision", "labels", "label_quality",
            "label_heldout_f1", "mode", "customer", "judge", "gold_perfect")
+# How the report's provenance table names a column (one not listed shows its key).
+HEADERS = {
+    "dataset_source": "dataset source", "dataset_revision": "revision",
+    "labels": "labels (method@version)", "label_quality": "label method quality",
+    "label_heldout_f1": "label held-out F1", "mode": "instruction mode",
+    "judge": "judge model", "gold_perfect": "gold-perfect agent measured on",
+}
 # The gold-perfect agent's figures (mean and CI per key), beside the provenance columns.
 GOLD_PERFECT_COLUMNS = tuple(f"gold_perfect_{key}_{part}" for key in GOLD_PERFECT_KEYS
                              for part in ("mean", "ci_low", "ci_high"))

@@ -15,10 +15,12 @@ from collections.abc import Sequence
 
 import pandas as pd
 
+from analysis.judge.figures import HEADERS as JUDGE_HEADERS
 from analysis.judge.figures import NO_JUDGE
 from analysis.markdown import fmt_ci, fmt_excluded, table
 from analysis.metrics import labels
 from analysis.provenance import COLUMNS as PROVENANCE_COLUMNS
+from analysis.provenance import HEADERS as PROVENANCE_HEADERS
 from analysis.provenance import NOT_MEASURED, SAMPLE_FALLBACK
 
 HIDDEN = "hidden: labels not gold"
@@ -28,12 +30,6 @@ _QUALITY_NAMES = labels(
     "gold_perfect_solved", "solved_infra0", "precision", "recall", "param_validity",
     "pass_at_1", "pass_at_k", "pass_hat_k", "tsq_scenario_std", "goal_score",
     "gold_perfect_goal_score", "goals_declined", "gold_perfect_goals_declined", "goals_served")
-_PROVENANCE_HEADERS = {
-    "dataset_source": "dataset source", "dataset_revision": "revision",
-    "labels": "labels (method@version)", "label_quality": "label method quality",
-    "label_heldout_f1": "label held-out F1", "mode": "instruction mode",
-    "judge": "judge model", "gold_perfect": "gold-perfect agent measured on",
-}
 
 
 def measured_against(summary: pd.DataFrame, mixed: Sequence[str],
@@ -44,7 +40,7 @@ def measured_against(summary: pd.DataFrame, mixed: Sequence[str],
         return []
     frame = summary[["source", *present]].drop_duplicates()
     lines = ["## What the quality figures are measured against", "",
-             table(frame, ["source", *(_PROVENANCE_HEADERS.get(c, c) for c in present)]), "",
+             table(frame, ["source", *(PROVENANCE_HEADERS.get(c, c) for c in present)]), "",
              "TSQ here is the set F1 of the tool names an agent called against the expected "
              "tools its task's labels list (label method@version above); no judge model is "
              "involved in it (a judge pass, when one ran, has its own section). The labels are "
@@ -151,10 +147,11 @@ def judge_section(summary: pd.DataFrame) -> list[str]:
     if "judge" not in summary.columns or not (summary["judge"].fillna(NO_JUDGE)
                                                != NO_JUDGE).any():
         return []
+    name = JUDGE_HEADERS
     frame = pd.DataFrame([{
-        "source": row["source"], "level": row["level"], "judge": row["judge"],
-        "judged": row["judge_n"], "unparseable/failed": row["judge_unparseable"],
-        "judge TSQ": fmt_ci(row, "judge_tsq"), "action completion": fmt_ci(row, "judge_ac"),
+        "source": row["source"], "level": row["level"], name["judge"]: row["judge"],
+        name["judge_n"]: row["judge_n"], name["judge_unparseable"]: row["judge_unparseable"],
+        name["judge_tsq"]: fmt_ci(row, "judge_tsq"), name["judge_ac"]: fmt_ci(row, "judge_ac"),
     } for _, row in summary.iterrows()])
     return ["## Judge metrics (mean, 95% scenario-cluster bootstrap CI)", "",
             *_judge_warning(summary), table(frame), "",

@@ -18,6 +18,9 @@ from contracts.judge import JUDGE_DIR, JudgeRecord
 NO_JUDGE = "none (no judge pass)"
 COLUMNS = ("judge", "judge_n", "judge_unparseable", "judge_tsq_mean", "judge_tsq_ci_low",
            "judge_tsq_ci_high", "judge_ac_mean", "judge_ac_ci_low", "judge_ac_ci_high")
+# How the report's judge table names each figure (`judge_tsq`, `judge_ac`: mean with its CI).
+HEADERS = {"judge": "judge", "judge_n": "judged", "judge_unparseable": "unparseable/failed",
+           "judge_tsq": "judge TSQ", "judge_ac": "action completion"}
 
 
 def _records(trial_dir: Path) -> list[JudgeRecord]:
