@@ -53,7 +53,7 @@ def stream(base_url: str, model: str, body: dict) -> dict:
     first = None
     usage: dict = {}
     calls: dict[int, dict] = {}
-    with httpx.stream("POST", f"{base_url}/chat/completions", json=body, timeout=900) as r:
+    with httpx.stream("POST", f"{base_url}/chat/completions", json=body, timeout=3600) as r:
         r.raise_for_status()
         for line in r.iter_lines():
             if not line.startswith("data: ") or line == "data: [DONE]":
@@ -183,6 +183,10 @@ def main() -> None:
                     help="sweep-shaped: worker arguments per engine setting, ';'-separated "
                     "(e.g. \";--threads 1\": defaults, then one thread)")
     ap.add_argument("--scenarios", type=int, default=4, help="sweep-shaped: sample scenarios")
+    ap.add_argument("--prompt-folder", type=Path,
+                    help="sweep-shaped: keep the settings' tool-prompt copies in this folder "
+                    "(default: one of the run's own, seeded from the shared cache), so a later "
+                    "run skips their cold reads")
     ap.add_argument("--from-sweep", metavar="SWEEP_DIR", type=Path,
                     help="no stack: the breakdown of a finished cpu-tiny sweep's own requests "
                     "(its worker's timings), per level, guided or free")
@@ -196,9 +200,11 @@ def main() -> None:
     if args.sweep_shaped:
         from benchmarks.cpu_tiny_sweep_shape import run
 
+        # '' (or "") stands for the defaults, as the help's example writes it
         settings = [s.strip() for s in args.settings.split(";")] if args.settings else [
             args.worker_args]
-        run(stream, settings, args.scenarios, args.rounds, args.tokens)
+        settings = ["" if s in ("''", '""') else s for s in settings]
+        run(stream, settings, args.scenarios, args.rounds, args.tokens, args.prompt_folder)
     else:
         bare(args)
     print(f"load average after: {os.getloadavg()}")

@@ -17,7 +17,13 @@ the loopback hop), `prefill` (new prompt tokens), `decode` (per token after the 
 `outside` (the client's end-to-end time less the worker's: the frontend and the client). The
 stack keeps the tool prompt as `./benchmark.sh` does (`prompt_cache=true`): the first row is
 its first request, a read from the kept copy, or a cold read (prefill at a growing context)
-for a setting whose copy is not kept yet.
+for a setting whose copy is not kept yet (kept in a folder of the run's own, seeded from the
+shared one, so other KV types never push out the copy `./benchmark.sh` reads).
+
+Several settings (`--settings "'';--flash-attn off"`) run side by side: one stack each, all up
+at once, every scenario's requests sent to each in turn, so they meet the same prompts under
+the same load; a last table gives each setting's figures as ratios to the first's, and whether
+its forced calls chose the same tools.
 """
 
 from __future__ import annotations
@@ -181,25 +187,58 @@ def grammar_cost(rows: list[dict]) -> str:
             f"({g / f:.2f}×){wait_part}")
 
 
-def run_setting(stream: Callable[..., dict], state: Any, tasks: list[Path], rounds: int,
-                tokens: int) -> list[dict]:
-    """The tool prompt's first request, then `rounds` passes over the scenarios."""
-    tail = TimingsTail(state.state_dir)
-
-    def send(body: dict[str, Any]) -> dict[str, Any]:
-        return stream(state.base_url, state.model, body)
-
-    messages, tools = first_turn(tasks[0])
+def first_request(send: Send, tail: TimingsTail, task: Path) -> dict:
+    """The tool prompt's first request on a fresh stack: its kept copy, or a cold read."""
+    messages, tools = first_turn(task)
     send({"messages": messages, "tools": tools, "tool_choice": "auto", "max_tokens": 1})
     cold = tail.new()
-    rows = [{"kind": "tool prompt, first", "scenario": tasks[0].name, "e2e_ms": 0.0,
-             "timing": cold[-1] if cold else None}]
-    if rows[0]["timing"] is not None:
-        rows[0]["e2e_ms"] = rows[0]["timing"].worker_ms
-    for _ in range(rounds):
-        for task in tasks:
-            rows += scenario_rows(send, tail, task, tokens)
-    return rows
+    row = {"kind": "tool prompt, first", "scenario": task.name, "e2e_ms": 0.0,
+           "timing": cold[-1] if cold else None}
+    if row["timing"] is not None:
+        row["e2e_ms"] = row["timing"].worker_ms
+    return row
+
+
+def _median_of(rows: list[dict], kind: str, field: str) -> float | None:
+    return _median([getattr(r["timing"], field) for r in rows
+                    if r["kind"] == kind and r["timing"] is not None
+                    and getattr(r["timing"], field)])
+
+
+def ratio_table(settings: list[str], results: list[list[dict]]) -> list[str]:
+    """Each setting against the first, per request kind: decode ms per token and prefill
+    tokens/s (medians over the same prompts, sent in turn to every setting's stack), and
+    whether the forced calls chose the same tools."""
+    out = ["| setting | guided decode ms/token | × first | free decode ms/token | × first | "
+           "turn 2 prefill tok/s | × first | worker ms per scenario | × first | same calls |",
+           "|---|---|---|---|---|---|---|---|---|---|"]
+
+    def calls(rows: list[dict]) -> list[str]:
+        return [" ".join(c["name"] for c in r.get("tool_calls") or []) for r in rows
+                if r["kind"] == "turn 1 guided"]
+
+    def worker(rows: list[dict]) -> float | None:
+        timed = [r["timing"].worker_ms for r in rows if r["kind"] != "tool prompt, first"
+                 and r["timing"] is not None]
+        scenarios = {r["scenario"] for r in rows if r["kind"] == "turn 1 guided"}
+        return sum(timed) / len(scenarios) if timed and scenarios else None
+
+    first = results[0]
+    base = (_median_of(first, "turn 1 guided", "decode_ms_per_token"),
+            _median_of(first, "turn 1 free", "decode_ms_per_token"),
+            _median_of(first, "turn 2", "prefill_rate"), worker(first))
+    for setting, rows in zip(settings, results, strict=True):
+        figures = (_median_of(rows, "turn 1 guided", "decode_ms_per_token"),
+                   _median_of(rows, "turn 1 free", "decode_ms_per_token"),
+                   _median_of(rows, "turn 2", "prefill_rate"), worker(rows))
+        cells = []
+        for value, ref, spec in zip(figures, base, (".1f", ".1f", ".0f", ".0f"), strict=True):
+            ratio = f"{value / ref:.2f}" if value and ref else ""
+            cells += [_fmt(value, spec), ratio]
+        same = "yes" if calls(rows) == calls(first) else \
+            f"no: {', '.join(calls(rows))} vs {', '.join(calls(first))}"
+        out.append(f"| {setting or '(defaults)'} | {' | '.join(cells)} | {same} |")
+    return out
 
 
 def sweep_rows(sweep_dir: Path) -> list[dict]:
@@ -228,18 +267,68 @@ def sweep_rows(sweep_dir: Path) -> list[dict]:
 
 
 def run(stream: Callable[..., dict], settings: list[str], limit: int, rounds: int,
-        tokens: int) -> None:
+        tokens: int, prompt_folder: Path | None = None) -> None:
+    """One stack per setting, all up at once; every scenario's requests go to each stack in
+    turn, so the settings meet the same prompts under the same load (ratios hold on a busy
+    host)."""
+    from concurrent.futures import ThreadPoolExecutor
+    from contextlib import ExitStack
+
     from bankbench.serve import api
 
-    with tempfile.TemporaryDirectory(prefix="bankbench-engine-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="bankbench-engine-") as tmp, ExitStack() as stacks:
         tasks = sweep_tasks(Path(tmp) / "tasks", limit)
-        for worker_args in settings:
+        kept = prompt_folder or _private_prompt_cache(Path(tmp) / "prompts")
+        kept.mkdir(parents=True, exist_ok=True)
+        states, tails = [], []
+        for i, worker_args in enumerate(settings):
             started = time.perf_counter()
-            options = {"worker_args": worker_args, "prompt_cache": "true"}
-            with api.running("cpu-tiny", options=options) as state:
-                print(f"\n### worker args: {worker_args or '(defaults)'} "
-                      f"(stack up in {time.perf_counter() - started:.1f} s)", flush=True)
-                rows = run_setting(stream, state, tasks, rounds, tokens)
+            # room for every entry already there and one per setting: none pushed out
+            keep = len(list(kept.glob("*.json"))) + len(settings) + 1
+            options = {"worker_args": f"{worker_args} --prompt-cache-dir {kept} "
+                                      f"--prompt-cache-keep {keep}"}
+            state = stacks.enter_context(api.running(
+                "cpu-tiny", options=options, state_dir=Path(tmp) / f"stack-{i}"))
+            print(f"worker args {worker_args or '(defaults)'}: stack up in "
+                  f"{time.perf_counter() - started:.1f} s", flush=True)
+            states.append(state)
+            tails.append(TimingsTail(state.state_dir))
+        # The first requests side by side: a setting whose copy is not kept yet reads the tool
+        # prompt cold, minutes on a busy host; nothing is compared on them.
+        with ThreadPoolExecutor(len(states)) as pool:
+            firsts = pool.map(lambda st: first_request(_sender(stream, st[0]), st[1], tasks[0]),
+                              zip(states, tails, strict=True))
+            results = [[row] for row in firsts]
+        for _ in range(rounds):
+            for task in tasks:
+                for state, tail, rows in zip(states, tails, results, strict=True):
+                    rows += scenario_rows(_sender(stream, state), tail, task, tokens)
+        for worker_args, rows in zip(settings, results, strict=True):
+            print(f"\n### worker args: {worker_args or '(defaults)'}")
             for line in breakdown_table(rows):
                 print(line)
             print(grammar_cost(rows), flush=True)
+        if len(settings) > 1:
+            print("\n### each setting against the first (same prompts, same time)")
+            for line in ratio_table(settings, results):
+                print(line)
+
+
+def _private_prompt_cache(folder: Path) -> Path:
+    """A kept-prompt folder for this run, seeded with links to the shared one's entries: the
+    settings' own entries (other KV types) must not push out the ones `./benchmark.sh` reads."""
+    from bankbench.serve.cpu_tiny import prompt_cache_dir
+
+    folder.mkdir(parents=True)
+    shared = prompt_cache_dir()
+    for entry in shared.iterdir() if shared.is_dir() else []:
+        if entry.is_file():
+            (folder / entry.name).symlink_to(entry)
+    return folder
+
+
+def _sender(stream: Callable[..., dict], state: Any) -> Send:
+    def send(body: dict[str, Any]) -> dict[str, Any]:
+        return stream(state.base_url, state.model, body)
+
+    return send

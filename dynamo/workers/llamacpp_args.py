@@ -47,6 +47,15 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         help="CPU threads for reading prompts (default: --threads)",
     )
     parser.add_argument(
+        "--batch-size", type=int, default=None,
+        help="most prompt tokens llama.cpp takes into one step (n_batch; default: "
+        "llama.cpp's, 2048)",
+    )
+    parser.add_argument(
+        "--ubatch-size", type=int, default=None,
+        help="most tokens computed at once inside a step (n_ubatch; default: llama.cpp's, 512)",
+    )
+    parser.add_argument(
         "--thread-wait", choices=("sleep", "spin"), default=None,
         help="what llama.cpp's threads do while they wait for each other inside a step: "
         "sleep at once (OpenMP's passive policy) or spin first (OpenMP's default: many times "
@@ -121,7 +130,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     )
     DynamoRuntimeArgGroup().add_arguments(parser)
     args = parser.parse_args(argv)
-    for name in ("n_ctx", "parallel", "threads", "threads_batch"):
+    for name in ("n_ctx", "parallel", "threads", "threads_batch", "batch_size", "ubatch_size"):
         value = getattr(args, name)
         if value is not None and value < 1:
             parser.error(f"--{name.replace('_', '-')} must be ≥ 1")

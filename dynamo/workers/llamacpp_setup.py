@@ -41,6 +41,10 @@ def engine_params(args: argparse.Namespace, slot_save_path: str) -> Any:
     params.n_ctx = args.n_ctx * args.parallel
     params.cpuparams.n_threads = threads
     params.cpuparams_batch.n_threads = args.threads_batch or threads
+    if args.batch_size is not None:
+        params.n_batch = args.batch_size
+    if args.ubatch_size is not None:
+        params.n_ubatch = args.ubatch_size
     params.cache_type_k = xllamacpp.ggml_type[f"GGML_TYPE_{args.cache_type_k.upper()}"]
     params.cache_type_v = xllamacpp.ggml_type[f"GGML_TYPE_{args.cache_type_v.upper()}"]
     params.flash_attn_type = xllamacpp.llama_flash_attn_type[
