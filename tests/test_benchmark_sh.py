@@ -46,6 +46,9 @@ def test_the_default_run_has_two_repeats_at_every_level_for_the_decision_columns
     # (the runner warns about such levels).
     assert config.limit is not None
     assert max(config.levels) <= config.limit * config.attempts
+    # and the levels still grow in concurrency, from one agent at a time
+    assert config.levels[0] == 1 and len(config.levels) >= 3
+    assert config.levels == sorted(set(config.levels))
     assert config.agent_kwargs["tool_choice"] == "first"
     assert config.server_options["prompt_cache"] == "true"
 
