@@ -207,11 +207,13 @@ def _median_of(rows: list[dict], kind: str, field: str) -> float | None:
 
 def ratio_table(settings: list[str], results: list[list[dict]]) -> list[str]:
     """Each setting against the first, per request kind: decode ms per token and prefill
-    tokens/s (medians over the same prompts, sent in turn to every setting's stack), and
-    whether the forced calls chose the same tools."""
+    tokens/s (medians over the same prompts, sent in turn to every setting's stack), the
+    worker's wall and CPU time per scenario (CPU time holds its ratio on a busy host, wall time
+    does not), and whether the forced calls chose the same tools."""
     out = ["| setting | guided decode ms/token | × first | free decode ms/token | × first | "
-           "turn 2 prefill tok/s | × first | worker ms per scenario | × first | same calls |",
-           "|---|---|---|---|---|---|---|---|---|---|"]
+           "turn 2 prefill tok/s | × first | worker ms per scenario | × first | "
+           "worker CPU s per scenario | × first | free turn CPU ms/token | × first | same calls |",
+           "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
 
     def calls(rows: list[dict]) -> list[str]:
         return [" ".join(c["name"] for c in r.get("tool_calls") or []) for r in rows
@@ -223,16 +225,28 @@ def ratio_table(settings: list[str], results: list[list[dict]]) -> list[str]:
         scenarios = {r["scenario"] for r in rows if r["kind"] == "turn 1 guided"}
         return sum(timed) / len(scenarios) if timed and scenarios else None
 
+    def cpu(rows: list[dict]) -> float | None:
+        used = [r["cpu_s"] for r in rows if r["kind"] != "tool prompt, first" and "cpu_s" in r]
+        scenarios = {r["scenario"] for r in rows if r["kind"] == "turn 1 guided"}
+        return sum(used) / len(scenarios) if used and scenarios else None
+
+    def free_cpu(rows: list[dict]) -> float | None:
+        return _median([r["cpu_s"] * 1e3 / r["timing"].decode_tokens for r in rows
+                        if r["kind"] == "turn 1 free" and "cpu_s" in r
+                        and r["timing"] is not None and r["timing"].decode_tokens])
+
+    def figures(rows: list[dict]) -> tuple[float | None, ...]:
+        return (_median_of(rows, "turn 1 guided", "decode_ms_per_token"),
+                _median_of(rows, "turn 1 free", "decode_ms_per_token"),
+                _median_of(rows, "turn 2", "prefill_rate"), worker(rows), cpu(rows),
+                free_cpu(rows))
+
+    base = figures(results[0])
     first = results[0]
-    base = (_median_of(first, "turn 1 guided", "decode_ms_per_token"),
-            _median_of(first, "turn 1 free", "decode_ms_per_token"),
-            _median_of(first, "turn 2", "prefill_rate"), worker(first))
     for setting, rows in zip(settings, results, strict=True):
-        figures = (_median_of(rows, "turn 1 guided", "decode_ms_per_token"),
-                   _median_of(rows, "turn 1 free", "decode_ms_per_token"),
-                   _median_of(rows, "turn 2", "prefill_rate"), worker(rows))
         cells = []
-        for value, ref, spec in zip(figures, base, (".1f", ".1f", ".0f", ".0f"), strict=True):
+        for value, ref, spec in zip(figures(rows), base, (".1f", ".1f", ".0f", ".0f", ".1f", ".1f"),
+                                    strict=True):
             ratio = f"{value / ref:.2f}" if value and ref else ""
             cells += [_fmt(value, spec), ratio]
         same = "yes" if calls(rows) == calls(first) else \
@@ -328,7 +342,21 @@ def _private_prompt_cache(folder: Path) -> Path:
 
 
 def _sender(stream: Callable[..., dict], state: Any) -> Send:
+    """Sends to the stack's frontend; each reply also carries the CPU seconds the worker
+    process used meanwhile (`cpu_s`): the engine's work, which other work on the host does not
+    inflate as it does wall time."""
+    import psutil
+
+    worker = next(psutil.Process(c.pid) for c in state.components
+                  if c.name.startswith("worker") and c.pid)
+
+    def cpu() -> float:
+        times = worker.cpu_times()
+        return times.user + times.system
+
     def send(body: dict[str, Any]) -> dict[str, Any]:
-        return stream(state.base_url, state.model, body)
+        before = cpu()
+        reply = stream(state.base_url, state.model, body)
+        return {**reply, "cpu_s": cpu() - before}
 
     return send

@@ -68,11 +68,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     )
     parser.add_argument(
         "--cache-type-v", choices=KV_TYPES, default="f16",
-        help="KV cache type of values (default f16; anything but f16 needs flash attention)",
+        help="KV cache type of values (default f16; anything but f16 needs --flash-attn on)",
     )
     parser.add_argument(
-        "--flash-attn", choices=("auto", "on", "off"), default="auto",
-        help="llama.cpp's fused attention kernel (default auto: on where the backend has it)",
+        "--flash-attn", choices=("auto", "on", "off"), default="off",
+        help="llama.cpp's fused attention kernel (default off: on this CPU build it costs ~1.8x "
+        "per decoded token over a ~5k-token context and reads long prompts ~2x slower; auto: on "
+        "where the backend has it, which the CPU backend does)",
     )
     parser.add_argument(
         "--seed",
