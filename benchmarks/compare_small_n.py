@@ -34,6 +34,11 @@ discrete null model.
 
     python benchmarks/compare_small_n.py [--sims 200] [--quick] [--only latency] [--seed 0]
     python benchmarks/compare_small_n.py --by-n [--sims 400]
+    python benchmarks/compare_small_n.py --only latency --held-out   # the held-out servers
+
+Held-out servers (benchmarks/compare_heldout_models.py: a step change, a slow swing, heavy
+bursts, one run drifting, a random walk) were written before the latency rule's variance
+estimate and are reported apart from the family above, never tuned on.
 """
 
 from __future__ import annotations
@@ -52,6 +57,8 @@ import analysis.compare  # noqa: E402
 from analysis.compare import BETTER, REQUEST_KEYS, UNCLEAR, WORSE, compare_table, verdict  # noqa: E402
 from analysis.metrics.base import paired_cluster_bootstrap_diff_ci  # noqa: E402
 from analysis.metrics.quality import PAIRED_KEYS  # noqa: E402
+from benchmarks.compare_heldout_models import COURSES  # noqa: E402
+from benchmarks.compare_heldout_models import MODELS as HELD_OUT  # noqa: E402
 
 LEVELS = np.array([0.0, 1 / 3, 0.5, 2 / 3, 1.0])
 QUALITY_KEYS = ("tsq_mean", "tsq_infra0_mean", "solved_mean", "solved_infra0_mean",
@@ -84,8 +91,11 @@ SLOWER = 1.5  # the slowdown whose detection is printed
 DESIGNS = ((14, 1, 1), (10, 1, 1), (14, 3, 4), (50, 1, 4))
 
 
-def _waves(rng: np.random.Generator, n: int, model: dict) -> np.ndarray:
-    """Per wave, the server's load factor (1 when the model has none)."""
+def _waves(rng: np.random.Generator, n: int, model: dict, side: str = "a") -> np.ndarray:
+    """Per wave, the server's load factor (1 when the model has none); a held-out model's
+    course for this side of the compare."""
+    if "course" in model:
+        return np.exp(COURSES[model["course"]](rng, n, side))
     sd, rho = model.get("wave_sd", 0.0), model.get("rho", 0.0)
     noise = rng.normal(0, sd, n)
     level = np.empty(n)
@@ -103,7 +113,7 @@ def run_tables(rng: np.random.Generator, source: str, odds: np.ndarray, base_ms:
     scenario's own sd of request noise in log (heteroscedastic), the same in both runs."""
     n = len(odds)
     order = [(s, r) for r in range(repeats) for s in range(n)]
-    load = _waves(rng, len(order) // concurrency + 1, model)
+    load = _waves(rng, len(order) // concurrency + 1, model, source)
     trials, requests = [], []
     for k, (s, r) in enumerate(order):
         name = f"{source}-{s:03d}-{r}"
@@ -228,10 +238,10 @@ def _latency_cells(sims: int, designs, seed: int, models: dict[str, dict], offse
     """One table of the latency half: a row per model, a cell per design (the share of `sims`
     compares `hit` counts, then the share whose TTFT p50 row cannot tell); returns the worst
     cell by `worst_is` (max for false differences, min for detection)."""
-    print(f"{'model':<17}" + "".join(f"{label(d):>34}" for d in designs))
+    print(f"{'model':<22}" + "".join(f"{label(d):>34}" for d in designs))
     worst: tuple[float, str] | None = None
     for name, model in models.items():
-        index = list(MODELS).index(name)
+        index = list(MODELS | HELD_OUT).index(name)
         cells = []
         for design in designs:
             rng = np.random.default_rng(100 * index + sum(design) + offset + 10_000 * seed)
@@ -244,7 +254,7 @@ def _latency_cells(sims: int, designs, seed: int, models: dict[str, dict], offse
             # Ties go to the later cell, as the report of the worst case always did.
             if worst is None or worst_is(hits / sims, worst[0]) == hits / sims:
                 worst = (hits / sims, f"{name} at {label(design)}")
-        print(f"{name:<17}" + "".join(f"{c:>34}" for c in cells), flush=True)
+        print(f"{name:<22}" + "".join(f"{c:>34}" for c in cells), flush=True)
     return worst if worst is not None else (float("nan"), "")
 
 
@@ -301,6 +311,8 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=0, help="moves every latency draw")
     ap.add_argument("--design", choices=[label(d) for d in DESIGNS], help="one design only")
     ap.add_argument("--models", help="comma-separated names of latency models (default all)")
+    ap.add_argument("--held-out", action="store_true",
+                    help="the held-out servers (benchmarks/compare_heldout_models.py) instead")
     args = ap.parse_args()
     # A request row's verdict comes from its sign-flip test; the pooled percentile's bootstrap
     # interval beside it is shown, not judged, so fewer resamples change no verdict here.
@@ -314,8 +326,9 @@ def main() -> None:
     if args.only != "latency":
         quality(args.sims, designs)
     if args.only != "quality":
-        names = args.models.split(",") if args.models else list(MODELS)
-        latency(args.sims, designs, args.seed, {name: MODELS[name] for name in names})
+        family = HELD_OUT if args.held_out else MODELS
+        names = args.models.split(",") if args.models else list(family)
+        latency(args.sims, designs, args.seed, {name: family[name] for name in names})
     print(f"\n({time.monotonic() - start:.0f} s)")
 
 
