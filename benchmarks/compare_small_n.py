@@ -87,8 +87,10 @@ MODELS: dict[str, dict] = {
 SLOWER = 1.5  # the slowdown whose detection is printed
 # (scenarios, attempts, concurrency): the offline sample with one and three attempts (14 and
 # 11 waves of trials run together), the fewest scenarios a verdict is called on (10 waves),
-# and 50 scenarios at concurrency 4 (13 waves).
-DESIGNS = ((14, 1, 1), (10, 1, 1), (14, 3, 4), (50, 1, 4))
+# and 50 scenarios at concurrency 4 (13 waves); then designs long enough for a latency verdict
+# on one pair of runs (analysis.metrics.longrun.MIN_BLOCKS): the offline sample with three
+# attempts at concurrency 1 (42 waves) and 50 scenarios at concurrency 1 (50 waves).
+DESIGNS = ((14, 1, 1), (10, 1, 1), (14, 3, 4), (50, 1, 4), (14, 3, 1), (50, 1, 1))
 
 
 def _waves(rng: np.random.Generator, n: int, model: dict, side: str = "a") -> np.ndarray:
