@@ -15,7 +15,10 @@ Rules and shapes
   and the capacity search's decision check.
 - `router_decisions`: which worker served each LLM call, from the router's decision log.
 - `markdown`: small Markdown helpers.  `plots`: seaborn figures from DataFrames only.
-- `synthetic`: Harbor job and sweep folders with made-up content, in Harbor's layout.
+- `job_paths`: where Harbor keeps a job's files (`JobPaths`, as Harbor's `Job` names them)
+  and which folders are its trials; a trial's files are Harbor's own `TrialPaths`.
+- `synthetic`: Harbor job and sweep folders with made-up content, written through Harbor's
+  models and paths.
 
 Reading (each trial read once)
 - `trial_rows`: trial folders → plain rows, several processes at once (the requests

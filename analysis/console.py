@@ -12,36 +12,57 @@ from pathlib import Path
 import pandas as pd
 
 from analysis.markdown import fmt_excluded
+from analysis.metrics import figure_of
 from analysis.metrics.host import saturation_warnings
 from analysis.provenance import SAMPLE_FALLBACK
 
-# (header, summary column, format): the figures a serving engineer looks at first.
-COLUMNS: tuple[tuple[str, str, str], ...] = (
-    ("level", "level", "{:.0f}"),
-    ("trials", "n_trials", "{:.0f}"),
-    ("TSQ", "tsq_mean", "{:.3f}"),
-    ("excluded", "excluded_share", ""),
-    ("TSQ 95% CI", "", ""),
-    ("TSQ infra=0", "tsq_infra0_mean", "{:.3f}"),
-    ("solved", "solved_mean", "{:.3f}"),
+# (summary column, format): the figures a serving engineer looks at first. Each header is the
+# registry's short name of the column's figure (`header`), never typed here.
+SHOWN: tuple[tuple[str, str], ...] = (
+    ("level", "{:.0f}"),
+    ("n_trials", "{:.0f}"),
+    ("tsq_mean", "{:.3f}"),
+    ("n_excluded", ""),  # beside TSQ: how many trials it leaves out, and their share
+    ("tsq_ci_low", ""),  # the interval, from both ends
+    ("tsq_infra0_mean", "{:.3f}"),
+    ("solved_mean", "{:.3f}"),
     # The server's own TTFT where it reports one (Dynamo), the client's first chunk beside it:
     # a tool-call parser that holds a reply back until complete moves only the second.
-    ("server TTFT p50 ms", "server_ttft_ms_p50", "{:,.1f}"),
-    ("server TTFT p95 ms", "server_ttft_ms_p95", "{:,.1f}"),
-    ("first chunk p50 ms", "ttft_ms_p50", "{:,.1f}"),
-    ("first chunk p95 ms", "ttft_ms_p95", "{:,.1f}"),
-    ("ITL p50 ms", "itl_ms_p50", "{:,.1f}"),
-    ("E2E p50 ms", "e2e_ms_p50", "{:,.0f}"),
-    ("out tok/s", "output_token_throughput", "{:,.1f}"),
-    ("req/s", "request_throughput", "{:.3f}"),
-    ("achieved conc.", "achieved_concurrency", "{:.2f}"),
+    ("server_ttft_ms_p50", "{:,.1f}"),
+    ("server_ttft_ms_p95", "{:,.1f}"),
+    ("ttft_ms_p50", "{:,.1f}"),
+    ("ttft_ms_p95", "{:,.1f}"),
+    ("itl_ms_p50", "{:,.1f}"),
+    ("e2e_ms_p50", "{:,.0f}"),
+    ("output_token_throughput", "{:,.1f}"),
+    ("request_throughput", "{:.3f}"),
+    ("achieved_concurrency", "{:.2f}"),
 )
+GROUPING = ("source", "level")  # the columns that say which row it is, not a figure
+
+
+def header(column: str) -> str:
+    """A column's header: its metric's short name, with the statistic and unit for one of a
+    distribution's figures ("server TTFT p50 ms"); KeyError for a column no metric defines."""
+    if column in GROUPING:
+        return column
+    metric, stat = figure_of(column)
+    if stat == "ci_low":
+        return f"{metric.short} 95% CI"
+    if stat and metric.distribution:
+        return f"{metric.short} {stat} {metric.unit}"
+    return metric.short
+
+
+# Built at import: a column the registry does not know stops it (`header`).
+COLUMNS: tuple[tuple[str, str, str], ...] = tuple(
+    (header(column), column, fmt) for column, fmt in SHOWN)
 
 
 def _cell(row: pd.Series, column: str, fmt: str) -> str:
-    if column == "excluded_share":  # beside TSQ: how many trials it leaves out, and the share
+    if column == "n_excluded":
         return fmt_excluded(row)
-    if column == "":  # the CI column is built from two fields
+    if column == "tsq_ci_low":  # the CI column is built from two fields
         low, high = row.get("tsq_ci_low"), row.get("tsq_ci_high")
         if _missing(row.get("tsq_mean")):
             return "–"

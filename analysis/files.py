@@ -21,6 +21,7 @@ from typing import Any
 from harbor.models.trial.paths import TrialPaths
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from analysis.job_paths import JobPaths
 from contracts.agent_status import AGENT_STATUS_FILE, AgentStatus
 from contracts.bounds import Count, lenient
 from contracts.llm_calls import LLM_CALLS_FILE, LLMCallRecord
@@ -215,14 +216,14 @@ def read_trial_config(trial_dir: Path, issues: list[Issue]) -> TrialConfigView |
 
 
 def read_job_config(job_dir: Path, issues: list[Issue]) -> JobConfigView:
-    path = job_dir / "config.json"
+    path = JobPaths(job_dir).config_path
     return _validate(JobConfigView, read_json_dict(path, issues), path, issues) or \
         JobConfigView()
 
 
 def read_job_result(job_dir: Path, issues: list[Issue]) -> JobResultView:
     """A job's result.json (Harbor writes it as the job runs and when it ends)."""
-    path = job_dir / "result.json"
+    path = JobPaths(job_dir).result_path
     return _validate(JobResultView, read_json_dict(path, issues), path, issues) or \
         JobResultView()
 

@@ -18,18 +18,20 @@ import pandas as pd
 from analysis.judge.figures import HEADERS as JUDGE_HEADERS
 from analysis.judge.figures import NO_JUDGE
 from analysis.markdown import fmt_ci, fmt_excluded, table
-from analysis.metrics import labels
+from analysis.metrics import BY_KEY, labels
 from analysis.provenance import COLUMNS as PROVENANCE_COLUMNS
 from analysis.provenance import HEADERS as PROVENANCE_HEADERS
 from analysis.provenance import NOT_MEASURED, SAMPLE_FALLBACK
 
 HIDDEN = "hidden: labels not gold"
-# The quality tables' figure columns, named by the metric registry (`Metric.label`).
+# The quality tables' figure columns, named by the metric registry (`Metric.label`; the
+# counted trials by their short name).
 _QUALITY_NAMES = labels(
     "n_scenarios", "n_infra_failed", "tsq", "gold_perfect_tsq", "tsq_infra0", "solved",
     "gold_perfect_solved", "solved_infra0", "precision", "recall", "param_validity",
     "pass_at_1", "pass_at_k", "pass_hat_k", "tsq_scenario_std", "goal_score",
-    "gold_perfect_goal_score", "goals_declined", "gold_perfect_goals_declined", "goals_served")
+    "gold_perfect_goal_score", "goals_declined", "gold_perfect_goals_declined", "goals_served",
+    "n_excluded", "k") | {"n_counted": BY_KEY["n_counted"].short}
 
 
 def measured_against(summary: pd.DataFrame, mixed: Sequence[str],
@@ -82,8 +84,8 @@ def quality_row(row: pd.Series) -> dict[str, object]:
     bound = (lambda text: text) if shown else (lambda text: HIDDEN)
     name = _QUALITY_NAMES
     return {
-        "source": row["source"], "level": row["level"], "counted": row["n_counted"],
-        "excluded": fmt_excluded(row),
+        "source": row["source"], "level": row["level"], name["n_counted"]: row["n_counted"],
+        name["n_excluded"]: fmt_excluded(row),
         name["n_scenarios"]: row.get("n_scenarios"),
         name["n_infra_failed"]: row.get("n_infra_failed"),
         name["tsq"]: fmt_ci(row, "tsq"), name["gold_perfect_tsq"]: _gold(row, "tsq"),
@@ -93,7 +95,7 @@ def quality_row(row: pd.Series) -> dict[str, object]:
         name["solved_infra0"]: bound(fmt_ci(row, "solved_infra0")),
         name["precision"]: fmt_ci(row, "precision"), name["recall"]: fmt_ci(row, "recall"),
         name["param_validity"]: fmt_ci(row, "param_validity"),
-        name["pass_at_1"]: bound(row.get("pass_at_1")), "k": row.get("k"),
+        name["pass_at_1"]: bound(row.get("pass_at_1")), name["k"]: row.get("k"),
         name["pass_at_k"]: bound(fmt_ci(row, "pass_at_k", "")),
         name["pass_hat_k"]: bound(fmt_ci(row, "pass_hat_k", "")),
         name["tsq_scenario_std"]: row.get("tsq_scenario_std"),

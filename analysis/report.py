@@ -226,12 +226,11 @@ def render_markdown(tables: Tables, summary: pd.DataFrame, comparison: pd.DataFr
     if "server_requests" in summary.columns or "frontend_ttft_ms_mean" in summary.columns:
         parts += ["## Server side (Prometheus /metrics, after − before each level)", "",
                   section(summary, labels(*(m.key for m in server.METRICS)) | {
-                      f"{TTFT.metric.key}_mean":
-                      f"client first chunk mean ({TTFT.metric.unit})",
-                      f"{SERVER_TTFT.metric.key}_mean":
-                      f"server TTFT mean, per request ({SERVER_TTFT.metric.unit})"}), "",
-                  "The frontend's histograms time what it sends (after a tool-call parser's "
-                  "hold); the server's own per-request TTFT (nvext) is beside them.", ""]
+                      f"{m.key}_mean": m.stat_label("mean") for m in (TTFT.metric,
+                                                                       SERVER_TTFT.metric)}),
+                  "", "The frontend's histograms time what it sends (after a tool-call "
+                  "parser's hold); the client's first chunk and the server's own per-request "
+                  "TTFT (nvext) are beside them.", ""]
     if host.HOST_BUSY.key in summary.columns:
         parts += ["## Client host (CPU while each level ran)", "", section(summary, labels(
             *(m.key for m in host.METRICS))), "", "Shares of all the client host's cores "

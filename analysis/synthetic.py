@@ -20,10 +20,12 @@ from harbor.models.job.result import JobResult, JobStats
 from harbor.models.task.id import LocalTaskId
 from harbor.models.trial.config import AgentConfig, TaskConfig, TrialConfig
 from harbor.models.trial.error_policy import FailureCause, policy_for
+from harbor.models.trial.paths import TrialPaths
 from harbor.models.trial.result import AgentInfo, ExceptionInfo, TimingInfo, TrialResult
 from harbor.models.verifier.result import VerifierResult
 
-from contracts.agent_status import PROJECT_AGENT
+from analysis.job_paths import JobPaths
+from contracts.agent_status import AGENT_STATUS_FILE, PROJECT_AGENT
 from contracts.expected import Expected, LabelsInfo, Provenance, expected_path
 from contracts.llm_calls import LLM_CALLS_FILE, LLMCallRecord
 from contracts.sweep import (
@@ -42,6 +44,7 @@ from contracts.task import (
     TaskMetadata,
     metadata_toml,
 )
+from contracts.tsq import TSQ_DETAILS_FILE
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 _T0_NS = int(T0.timestamp()) * 1_000_000_000
@@ -51,13 +54,14 @@ def write_job(job_dir: Path, n_concurrent: int, *, n_total_trials: int | None = 
               finished: bool = True) -> Path:
     """Job-level `config.json` and `result.json` (no trials)."""
     job_dir.mkdir(parents=True, exist_ok=True)
+    paths = JobPaths(job_dir)
     config = JobConfig(job_name=job_dir.name, jobs_dir=job_dir.parent,
                        n_concurrent_trials=n_concurrent)
-    (job_dir / "config.json").write_text(config.model_dump_json(indent=4))
+    paths.config_path.write_text(config.model_dump_json(indent=4))
     result = JobResult(id=uuid.uuid4(), started_at=T0, n_total_trials=n_total_trials or 0,
                        finished_at=T0 + timedelta(hours=1) if finished else None,
                        stats=JobStats())
-    (job_dir / "result.json").write_text(result.model_dump_json(indent=4))
+    paths.result_path.write_text(result.model_dump_json(indent=4))
     return job_dir
 
 
@@ -125,22 +129,22 @@ def write_trial(
     verifier after the exceptions Harbor records and verifies anyway (a reward given).
     """
     trial_dir = job_dir / trial_name
-    for sub in ("agent", "verifier", "artifacts"):
-        (trial_dir / sub).mkdir(parents=True, exist_ok=True)
+    paths = TrialPaths(trial_dir)
+    paths.mkdir()  # agent/, verifier/, artifacts/, as Harbor makes them
     task_path = Path(tasks_dir or "/tasks") / scenario_id
     config = TrialConfig(task=TaskConfig(path=task_path), trial_name=trial_name,
                          trials_dir=job_dir, agent=AgentConfig(import_path=agent_import_path))
-    (trial_dir / "config.json").write_text(config.model_dump_json(indent=4))
+    paths.config_path.write_text(config.model_dump_json(indent=4))
     lines = [r if isinstance(r, str) else r.model_dump_json() for r in records]
     text = "".join(line + "\n" for line in lines) + (truncated_tail or "")
     if text:
-        (trial_dir / "agent" / LLM_CALLS_FILE).write_text(text)
+        (paths.agent_dir / LLM_CALLS_FILE).write_text(text)
     if agent_status is not None:
-        (trial_dir / "agent" / "agent_status.json").write_text(json.dumps(agent_status))
+        (paths.agent_dir / AGENT_STATUS_FILE).write_text(json.dumps(agent_status))
     if tsq_details is not None:
-        (trial_dir / "verifier" / "tsq.json").write_text(json.dumps(tsq_details))
+        (paths.verifier_dir / TSQ_DETAILS_FILE).write_text(json.dumps(tsq_details))
     if rewards is not None:
-        (trial_dir / "verifier" / "reward.json").write_text(json.dumps(rewards))
+        paths.reward_json_path.write_text(json.dumps(rewards))
     if running:
         return trial_dir
     phases: list[TimingInfo | None] = []
@@ -162,7 +166,7 @@ def write_trial(
         exception = ExceptionInfo(exception_type=exception_type,
                                   exception_message=f"{exception_type} happened",
                                   exception_traceback="Traceback …", occurred_at=at)
-        (trial_dir / "exception.txt").write_text(
+        paths.exception_message_path.write_text(
             f"Traceback (most recent call last):\n{exception_type}: {exception_type} happened\n")
     result = TrialResult(
         task_name=scenario_id, trial_name=trial_name, trial_uri=trial_dir.as_uri(),
@@ -174,7 +178,7 @@ def write_trial(
         environment_setup=phases[0], agent_setup=phases[1], agent_execution=phases[2],
         verifier=phases[3],
     )
-    (trial_dir / "result.json").write_text(result.model_dump_json(indent=4))
+    paths.result_path.write_text(result.model_dump_json(indent=4))
     return trial_dir
 
 
@@ -209,7 +213,7 @@ def write_task_stub(tasks_dir: Path, scenario_id: str, *, labels: str = "match@1
     builder's contract) and tests/expected.json (with `labels.quality` when given). No
     environment: not runnable."""
     task = tasks_dir / scenario_id
-    (task / "tests").mkdir(parents=True, exist_ok=True)
+    expected_path(task).parent.mkdir(parents=True, exist_ok=True)
     method, _, version = labels.partition("@")
     meta = TaskMetadata(scenario_id=scenario_id, domain=scenario_id.rsplit("-", 1)[0],
                         persona_index=0, n_goals=0, labels=labels,

@@ -24,6 +24,7 @@ import pandas as pd
 from harbor.models.trial.paths import TrialPaths
 
 from analysis import files
+from analysis.job_paths import JobPaths, is_job_dir, is_trial_dir
 from analysis.request_columns import FLOAT_REQ, REQ_COLUMNS
 from analysis.trial_rows import TrialTask, read_trials
 from contracts.host_load import HOST_LOAD_FILE
@@ -133,9 +134,7 @@ def _read_root(path: Path, source: str, sink: _Sink) -> None:
             for job_dir in level_jobs(ldir):  # one job, or one per shard (c<level>/s<k>/)
                 _read_job(job_dir, source, level, sink, level_path=ldir)
         return
-    if (path / "config.json").exists() or any(
-        (d / "config.json").exists() for d in path.iterdir() if d.is_dir()
-    ):
+    if is_job_dir(path) or any(is_trial_dir(d) for d in path.iterdir()):
         _read_job(path, source, None, sink)
         return
     raise AnalysisInputError(
@@ -161,7 +160,7 @@ def _read_job(job_dir: Path, source: str, level: int | None, sink: _Sink,
             level = configured
         else:
             level = 0
-            issues.append(files.Issue(str(job_dir / "config.json"),
+            issues.append(files.Issue(str(JobPaths(job_dir).config_path),
                                       "no n_concurrent_trials: level shown as 0 (unknown)"))
     job_finished = result.finished_at is not None
     manifest = sink.sweeps.get(source)

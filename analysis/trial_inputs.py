@@ -38,14 +38,16 @@ from contracts.tsq import RecordedCall, TsqDetails
 __all__ = ["BankCall", "Goal", "TrialInputs", "Turn", "intents_log", "read_scored_calls",
            "read_trial_inputs"]
 
-# Where a trial may keep the bank's log, most trusted first: a copy the agent cannot write
-# (verifier/ or bank/, as Harbor downloads them) before the agent's own log folder.
-INTENTS_LOCATIONS = (
-    Path("verifier") / INTENTS_FILE,
-    Path("bank") / INTENTS_FILE,
-    Path("artifacts") / INTENTS_FILE,
-    Path("agent") / INTENTS_FILE,
-)
+# A folder of the bank's own beside Harbor's (not one of TrialPaths).
+BANK_DIR = "bank"
+
+
+def intents_places(trial_dir: Path) -> tuple[Path, ...]:
+    """Where a trial may keep the bank's log, most trusted first: a copy the agent cannot
+    write (verifier/ or bank/, as Harbor downloads them) before the agent's own log folder."""
+    paths = TrialPaths(trial_dir)
+    return tuple(folder / INTENTS_FILE for folder in (
+        paths.verifier_dir, trial_dir / BANK_DIR, paths.artifacts_dir, paths.agent_dir))
 
 
 class BankCall(BaseModel):
@@ -106,10 +108,7 @@ class TrialInputs(BaseModel):
 
 def intents_log(trial_dir: Path) -> Path | None:
     """The bank's intents log of a trial: the one place that knows where it lies."""
-    for relative in INTENTS_LOCATIONS:
-        if (trial_dir / relative).is_file():
-            return trial_dir / relative
-    return None
+    return next((path for path in intents_places(trial_dir) if path.is_file()), None)
 
 
 def read_bank_log(path: Path, issues: list[Issue]) -> tuple[list[Intent], list[int]]:

@@ -113,7 +113,7 @@ class Rows:
         end = pd.array(self.req["start_unix_ns"], dtype="Int64") + derived["e2e_ns"].astype(
             "Int64").array
         self.req["end_unix_ns"] = end.to_numpy(dtype=float, na_value=np.nan)
-        self.itl_values = latency.gaps_ns(reads) * latency.ITL.scale
+        self.itl_values = latency.ITL.to_display(latency.gaps_ns(reads))
         self.send_ns, self.end_ns = [], []
         self.n_reads, self.read_ns = array("q"), array("q")
         self.read_tool_chars, self.read_chars = array("q"), array("q")

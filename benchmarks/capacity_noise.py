@@ -49,6 +49,9 @@ for path in (REPO, REPO / "benchmarks"):
     if str(path) not in sys.path:
         sys.path.insert(0, str(path))
 
+from harbor.models.trial.paths import TrialPaths  # noqa: E402
+
+from analysis.job_paths import is_job_dir  # noqa: E402
 from analysis.synthetic import record, write_job, write_sweep_manifest, write_trial  # noqa: E402
 from bankbench.capacity import plan  # noqa: E402
 from bankbench.capacity.noise_models import FAMILY, by_name  # noqa: E402
@@ -58,6 +61,7 @@ from bankbench.capacity.sequential import look_confidence  # noqa: E402
 from bankbench.capacity.sim_search import CEILING, SimulatedSource, simulate_search  # noqa: E402
 from bankbench.capacity.simulate import SIM_SLO  # noqa: E402
 from contracts.capacity import CapacitySearch, CapacityStep  # noqa: E402
+from contracts.intents import INTENTS_FILE  # noqa: E402
 from contracts.sweep import level_dir  # noqa: E402
 
 T0 = 1_767_225_600.0  # 2026-01-01 UTC: simulated time 0
@@ -80,7 +84,7 @@ class JobDirSource(SimulatedSource):
         before = len(self.trials.get(level, []))
         super().ensure(level, repeats)
         job = level_dir(self.root, level)
-        if not (job / "config.json").exists():
+        if not is_job_dir(job):
             write_job(job, level)
         # each pass its own run, an hour after the one before (as the level runner records
         # them), so no pass's drain and the next one's warm-up are measured
@@ -107,7 +111,7 @@ class JobDirSource(SimulatedSource):
                                          "attempts": 1})
         calls = [{"seq": i, "attempt": 1, "tool": tool, "arguments": {}, "valid": True,
                   "ts": 0.0} for i, tool in enumerate(trial.trajectory or (), start=1)]
-        (done / "verifier" / "intents.jsonl").write_text(
+        (TrialPaths(done).verifier_dir / INTENTS_FILE).write_text(
             "".join(json.dumps(c) + "\n" for c in calls))
 
     def judge(self, level: int, phase: str, confidence: tuple[float, float]) -> CapacityStep:

@@ -173,8 +173,9 @@ async def run_trial(scenario: Scenario, trial: str, opts: BankingAgentOptions, m
                     logs_root: Path, bank_mode: str) -> Trial:
     """One trial exactly as BankingAgent.run does it, minus Harbor and the environment."""
     from harbor.models.agent.context import AgentContext
+    from harbor.models.trial.paths import TrialPaths
 
-    logs = logs_root / trial / "agent"
+    logs = TrialPaths(logs_root / trial).agent_dir
     ident = TrialIdentity(trial, scenario.name, trial)
     trace = TrajectoryBuilder(AGENT_NAME, AGENT_VERSION, model, session_id=trial,
                               extra={"options": opts.model_dump(mode="json")})

@@ -154,8 +154,11 @@ class JobFigures:
 
 
 def read_job(job: Path) -> JobFigures:
+    from harbor.models.trial.paths import TrialPaths
+
     from analysis.metrics.latency import timings
-    from contracts.llm_calls import LLMCallRecord
+    from contracts.intents import INTENTS_FILE
+    from contracts.llm_calls import LLM_CALLS_FILE, LLMCallRecord
 
     f = JobFigures(0, 0, 0, 0, 0.0, 0.0, 0.0)
     for result_path in sorted(job.glob("*/result.json")):
@@ -166,12 +169,12 @@ def read_job(job: Path) -> JobFigures:
         agent = span_s(result.get("agent_execution"))
         f.agent_wall_s += agent
         f.fixed_wall_s += span_s(result) - agent
-        calls = trial / "agent" / "llm_calls.jsonl"
+        calls = TrialPaths(trial).agent_dir / LLM_CALLS_FILE
         records = [LLMCallRecord.model_validate_json(line)
                    for line in (calls.read_text().splitlines() if calls.is_file() else [])]
         f.steps += len(records)
         f.llm_s += float(timings(records)["e2e_ms"].sum()) / 1e3  # the analysis's derivation
-        intents = trial / "agent" / "intents.jsonl"
+        intents = TrialPaths(trial).agent_dir / INTENTS_FILE
         f.bank_calls += len(intents.read_text().splitlines()) if intents.is_file() else 0
     return f
 

@@ -338,6 +338,12 @@ class CapacityStep(BaseModel):
         default_factory=list, description="Tool-call integrity classes (summary names) whose "
         "rate at this level is worse than at the search's lowest level beyond noise "
         "(analysis/integrity.py · worse_levels), as judged when the step was taken.")
+    host_cpu_busy: float | None = Field(
+        None, description="Share of the client host's cores busy while the level ran "
+        "(contracts/host_load.py; None: not sampled). At SATURATED or more the level's "
+        "latencies include waiting for CPU, and the search's lines say so.")
+    host_other_cpu: float | None = Field(
+        None, description="The part of host_cpu_busy neither the sweep nor its server used.")
     seconds: float = Field(description="Wall time of this step (0 when reused).")
     at: datetime
 

@@ -63,7 +63,7 @@ ANALYSIS_LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("rules", ("analysis", "analysis.files", "analysis.status", "analysis.markdown",
                "analysis.metrics", "analysis.plots", "analysis.synthetic",
                "analysis.router_decisions", "analysis.task_folder", "analysis.decision_noise",
-               "analysis.windows", "analysis.request_columns")),
+               "analysis.windows", "analysis.request_columns", "analysis.job_paths")),
     ("reading", ("analysis.trial_rows", "analysis.tables", "analysis.progress",
                  "analysis.trial_inputs", "analysis.trajectory")),
     ("post-passes", ("analysis.provenance", "analysis.compare",

@@ -31,6 +31,8 @@ class Metric:
     column: str = ""  # its name in a report table when not "header (unit)"
     # which way is better, said by every definition; None: neither (a setting, a count)
     better: Better | None = field(kw_only=True)
+    # its name where space is short (the terminal's table), when not `column` or `header`
+    short_header: str = field(default="", kw_only=True)
 
     def __post_init__(self) -> None:
         if self.better not in ("higher", "lower", None):
@@ -45,6 +47,15 @@ class Metric:
     def label(self) -> str:
         """How a report table names the figure: `column`, else "header (unit)"."""
         return self.column or f"{self.header} ({self.unit})"
+
+    @property
+    def short(self) -> str:
+        """Its name where space is short: `short_header`, else `column`, else `header`."""
+        return self.short_header or self.column or self.header
+
+    def stat_label(self, stat: str) -> str:
+        """How a table names one statistic of it (`mean`, `p50`, …): "short stat (unit)"."""
+        return f"{self.short} {stat} ({self.unit})"
 
 
 def distribution(values: np.ndarray) -> dict[str, float]:

@@ -7,8 +7,9 @@ from __future__ import annotations
 from analysis.metrics.base import Metric
 
 
-def _count(key: str, column: str, text: str, unit: str = "trials") -> Metric:
-    return Metric(key, column[:1].upper() + column[1:], unit, text, column=column, better=None)
+def _count(key: str, column: str, text: str, unit: str = "trials", short: str = "") -> Metric:
+    return Metric(key, column[:1].upper() + column[1:], unit, text, column=column, better=None,
+                  short_header=short)
 
 
 TRIALS = _count("n_trials", "trials", "Trial folders of the level, running ones included.")
@@ -24,7 +25,8 @@ INTERRUPTED = _count("n_interrupted", "interrupted",
                      "Trials Harbor cancelled because it was stopped (excluded; a resumed "
                      "sweep runs them again).")
 RUNNING = _count("n_running", "running", "Trials without a result yet.")
-COUNTED = _count("n_counted", "counted in quality", "Scored plus agent-failed trials.")
+COUNTED = _count("n_counted", "counted in quality", "Scored plus agent-failed trials.",
+                 short="counted")
 EXCLUDED = _count("n_excluded", "excluded", "Infra-failed, harness-failed and interrupted "
                   "trials.")
 EXCLUDED_SHARE = Metric(

@@ -46,19 +46,28 @@ def host_metrics(path: Path | None) -> dict[str, float]:
             OTHER_CPU.key: load.other_cpu}
 
 
+def saturation_warning(levels, prefix: str = "") -> str | None:
+    """The one-line warning naming the saturated levels among `levels` ((level, CPU busy
+    share, other work's share) each; a share may be NaN), or None when none was saturated."""
+    hot = [(level, busy, other) for level, busy, other in levels if busy >= SATURATED]
+    if not hot:
+        return None
+    shown = ", ".join(f"c{int(level)} ({busy:.0%} busy, other work {other:.0%})"
+                      for level, busy, other in hot)
+    return (f"WARNING: {prefix}the client host's CPU was saturated at {shown}: "
+            "latencies there include waiting for CPU, not only for the server.")
+
+
 def saturation_warnings(summary) -> list[str]:
     """One line per source naming the levels measured on a saturated host."""
     if HOST_BUSY.key not in summary:
         return []
     lines = []
+    several = summary["source"].nunique() > 1
     for source, rows in summary.groupby("source", sort=False):
-        hot = rows[rows[HOST_BUSY.key] >= SATURATED]
-        if hot.empty:
-            continue
-        levels = ", ".join(
-            f"c{int(r['level'])} ({r[HOST_BUSY.key]:.0%} busy, other work "
-            f"{r.get(OTHER_CPU.key, float('nan')):.0%})" for _, r in hot.iterrows())
-        prefix = f"{source}: " if summary["source"].nunique() > 1 else ""
-        lines.append(f"WARNING: {prefix}the client host's CPU was saturated at {levels}: "
-                     "latencies there include waiting for CPU, not only for the server.")
+        line = saturation_warning(
+            ((r["level"], r[HOST_BUSY.key], r.get(OTHER_CPU.key, float("nan")))
+             for _, r in rows.iterrows()), f"{source}: " if several else "")
+        if line:
+            lines.append(line)
     return lines

@@ -21,7 +21,8 @@ where the reply streamed (≥ 2 reads, and tokens left after the first read), el
 server's own timing where it reports it, else they are empty.
 
 Each definition below (`REQUEST_METRICS`) names its unit, the inputs it `requires` and a
-`compute` over whole columns; `derive` runs them in order over one row per request. That is
+`compute` over whole columns; `derive` runs them over one row per request, in the order their
+requirements give (`DERIVATION_ORDER`, analysis/metrics/request_metric.py). That is
 the only derivation: the tables (analysis/trial_rows.py, per chunk of trials read), the live
 progress line (`timings`) and `bankbench check` / the benchmarks (`timing_ms`, one record)
 all call it. Distributions are over successful requests only (`ok`: no error, an end time,
@@ -30,8 +31,7 @@ all call it. Distributions are over successful requests only (`ok`: no error, an
 
 from __future__ import annotations
 
-import graphlib
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -39,30 +39,8 @@ import numpy as np
 import pandas as pd
 
 from analysis.metrics.base import Metric, distribution
+from analysis.metrics.request_metric import NS_PER_MS, RequestMetric, derivation_order
 from contracts.llm_calls import LLMCallRecord
-
-NS_PER_MS = 1_000_000
-# (computed unit, presented unit) → factor
-UNIT_FACTORS = {("ns", "ms"): 1 / NS_PER_MS}
-
-
-@dataclass(frozen=True)
-class RequestMetric:
-    """One per-request definition: `compute(*requires)` over whole columns (pandas, one row
-    per request) in `unit`, presented as `metric` in the metric's own unit."""
-
-    name: str
-    unit: str
-    requires: tuple[str, ...]  # raw inputs (`RAW_INPUTS`) or earlier definitions
-    compute: Callable[..., pd.Series]
-    metric: Metric
-
-    @property
-    def scale(self) -> float:
-        """`unit` → the metric's presentation unit (`Metric.unit`), from the two units."""
-        return 1.0 if self.unit == self.metric.unit else UNIT_FACTORS[(self.unit,
-                                                                       self.metric.unit)]
-
 
 # The raw inputs, one value per request, taken from the record or (`*_read_*`, `n_reads`,
 # `reply_chars`) from its reads by `read_inputs`; integers, missing as <NA>, except the
@@ -128,14 +106,14 @@ TTFT = RequestMetric("ttft_ns", "ns", ("send_ns", "first_read_ns"), _since, Metr
     "a tool-call parser holds a reply back until it is complete, this is near E2E; the "
     "server's own first token is server_ttft_ms.",
     aliases="aiperf time_to_first_token; vLLM ttft", distribution=True,
-    column="TTFT, client first chunk (ms)", better="lower"))
+    column="TTFT, client first chunk (ms)", better="lower", short_header="first chunk"))
 SERVER_TTFT = RequestMetric("server_ttft_ns", "ns", ("server_ttft_ns",), _as_is, Metric(
     "server_ttft_ms", "Server TTFT", "ms",
     "The server's own time to first token, per request: from receiving the request to its "
     "first generated token, before any tool-call parser holds output back (Dynamo's "
     "nvext.timing.ttft_ms, which the agent asks for); empty where the server reports none. "
     "The TTFT an inference engineer compares with vLLM's or AIPerf's on plain text.",
-    distribution=True, column="Server TTFT (ms)", better="lower"))
+    distribution=True, column="Server TTFT (ms)", better="lower", short_header="server TTFT"))
 TTFC = RequestMetric("ttfc_ns", "ns", ("send_ns", "first_tool_read_ns"), _since, Metric(
     "ttfc_ms", "Time to first tool call", "ms",
     "Send to the first read carrying a tool-call delta; requests whose reply has no tool "
@@ -154,7 +132,8 @@ ITL = RequestMetric("itl_mean_ns", "ns", ("first_read_ns", "last_read_ns", "n_re
 E2E = RequestMetric("e2e_ns", "ns", ("send_ns", "end_ns"), _since, Metric(
     "e2e_ms", "E2E latency", "ms",
     "Send to the end of the stream (the read carrying [DONE]).",
-    aliases="aiperf request_latency; vLLM e2el", distribution=True, better="lower"))
+    aliases="aiperf request_latency; vLLM e2el", distribution=True, better="lower",
+    short_header="E2E"))
 CLIENT_TPOT = RequestMetric(
     "client_tpot_ns", "ns",
     ("ttft_ns", "e2e_ns", "completion_tokens", "n_reads", "first_read_chars", "reply_chars"),
@@ -186,30 +165,12 @@ OUTPUT_TPS = RequestMetric("output_tps_per_user", "tokens/s", ("tpot_ns",), _per
     aliases="aiperf output_token_throughput_per_user", distribution=True,
     column="Output tokens/s per request", better="higher"))
 
+# The requests table's column order; any order computes (see DERIVATION_ORDER).
 REQUEST_METRICS = (TTFT, SERVER_TTFT, TTFC, ITL, E2E, CLIENT_TPOT, SERVER_TPOT, TPOT,
                    OUTPUT_TPS)
-
-
-def order_errors(metrics: Sequence[RequestMetric]) -> list[str]:
-    """Why `metrics` cannot be derived in the order given: an input that is neither raw nor
-    an earlier definition, or a circle of requirements (graphlib finds it)."""
-    names = {m.name for m in metrics}
-    try:
-        graphlib.TopologicalSorter(
-            {m.name: [r for r in m.requires if r in names - set(RAW_INPUTS)]
-             for m in metrics}).prepare()
-    except graphlib.CycleError as exc:
-        return [f"circular requirements: {' → '.join(exc.args[1])}"]
-    errors, known = [], set(RAW_INPUTS)
-    for m in metrics:
-        errors += [f"{m.name} requires {r}, {'defined after it' if r in names else 'unknown'}"
-                   for r in m.requires if r not in known]
-        known.add(m.name)
-    return errors
-
-
-if order_errors(REQUEST_METRICS):  # checked at import: `derive` runs them in this order
-    raise ImportError("; ".join(order_errors(REQUEST_METRICS)))
+# Computed in the order their requirements give (`derivation_order`, checked here at import:
+# an unknown requirement or a circle stops the import, naming them).
+DERIVATION_ORDER = derivation_order(REQUEST_METRICS, RAW_INPUTS)
 METRICS = tuple(m.metric for m in (SERVER_TTFT, TTFT, TTFC, ITL, TPOT, E2E, OUTPUT_TPS,
                                    CLIENT_TPOT, SERVER_TPOT))  # report order
 # The per-request column each definition fills in the tables (`itl_mean_ms` for ITL, whose
@@ -271,15 +232,14 @@ def derive(raw: pd.DataFrame) -> pd.DataFrame:
     """Every per-request definition over a frame holding `RAW_INPUTS` (one row per request),
     each in its own unit, columns named by `RequestMetric.name`."""
     values: dict[str, pd.Series] = {k: raw[k] for k in RAW_INPUTS}
-    for m in REQUEST_METRICS:
+    for m in DERIVATION_ORDER:
         values[m.name] = m.compute(*[values[k] for k in m.requires])
     return pd.DataFrame({m.name: values[m.name] for m in REQUEST_METRICS})
 
 
 def presented(derived: pd.DataFrame) -> pd.DataFrame:
     """The definitions in their metric's unit, named as the tables name them (`COLUMN`)."""
-    return pd.DataFrame({COLUMN[m.name]: derived[m.name].to_numpy(dtype=float) * m.scale
-                         if m.scale != 1.0 else derived[m.name].to_numpy(dtype=float)
+    return pd.DataFrame({COLUMN[m.name]: m.to_display(derived[m.name].to_numpy(dtype=float))
                          for m in REQUEST_METRICS})
 
 
@@ -372,7 +332,7 @@ def timing_ms(record: LLMCallRecord) -> dict[str, Any]:
     raw, reads = raw_inputs([record])
     shown = {k: (None if pd.isna(v) else float(v))
              for k, v in presented(derive(raw)).iloc[0].items()}
-    shown["itl_ms"] = [float(g) * ITL.scale for g in gaps_ns(reads)]
+    shown["itl_ms"] = [float(g) for g in ITL.to_display(gaps_ns(reads))]
     return shown
 
 

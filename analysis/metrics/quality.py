@@ -63,14 +63,16 @@ _NAMES = {"tsq": "TSQ", "solved": "solved", "precision": "precision", "recall": 
 _COLUMNS = {**_NAMES, "tsq": "TSQ (infra excl.)", "solved": "solved (infra excl.)"}
 REWARD_METRICS = tuple(
     Metric(key, header, "score 0–1" if key != "solved" else "share",
-           f"{text} {_CI.format(key=key)}", column=_COLUMNS.get(key, ""), better="higher")
+           f"{text} {_CI.format(key=key)}", column=_COLUMNS.get(key, ""), better="higher",
+           short_header=_NAMES.get(key, ""))
     for key, (header, text) in _REWARDS.items()
 )
 TSQ_INFRA0 = Metric(
     "tsq_infra0", "TSQ (infra failures as 0)", "score 0–1",
     "TSQ mean over counted trials plus infra_failed trials scored 0; CI as for TSQ. Compare "
     "with `tsq_mean` (infra failures excluded): a gap means the server's failures hid "
-    "scenarios from the quality figure.", column="TSQ (infra as 0)", better="higher")
+    "scenarios from the quality figure.", column="TSQ (infra as 0)", better="higher",
+    short_header="TSQ infra=0")
 SOLVED_INFRA0 = Metric(
     "solved_infra0", "Solved (infra failures as 0)", "share",
     "Solved share over counted trials plus infra_failed trials counted unsolved; CI as for "
@@ -87,6 +89,9 @@ PASS_HAT_K = Metric("pass_hat_k", "pass^k", "share",
                     "Mean over scenarios of P(all k trials solve it) = C(c,k)/C(n,k), as in "
                     "tau-bench: consistency under repeats. CI: bootstrap over scenarios.",
                     column="pass^k", better="higher")
+K = Metric("k", "k", "trials",
+           "Fewest counted trials of any scenario (with a solved flag): the k of pass@k and "
+           "pass^k, which need k ≥ 2.", column="k", better=None)
 TSQ_SPREAD = Metric("tsq_scenario_std", "TSQ spread", "score 0–1",
                     "Mean over scenarios with ≥ 2 trials of the standard deviation of their TSQ.",
                     column="TSQ spread", better="lower")
@@ -109,7 +114,7 @@ GOLD_PERFECT = tuple(
            column=f"{_NAMES[key]} gold-perfect", better=None)
     for key in GOLD_PERFECT_KEYS)
 
-METRICS = (*REWARD_METRICS, TSQ_INFRA0, SOLVED_INFRA0, PASS_AT_1, PASS_AT_K, PASS_HAT_K,
+METRICS = (*REWARD_METRICS, TSQ_INFRA0, SOLVED_INFRA0, PASS_AT_1, PASS_AT_K, PASS_HAT_K, K,
            TSQ_SPREAD, N_SCENARIOS, *GOLD_PERFECT)
 
 SOLVED_FROM_REWARD = "reward.json solved"
@@ -203,11 +208,11 @@ def repeat_spread(counted: pd.DataFrame) -> dict[str, float]:
         counted = with_solved(counted)[0]
     scored = counted.dropna(subset=["solved"])
     if scored.empty:
-        return empty | {"k": np.nan, TSQ_SPREAD.key: np.nan}
+        return empty | {K.key: np.nan, TSQ_SPREAD.key: np.nan}
     by = scored.groupby("scenario_id")
     per = pd.DataFrame({"n": by.size(), "c": by["solved"].sum(), "std": by["tsq"].std(ddof=0)})
     k = int(per["n"].min())
-    out = empty | {PASS_AT_1.key: float((per["c"] / per["n"]).mean()), "k": float(k)}
+    out = empty | {PASS_AT_1.key: float((per["c"] / per["n"]).mean()), K.key: float(k)}
     if k >= 2:
         pairs = list(zip(per["n"].astype(int), per["c"].round().astype(int), strict=True))
         for metric, estimator in ((PASS_AT_K, pass_at_k), (PASS_HAT_K, pass_hat_k)):

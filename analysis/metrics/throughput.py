@@ -37,18 +37,18 @@ OUTPUT_THROUGHPUT = Metric(
     "output_token_throughput", "Output tok/s", "tokens/s",
     "Completion tokens of successful requests that started in the window / window.",
     aliases="aiperf output_token_throughput; vLLM output_throughput", column="output tok/s",
-    better="higher")
+    better="higher", short_header="out tok/s")
 REQUEST_THROUGHPUT = Metric(
     "request_throughput", "Requests/s", "requests/s",
     "Successful requests that started in the window / window.",
     aliases="aiperf request_throughput; vLLM request_throughput", column="requests/s",
-    better="higher")
+    better="higher", short_header="req/s")
 ACHIEVED_CONCURRENCY = Metric(
     "achieved_concurrency", "Achieved concurrency", "requests",
     "Time-weighted mean number of LLM requests in flight over the window (request time "
     "inside the window / window); below the configured level because each trial also spends "
     "time in tools and set-up.",
-    column="requests in flight", better=None)
+    column="requests in flight", better=None, short_header="achieved conc.")
 CONFIGURED_CONCURRENCY = Metric(
     "configured_concurrency", "Configured concurrency", "trials",
     "Concurrent trials Harbor was asked to run (n_concurrent_trials; the sweep level).",

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from harbor.models.agent.context import AgentContext
+from harbor.models.trial.paths import TrialPaths
 
 from agents.attempt import TrialIdentity
 from agents.banking import AGENT_NAME, AGENT_VERSION
@@ -73,7 +74,7 @@ async def run_episode(config: ServerConfig, scenario: str, instruction: str | No
     if instruction is None:
         instruction = (task / INSTRUCTION_FILE).read_text(encoding="utf-8")
     rid = request_id or new_request_id(scenario)
-    logs = config.out_dir / rid / "agent"
+    logs = TrialPaths(config.out_dir / rid).agent_dir  # a trial folder's layout, as Harbor's
     logs.mkdir(parents=True, exist_ok=True)
     steps: list[ToolStep] = []
 

@@ -8,11 +8,12 @@ from types import SimpleNamespace
 
 import pandas as pd
 
+from analysis.metrics.host import saturation_warning
 from analysis.metrics.integrity import ANY_COLUMN, summary_key
 from bankbench.capacity import plan
 from bankbench.capacity.checks import ACHIEVED_CHECK
 from bankbench.capacity.search import boundary, bracket, limiting_level, tier_steps
-from contracts.capacity import CAPACITY_PLOT, CapacityRecord, Tier
+from contracts.capacity import CAPACITY_PLOT, CapacityRecord, CapacityStep, Tier
 
 INTEGRITY_ANY = summary_key(ANY_COLUMN)  # any class: named only when no single class is
 
@@ -169,10 +170,27 @@ def tier_table(record: CapacityRecord) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def saturation_line(steps: list[CapacityStep]) -> str | None:
+    """The sweep report's warning (analysis/metrics/host.py) for the steps whose level ran
+    on a saturated client host; None when none did or none was sampled."""
+    return saturation_warning(
+        (s.level, s.host_cpu_busy, float("nan") if s.host_other_cpu is None
+         else s.host_other_cpu)
+        for s in sorted(steps, key=lambda s: s.level) if s.host_cpu_busy is not None)
+
+
 def headline(record: CapacityRecord) -> str:
     """`N concurrent agents (achieved A) within SLO … with decisions intact (…); capacity in
     [N, M), limited by …; inconclusive …; repeats per level …; design …`, per GPU when known;
-    says so first when the design cannot support the claim."""
+    says so first when the design cannot support the claim; ends with the sweep report's
+    saturated-host warning when a level ran on a saturated host (one line still: scripts
+    read the answer as the output's last line)."""
+    line = _headline(record)
+    warning = saturation_line(record.steps)
+    return f"{line}; {warning}" if warning else line
+
+
+def _headline(record: CapacityRecord) -> str:
     search = record.search
     tiers = search.tier_list()
     bounds = bound_words(tiers[0])

@@ -20,10 +20,12 @@ from analysis.consistency import level_scenarios, read_decisions, reference_rows
 from analysis.integrity import level_table as integrity_table
 from analysis.integrity import worse_levels
 from analysis.metrics.goodput import SLO
+from analysis.metrics.host import HOST_BUSY, OTHER_CPU
 from analysis.summary import summarize
 from analysis.windows import MIN_ACHIEVED_SHARE, certifiable
 from bankbench.capacity import control, plan
 from bankbench.capacity.checks import achieved_check, level_step, slo_value
+from bankbench.capacity.output import saturation_line
 from bankbench.capacity.search import describe, levels_judgeable
 from bankbench.capacity.sequential import search_loop
 from bankbench.sweep import harbor_job
@@ -62,6 +64,10 @@ def goodput_slo(search: CapacitySearch) -> SLO | None:
         if limits:
             bounds[key] = min(limits) / (1000.0 if key == "e2e_s" else 1.0)
     return SLO(**bounds) if bounds else None
+
+
+def _known(value: object) -> float | None:
+    return None if value is None or pd.isna(value) else float(value)
 
 
 def _repeats_held(frame: pd.DataFrame) -> int:
@@ -129,6 +135,8 @@ class Evaluation:
             extra=[held], reused=reused, seconds=seconds,
             achieved=None if achieved is None or pd.isna(achieved) else float(achieved))
         step.integrity_worse = self.integrity_worse.get(level, [])
+        step.host_cpu_busy = _known(summary_row.get(HOST_BUSY.key))
+        step.host_other_cpu = _known(summary_row.get(OTHER_CPU.key))
         return step
 
 
@@ -253,6 +261,8 @@ def _search(config: SweepConfig, search: CapacitySearch, out: OutputDir, *,
                        "inconclusive": "is inconclusive"}[step.verdict]
             print(f"capacity: level {step.level} {verdict} ({step.repeats} repeats): "
                   f"{describe(step.checks)}", flush=True)
+            if warning := saturation_line([step]):
+                print(f"capacity: {warning}", flush=True)
 
         search_loop(search, ceiling, source, record, reference_level=reference_level,
                     may_start=may_start, on_step=on_step,

@@ -14,6 +14,10 @@ from datetime import UTC, datetime
 from enum import StrEnum
 from pathlib import Path
 
+from harbor.models.trial.paths import TrialPaths
+
+from analysis.files import read_job_result
+from analysis.job_paths import JobPaths, is_job_dir, trial_folders
 from analysis.status import trial_status
 from bankbench import procs
 from contracts.agent_status import PROJECT_AGENT
@@ -79,14 +83,11 @@ def resume_command(job_dir: Path) -> list[str]:
 def trial_dirs(job_dir: Path) -> list[Path]:
     """Trial folders of a job (each has its own config.json), or of every shard job of a
     sharded level folder."""
-    found = []
-    for job in level_jobs(job_dir):
-        found += sorted(p for p in job.iterdir() if p.is_dir() and (p / "config.json").exists())
-    return found
+    return [trial for job in level_jobs(job_dir) for trial in trial_folders(job)]
 
 
 def finished_trials(job_dir: Path) -> list[Path]:
-    return [p for p in trial_dirs(job_dir) if (p / "result.json").exists()]
+    return [p for p in trial_dirs(job_dir) if TrialPaths(p).result_path.exists()]
 
 
 def harbor_processes_in(sweep_dir: Path) -> list[int]:
@@ -123,13 +124,14 @@ def trial_problem(trial_dir: Path) -> str | None:
     A trial that failed on its own, or finished without a reward after its agent made an
     attempt, is a result and stays.
     """
+    paths = TrialPaths(trial_dir)
     try:
-        data = json.loads((trial_dir / "result.json").read_text())
+        data = json.loads(paths.result_path.read_text())
     except (OSError, UnicodeDecodeError, ValueError):
         return "cut short"
     if not isinstance(data, dict) or not data.get("trial_name"):
         return "cut short"
-    config = trial_dir / "config.json"
+    config = paths.config_path
     if config.exists() and not _is_json_object(config):
         return "cut short (its config.json)"  # Harbor's resume would stop on it
     status, _ = trial_status(trial_dir, job_finished=True)
@@ -139,14 +141,15 @@ def trial_problem(trial_dir: Path) -> str | None:
 def trial_started_at(trial_dir: Path) -> datetime:
     """When a trial started (wall clock): its result.json's `started_at`, else when Harbor
     wrote its config.json (the trial's first file)."""
+    paths = TrialPaths(trial_dir)
     try:
-        started = json.loads((trial_dir / "result.json").read_text()).get("started_at")
+        started = json.loads(paths.result_path.read_text()).get("started_at")
         if started:
             at = datetime.fromisoformat(started)
             return at if at.tzinfo else at.astimezone()  # Harbor writes local naive times
     except (OSError, ValueError, AttributeError):
         pass
-    return datetime.fromtimestamp((trial_dir / "config.json").stat().st_mtime, UTC)
+    return datetime.fromtimestamp(paths.config_path.stat().st_mtime, UTC)
 
 
 def infra_failed(trial_dir: Path) -> str | None:
@@ -168,7 +171,7 @@ def quarantine_unfinished_trials(job_dir: Path, dest: Path) -> list[tuple[Path, 
     trial once. Moved, not deleted: nothing is lost. Returns (new path, why)."""
     moved = []
     for trial in trial_dirs(job_dir):
-        if not (trial / "result.json").exists():
+        if not TrialPaths(trial).result_path.exists():
             continue  # Harbor's resume deletes and reruns these itself
         problem = rerun_reason(trial)
         if problem:
@@ -188,20 +191,22 @@ def _is_json_object(path: Path) -> bool:
 
 # The job files Harbor's resume reads without forgiving a bad one, with Harbor's own model of
 # each (a file written in place: a process killed mid-write leaves it empty or cut short).
-def _job_models() -> dict[str, type]:
+def _job_models(job_dir: Path) -> dict[Path, type]:
     from harbor.models.job.config import JobConfig
     from harbor.models.job.lock import JobLock
     from harbor.models.job.result import JobResult
 
-    return {"config.json": JobConfig, "result.json": JobResult, "lock.json": JobLock}
+    paths = JobPaths(job_dir)
+    return {paths.config_path: JobConfig, paths.result_path: JobResult,
+            paths.lock_path: JobLock}
 
 
 def broken_job_files(job_dir: Path) -> dict[str, str]:
     """The job's own files that exist but that Harbor could not read back (empty, cut short,
     not its model): file name -> why."""
     broken = {}
-    for name, model in _job_models().items():
-        path = job_dir / name
+    for path, model in _job_models(job_dir).items():
+        name = path.name
         if not path.exists():
             continue
         try:
@@ -221,16 +226,12 @@ def broken_job_files(job_dir: Path) -> dict[str, str]:
 
 def job_state(job_dir: Path) -> JobState:
     """State of one Harbor job folder (a level's state is its shards', bankbench/sweep/level.py)."""
-    if not (job_dir / "config.json").exists():
+    if not is_job_dir(job_dir):
         return JobState.ABSENT
-    try:
-        result = json.loads((job_dir / "result.json").read_text())
-    except (OSError, ValueError):
-        return JobState.PARTIAL
-    if not isinstance(result, dict):
-        return JobState.PARTIAL
-    total = result.get("n_total_trials")
-    if result.get("finished_at") and isinstance(total, int):
+    # Harbor's JobResult, as the reading layer reads it (an unreadable one reads as unfinished).
+    result = read_job_result(job_dir, [])
+    total = result.n_total_trials
+    if result.finished_at and total is not None:
         done = finished_trials(job_dir)
         if len(done) >= total and not any(trial_problem(t) for t in done):
             return JobState.COMPLETE
@@ -285,8 +286,9 @@ def rewrite_base_url(job_dir: Path, old: str, new: str) -> int:
     a job whose finished trials' configs differ from the job's). Trial results are left as
     they are. A sharded level folder: every shard's job. Returns how many files changed."""
     changed = 0
-    files = [job / name for job in level_jobs(job_dir) for name in ("config.json", "lock.json")]
-    files += [t / "config.json" for t in trial_dirs(job_dir)]
+    files = [path for job in map(JobPaths, level_jobs(job_dir))
+             for path in (job.config_path, job.lock_path)]
+    files += [TrialPaths(t).config_path for t in trial_dirs(job_dir)]
     for path in files:
         try:
             data = json.loads(path.read_text())

@@ -15,6 +15,9 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
+from harbor.models.trial.paths import TrialPaths
+
+from analysis.job_paths import JobPaths
 from bankbench.sweep import harbor_job, shards
 from bankbench.sweep.harbor_job import JobState
 from bankbench.sweep.session import now
@@ -155,7 +158,8 @@ def _set_aside_broken_files(shard: Shard) -> bool:
         return True
     shard.quarantine.mkdir(parents=True, exist_ok=True)
     stamp = now().strftime("%Y%m%dT%H%M%S")
-    if "config.json" in broken:
+    config = JobPaths(shard.job).config_path.name
+    if config in broken:
         target = shard.quarantine / f"job-{stamp}"
         record = shard.job / SHARD_FILE
         kept = record.read_bytes() if record.exists() else None
@@ -163,7 +167,7 @@ def _set_aside_broken_files(shard: Shard) -> bool:
         if kept is not None:
             shard.job.mkdir(parents=True)
             (shard.job / SHARD_FILE).write_bytes(kept)
-        print(f"  {shard.name}: Harbor's config.json is {broken['config.json']}: the job "
+        print(f"  {shard.name}: Harbor's {config} is {broken[config]}: the job "
               f"cannot be resumed; moved to {target}, its trials run again", flush=True)
         return False
     for name, why in broken.items():
@@ -186,7 +190,7 @@ def unfinished_starts(shard: Shard, reopen: bool = False) -> list[datetime]:
         return []
     starts = []
     for trial in harbor_job.trial_dirs(shard.job):
-        if (trial / "result.json").exists() and not harbor_job.rerun_reason(trial):
+        if TrialPaths(trial).result_path.exists() and not harbor_job.rerun_reason(trial):
             continue
         starts.append(harbor_job.trial_started_at(trial))
     return starts

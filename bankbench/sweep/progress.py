@@ -6,6 +6,8 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+from harbor.models.trial.paths import TrialPaths
+
 from bankbench.sweep.harbor_job import finished_trials, trial_dirs
 
 
@@ -39,7 +41,7 @@ def _since_last_finish(finished: list[Path]) -> float:
     stamps = []
     for trial in finished:
         try:
-            stamps.append((trial / "result.json").stat().st_mtime)
+            stamps.append(TrialPaths(trial).result_path.stat().st_mtime)
         except OSError:
             continue
     return max(0.0, time.time() - max(stamps)) if stamps else 0.0

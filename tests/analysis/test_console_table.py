@@ -5,8 +5,10 @@ from __future__ import annotations
 import math
 
 import pandas as pd
+import pytest
 
-from analysis.console import summary_table, summary_table_from
+from analysis.console import COLUMNS, GROUPING, header, summary_table, summary_table_from
+from analysis.metrics import BY_KEY, figure_of, latency
 
 
 def _summary(**overrides) -> pd.DataFrame:
@@ -42,3 +44,24 @@ def test_reads_a_written_summary(tmp_path):
     assert summary_table_from(tmp_path) is None
     _summary().to_csv(tmp_path / "summary.csv", index=False)
     assert summary_table_from(tmp_path).splitlines()[1].split()[0] == "4"
+
+
+def test_every_header_is_the_registry_name_of_its_column():
+    """No header is typed in the console: each is its metric's short name, with the statistic
+    and unit of a distribution's figure."""
+    for name, column, _ in COLUMNS:
+        if column in GROUPING:
+            assert name == column
+            continue
+        metric, stat = figure_of(column)  # KeyError: a column no metric defines
+        if metric.distribution and stat:
+            assert name == f"{metric.short} {stat} {metric.unit}"
+        else:
+            assert name in (metric.short, f"{metric.short} 95% CI")
+    assert header("ttft_ms_p95") == f"{latency.TTFT.metric.short} p95 ms"
+    assert header("tsq_ci_low") == f"{BY_KEY['tsq'].short} 95% CI"
+
+
+def test_a_column_the_registry_does_not_know_has_no_header():
+    with pytest.raises(KeyError, match="ttft_sm_p50: no metric"):
+        header("ttft_sm_p50")

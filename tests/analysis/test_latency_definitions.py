@@ -4,16 +4,24 @@ records (derived ms, no raw times) loading as the same raw times."""
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from dataclasses import replace
+from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 from pytest import approx
 
 from analysis.metrics import latency
+from analysis.metrics.request_metric import DefinitionError, derivation_order
 from analysis.synthetic import legacy_line, record, write_job, write_trial
 from analysis.tables import load
 from contracts.llm_calls import LLMCallRecord
+
+REPO = Path(__file__).resolve().parents[2]
 
 
 def _raw(send: int | None, reads: list[int], end: int | None, tokens: int | None = 3):
@@ -104,24 +112,47 @@ def test_missing_inputs_give_no_value(send, reads, end, tokens, absent):
     assert (values[latency.ITL.name] is None) == (len(reads) < 2)
 
 
-def test_definitions_name_units_and_only_earlier_dependencies():
-    assert latency.order_errors(latency.REQUEST_METRICS) == []  # also checked at import
-    for m in latency.REQUEST_METRICS:
-        assert m.unit and m.metric.unit
-    assert latency.TTFT.scale == 1e-6 and latency.OUTPUT_TPS.scale == 1.0  # from the units
+def test_the_derivation_order_follows_the_requirements():
+    order = [m.name for m in latency.DERIVATION_ORDER]
+    assert sorted(order) == sorted(m.name for m in latency.REQUEST_METRICS)
+    for m in latency.DERIVATION_ORDER:
+        assert m.unit and m.display_unit == m.metric.unit
+        assert all(r in latency.RAW_INPUTS or order.index(r) < order.index(m.name)
+                   for r in m.requires)
+    # the order is derived, not declared: the definitions listed backwards give it too
+    assert derivation_order(latency.REQUEST_METRICS[::-1], latency.RAW_INPUTS)[-1] == \
+        latency.OUTPUT_TPS
+    ns = np.array([1_500_000, 2_000_000])
+    assert list(latency.TTFT.to_display(ns)) == [1.5, 2.0]  # ns → ms, from the two units
+    assert latency.OUTPUT_TPS.to_display(np.array([3.0]))[0] == 3.0
 
 
-def test_a_definition_before_what_it_requires_or_a_circle_is_found():
+def test_an_unknown_requirement_or_a_circle_fails_naming_them():
     tpot, e2e = latency.TPOT, latency.E2E
-    assert latency.order_errors([tpot, *latency.REQUEST_METRICS[:-2]]) == [
-        "tpot_ns requires client_tpot_ns, defined after it",
-        "tpot_ns requires server_tpot_ns, defined after it"]
+    with pytest.raises(DefinitionError, match="tpot_ns requires client_tpot_ns; "
+                                               "tpot_ns requires server_tpot_ns"):
+        derivation_order([tpot, e2e], latency.RAW_INPUTS)
     looped = replace(e2e, requires=("send_ns", "tpot_ns"))
-    assert latency.order_errors([*latency.REQUEST_METRICS[:4], looped,
-                                 *latency.REQUEST_METRICS[5:]])[0].startswith(
-        "circular requirements: ")
-    assert latency.order_errors([replace(e2e, requires=("sent_ns",))]) == [
-        "e2e_ns requires sent_ns, unknown"]
+    circle = [m if m is not e2e else looped for m in latency.REQUEST_METRICS]
+    with pytest.raises(DefinitionError, match="in a circle: .*e2e_ns"):
+        derivation_order(circle, latency.RAW_INPUTS)
+    with pytest.raises(DefinitionError, match="e2e_ns requires sent_ns"):
+        derivation_order([replace(e2e, requires=("sent_ns",))], latency.RAW_INPUTS)
+    with pytest.raises(DefinitionError, match="e2e_ns is defined twice"):
+        derivation_order([e2e, e2e], latency.RAW_INPUTS)
+
+
+def test_a_bad_definition_stops_the_import(tmp_path):
+    """The check runs when the declaring module is imported, before any table is read."""
+    source = Path(latency.__file__).read_text(encoding="utf-8")
+    broken = source.replace('("tpot_ns",), _per_user', '("tpot_sn",), _per_user')
+    assert broken != source
+    (tmp_path / "broken_latency.py").write_text(broken, encoding="utf-8")
+    run = subprocess.run([sys.executable, "-c", "import broken_latency"], cwd=tmp_path,
+                         env={**os.environ, "PYTHONPATH": f"{REPO}{os.pathsep}{tmp_path}"},
+                         capture_output=True, text=True)
+    assert run.returncode != 0
+    assert "output_tps_per_user requires tpot_sn" in run.stderr.splitlines()[-1]
 
 
 def test_tables_present_the_same_values_in_ms(tmp_path):

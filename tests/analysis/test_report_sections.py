@@ -6,7 +6,12 @@ from __future__ import annotations
 
 import csv
 
+import pandas as pd
+
 from analysis.console import summary_table_from
+from analysis.metrics import ALL
+from analysis.metrics.latency import SERVER_TTFT, TTFT
+from analysis.quality_report import goal_row, quality_row
 from analysis.report import write_report
 from analysis.synthetic import synthetic_sweep, write_job, write_trial
 
@@ -53,3 +58,17 @@ def test_consistency_shares_read_as_percentages():
            for s in ("", "_ci_low", "_ci_high")}}])
     text = console_table(frame)
     assert "truncated replies %" in text and "100.0 %" in text and "25.0 %" in text
+
+
+def test_quality_table_headers_are_registry_names():
+    """The quality tables type no header: each is a metric's table or short name."""
+    row = pd.Series({"source": "s", "level": 1, "n_counted": 3, "n_excluded": 0,
+                     "excluded_share": 0.0, "k": 1.0, "labels": "file@1"})
+    known = {name for m in ALL for name in (m.label, m.short)} | {"source", "level"}
+    for shown in (quality_row(row), goal_row(row)):
+        assert set(shown) <= known, set(shown) - known
+
+
+def test_server_section_names_the_client_figures_from_the_registry():
+    assert TTFT.metric.stat_label("mean") == "first chunk mean (ms)"
+    assert SERVER_TTFT.metric.stat_label("mean") == "server TTFT mean (ms)"

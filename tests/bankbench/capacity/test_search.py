@@ -394,3 +394,32 @@ def test_the_headline_says_where_tool_calls_start_breaking():
     for s in steps:
         s.integrity_worse = []
     assert "tool calls break" not in headline(record)
+
+
+def test_a_level_run_on_a_saturated_host_is_warned_about_as_the_sweep_report_does():
+    from analysis.metrics.host import saturation_warnings
+    from bankbench.capacity.output import saturation_line
+    from bankbench.capacity.sequential import refresh
+
+    steps = [_judged(1, True, 100, 0.0), _judged(2, True, 120, 0.0),
+             _judged(4, False, 700, 0.0)]
+    steps[0].host_cpu_busy, steps[0].host_other_cpu = 0.95, 0.6  # saturated
+    steps[1].host_cpu_busy, steps[1].host_other_cpu = 0.89, 0.1  # just under the bound
+    # c4 not sampled (an older capacity.json): no figure, no warning
+    record = CapacityRecord(search=CapacitySearch(slos={"ttft_p90_ms": 500}), steps=steps,
+                            reference="c2")
+    refresh(record)
+    # the sweep report's rule and words on the same figures
+    summary = pd.DataFrame({"source": "s", "level": [1, 2],
+                            "host_cpu_busy": [0.95, 0.89], "host_other_cpu": [0.6, 0.1]})
+    [expected] = saturation_warnings(summary)
+    assert expected.startswith("WARNING: the client host's CPU was saturated at c1 (95% busy, "
+                               "other work 60%)")
+    assert saturation_line([steps[0]]) == expected  # the level's own line
+    assert saturation_line([steps[1]]) is None and saturation_line([steps[2]]) is None
+    line = headline(record)
+    assert line.startswith("2 concurrent agents") and line.endswith(f"; {expected}")
+    assert "\n" not in line  # still the output's one last line
+    for s in steps:
+        s.host_cpu_busy = 0.5
+    assert "WARNING" not in headline(record)
