@@ -22,11 +22,13 @@ across waves independently in each run, AR(1) of correlation 0.8 between neighbo
 sd 0.3 in log), `drift 0.9` (correlation 0.9), `drift small` (sd 0.1: a wander well below the
 effect) and `all+drift` (`all` on a drifting server). Designs: the offline sample with one and
 three attempts, 50 scenarios at concurrency 4, and `few` (10 scenarios, the fewest a verdict is
-called on). The worst case over the family last. Then the same rows' verdict on a server 1.5x
-slower on every request, for every model: the share of compares calling TTFT p50 worse
-(detection) and the share saying the runs cannot tell (a wander as large as the effect, too few
-trials). `--seed` moves every draw (the rule's wander factor was set on a plain Gaussian model
-of the blocks, not on this family: analysis/metrics/wander.py).
+called on); then `14x3 c1` and `50x1 c1`, long enough (>= 40 blocks) for a latency verdict on
+one pair of runs. The worst case over the family last. Then the same rows' verdict on a server
+1.5x slower on every request, for every model: the share of compares calling TTFT p50 worse
+(detection) and the share saying the runs cannot tell (runs too short to estimate their own
+drift, a drift within them, trials spread as widely as the effect), counted apart from false
+differences. `--seed` moves every draw (the rule's batch means and drift check were set on a
+plain Gaussian model of the blocks, not on this family: analysis/metrics/longrun.py).
 
 The single-row rule alone, before Holm, by the number of paired scenarios (what sets the
 fewest scenarios a verdict is called on, `MIN_PAIRED_SCENARIOS`): `--by-n`, on a normal and a

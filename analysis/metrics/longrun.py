@@ -30,7 +30,9 @@ per run) shifts a whole 14-block run by as much as a 1.5x slowdown while moving 
 it, so no rule on one pair of such runs holds its error rate and keeps any power (a test that
 knew the drift exactly would see a 1.5x slowdown ~25 % of the time). Those rows say they
 cannot tell; a verdict needs longer runs (more scenarios, or repeats, at a concurrency that
-leaves at least `MIN_BLOCKS` blocks) or more runs per side.
+leaves at least `MIN_BLOCKS` blocks) or more runs per side. The bound is for latency, which the
+compare was checked against drifting servers on; shares (error rate, integrity classes) were
+not, and keep a verdict from `BATCHES` blocks, with the batch means and the drift check.
 
 Error rate: with independent blocks the check rejects DRIFT_ALPHA of pairs and the t test
 holds its level exactly (normal batch means) on the rest: at most the level. Under drift the
@@ -126,14 +128,15 @@ def batch_means_test(blocks: np.ndarray, batches: int = BATCHES) -> tuple[float,
     return t_two_sided(centre / error, batches - 1), float(np.sign(centre))
 
 
-def long_run_test(blocks: np.ndarray) -> tuple[float, float, str]:
+def long_run_test(blocks: np.ndarray, least: int = MIN_BLOCKS) -> tuple[float, float, str]:
     """(p, lean, why no verdict) for the blocks' mean being 0. Runs too short to estimate
     their own drift: NaN (fixed by the design, so the row is no test of the family). Runs
     that drift within themselves: p 1 — the data set the row aside, so it still counts in
-    the family's correction, or the rows left would each be tested at a looser level."""
+    the family's correction, or the rows left would each be tested at a looser level.
+    `least`: the bound on length (MIN_BLOCKS for latency; shares pass BATCHES)."""
     x = np.asarray(blocks, dtype=float)
-    if len(x) < MIN_BLOCKS:
-        return np.nan, 0.0, f"too short (< {MIN_BLOCKS} blocks) to estimate its own drift"
+    if len(x) < least:
+        return np.nan, 0.0, f"too short (< {least} blocks) to estimate its own drift"
     if drift_p(x) <= DRIFT_ALPHA:
         return 1.0, 0.0, "its server drifted within a run"
     p, lean = batch_means_test(x)

@@ -33,7 +33,7 @@ from functools import cache
 import numpy as np
 import pandas as pd
 
-from analysis.metrics.longrun import block_means, long_run_test
+from analysis.metrics.longrun import BATCHES, MIN_BLOCKS, block_means, long_run_test
 
 EXACT_UP_TO = 16
 SWAPS = 20_000
@@ -130,7 +130,8 @@ def _called(base: np.ndarray, other: np.ndarray, size: int) -> tuple[float, floa
     p, lean = signed_rank_test(d)
     positive = len(d) and (base > 0).all() and (other > 0).all()
     relative = np.log(other / base) if positive else d
-    timed, timed_lean, why = long_run_test(block_means(relative, size))
+    timed, timed_lean, why = long_run_test(block_means(relative, size),
+                                           MIN_BLOCKS if positive else BATCHES)
     if why:
         return timed, 0.0, why
     if np.isnan(timed) or np.isnan(p):
