@@ -16,6 +16,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.long_first import LONG_FIRST
+
 SLOW_MARKERS = ("slow", "dynamo", "harbor")
 # fixture -> the marker a test using it gets (these start a real Dynamo stack).
 STACK_FIXTURES = {
@@ -25,19 +27,6 @@ STACK_FIXTURES = {
     "stack": "dynamo",
     "degrading_proxy": "dynamo",
 }
-# The slow tier's longest files (several minutes each on 2 cores), run first: with parallel
-# workers taking a file at a time, one of them started last would leave a single worker busy
-# long after the others finished. Others keep their collection order.
-LONG_FIRST = (
-    "tests/reliability/test_sweep_interruption.py",
-    "tests/reliability/test_sweep_stop.py",
-    "tests/bankbench/capacity/test_capacity_e2e.py",
-    "tests/bankbench/capacity/test_capacity_degraded_e2e.py",
-    "tests/bankbench/capacity/test_capacity_noise_e2e.py",
-    "tests/bankbench/sweep/test_sweep_lifecycle.py",
-    "tests/bankbench/sweep/test_shards_e2e.py",
-    "tests/reliability/test_secret_absence.py",
-)
 # A fast-tier test over this (setup + call + teardown) is named at the end of the run.
 FAST_BUDGET_S = 10.0
 TIERS = ("all", "fast", "slow")
@@ -59,6 +48,9 @@ def pytest_configure(config: pytest.Config) -> None:
         return
     if config.getoption("--tier") == "fast":
         return
+    # xdist hands out files most tests first unless told to keep the collection's order, and
+    # the longest files hold one or two tests each: they went out last and set the wall time.
+    config.option.loadscopereorder = False
     from bankbench.serve.dynamo_venv import ensure_dynamo_venv
 
     ensure_dynamo_venv()
@@ -74,15 +66,14 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             if fixture in getattr(item, "fixturenames", ()):
                 item.add_marker(marker)
     tier = config.getoption("--tier")
-    if tier == "all":
-        return
-    keep, drop = [], []
-    for item in items:
-        (keep if in_slow_tier(item) == (tier == "slow") else drop).append(item)
-    if drop:
-        config.hook.pytest_deselected(items=drop)
-        items[:] = keep
-    if tier == "slow":
+    if tier != "all":
+        keep, drop = [], []
+        for item in items:
+            (keep if in_slow_tier(item) == (tier == "slow") else drop).append(item)
+        if drop:
+            config.hook.pytest_deselected(items=drop)
+            items[:] = keep
+    if tier != "fast":
         rank = {path: i for i, path in enumerate(LONG_FIRST)}
         items.sort(key=lambda item: rank.get(item.nodeid.split("::")[0], len(rank)))
 

@@ -4,14 +4,14 @@ mocker engine replays a scripted tool call; the FAULT-INJECTING TEST PROXY
 request is in flight; the agent's own streaming client reads them and analysis classifies them.
 A request alone must come back clean, requests sent together in the injected class.
 
-Then `bankbench capacity --slo tool_call_error_rate=0.01` on the same stack, kept minimal: the
-CLI, the real harbor CLI and LocalEnvironment behind the proxy leaving tool calls as unparsed
-markup in every reply in flight together with another request. Two scenarios, two repeats,
-levels 1 and 2 (level 1 never puts two requests in flight, level 2 does): the bound holds
-at level 1 with no broken reply and fails at level 2, where the search stops, and the sweep's report
-carries the integrity table (the class at c2, not at c1), its figure and the validity block.
-Whether the report marks a class worse beyond noise at the level it was injected, with more
-scenarios and levels, is `benchmarks/tool_call_integrity.py --stack` (minutes a class)."""
+Then `bankbench capacity --slo tool_call_error_rate=0.01` on the same stack, kept minimal: the CLI,
+the real harbor CLI and LocalEnvironment behind the proxy leaving tool calls as unparsed markup in
+every reply in flight together with another request. Two scenarios, two repeats, one look a level,
+levels 1 and 2 (level 1 never puts two requests in flight, level 2 does): the bound holds at level 1
+with no broken reply and fails at level 2, where the search stops, and the sweep's report carries
+the integrity table (the class at c2, not at c1), its figure and the validity block. Whether the
+report marks a class worse beyond noise at the level it was injected, with more scenarios and
+levels, is `benchmarks/tool_call_integrity.py --stack` (minutes a class)."""
 
 from __future__ import annotations
 
@@ -90,8 +90,10 @@ def _row(section: str, name: str) -> dict[str, str]:
 
 @pytest.mark.harbor
 def test_capacity_stops_at_the_level_where_tool_calls_break(stack, tmp_path):
+    # One look a level: two scenarios leave level 1's decision check inconclusive however many
+    # repeats it gets, and the integrity bound under test is decided at the first look.
     run = search(stack.base_url, stack.model, tmp_path, "markup_in_content", above=1,
-                 scenarios=SCENARIOS, max_level=2, timeout=900)
+                 scenarios=SCENARIOS, max_level=2, max_looks=1, timeout=900)
     done = run.done
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     assert run.corrupted > 0

@@ -39,10 +39,10 @@ def scripts(scenarios: int) -> dict[str, list[str]]:
 
 def search(base_url: str, model: str, out: Path, fault: str, *, above: int = 2,
            scenarios: int = 10, max_level: int = 4, slo: float = 0.01,
-           timeout: float = 1500) -> StackRun:
+           max_looks: int | None = None, timeout: float = 1500) -> StackRun:
     """One capacity search in `out/cap` against a mocker stack replaying `scripts(scenarios)`,
     through the proxy: replies in flight together with more than `above` requests are broken
-    the way `fault` names."""
+    the way `fault` names. `max_looks`: the search's --max-looks (None: its default)."""
     from tests.support.fault_proxy import FaultSchedule, in_thread
 
     schedule = FaultSchedule(integrity=fault, integrity_above=above)
@@ -52,5 +52,7 @@ def search(base_url: str, model: str, out: Path, fault: str, *, above: int = 2,
             "--source", "sample", "--limit", str(scenarios), "--labels", CHEAP_LABELS,
             "--slo", f"tool_call_error_rate={slo:g}", "--max-level", str(max_level),
             "--max-drop", "0.5", "--alpha", "0.5", "--ak", REPLAY_AK, "--out", str(out),
-            "--name", "cap", timeout=timeout)
+            "--name", "cap",
+            *(["--max-looks", str(max_looks)] if max_looks is not None else []),
+            timeout=timeout)
     return StackRun(out / "cap", done, proxy.corrupted)

@@ -1,9 +1,13 @@
-"""Run inside a private network namespace (loopback only) by test_shards_ray.py: the Dynamo
-mocker, a real two-node Ray cluster (`ray.cluster_utils.Cluster`, one CPU per node), and
-`bankbench sweep --ray <cluster> --shards 2` as a user runs it. Ray advertises a non-loopback
-address wherever the machine has one, so it must not run in the host's namespace.
+"""Run inside a private network namespace (loopback only) by test_shards_ray.py: a real two-node
+Ray cluster (`ray.cluster_utils.Cluster`, one CPU per node) that serves both of its checks in
+turn. First the Dynamo mocker and `bankbench sweep --ray <cluster> --shards 2` as a user runs
+it; then a level's two stand-in shards and a server watch that reports the server gone
+(ray_dead_server.py). Ray advertises a non-loopback address wherever the machine has one, so it
+must not run in the host's namespace.
 
-    python -m tests.bankbench.sweep.ray_netns OUT_DIR       # writes OUT_DIR/sweep.out and exit.json
+    python -m tests.bankbench.sweep.ray_netns OUT_DIR
+    # writes OUT_DIR/sweep.out and exit.json (the sweep), OUT_DIR/dead/ray.json (the stop);
+    # a check that raised writes {"error": traceback} instead, and the other still runs
 """
 
 from __future__ import annotations
@@ -12,38 +16,71 @@ import json
 import os
 import subprocess
 import sys
+import traceback
+from collections.abc import Callable
 from pathlib import Path
 
 from tests.support.built_tasks import CHEAP_LABELS
 
 
-def main(out: Path) -> int:
+def sweep(out: Path, address: str) -> dict:
     import ray
-    from ray.cluster_utils import Cluster
 
     from bankbench.serve import api
 
+    with api.running("cpu-mocker", workers=1, state_dir=out / "server",
+                     options={"speedup_ratio": 5.0}) as srv:
+        done = subprocess.run(
+            [sys.executable, "-m", "bankbench", "sweep", "--base-url", srv.base_url,
+             "--model", srv.model, "--source", "sample", "--labels", CHEAP_LABELS,
+             "--limit", "4", "--levels", "2",
+             "--shards", "2", "--ray", address, "--out", str(out), "--name", "r"],
+            capture_output=True, text=True, timeout=600,
+            env={**os.environ, "HARBOR_TELEMETRY": "0",
+                 "LITELLM_LOCAL_MODEL_COST_MAP": "True"})
+    (out / "sweep.out").write_text(done.stdout + done.stderr)
+    ray.init(address=address)
+    nodes = [n["NodeID"] for n in ray.nodes() if n["Alive"]]
+    ray.shutdown()
+    return {"code": done.returncode, "nodes": nodes}
+
+
+def _write(path: Path, check: Callable[[], dict]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        result = check()
+    except Exception:
+        result = {"error": traceback.format_exc()}
+    path.write_text(json.dumps(result))
+
+
+def _two_nodes(cluster_type):
     node = {"num_cpus": 1, "object_store_memory": 80 * 1024 * 1024,
             "include_dashboard": False}
-    cluster = Cluster(initialize_head=True, head_node_args=dict(node))
-    cluster.add_node(num_cpus=1, object_store_memory=80 * 1024 * 1024)
+    for tries_left in (2, 1, 0):  # a loaded machine can miss Ray's start-up deadline
+        cluster = None
+        try:
+            cluster = cluster_type(initialize_head=True, head_node_args=dict(node))
+            cluster.add_node(num_cpus=1, object_store_memory=80 * 1024 * 1024)
+            cluster.wait_for_nodes()
+            return cluster
+        except Exception:
+            if cluster is not None:
+                cluster.shutdown()
+            if not tries_left:
+                raise
+
+
+def main(out: Path) -> int:
+    from ray.cluster_utils import Cluster
+
+    from tests.bankbench.sweep.ray_dead_server import stop_on_dead_server
+
+    cluster = _two_nodes(Cluster)
     try:
-        cluster.wait_for_nodes()
-        with api.running("cpu-mocker", workers=1, state_dir=out / "server",
-                         options={"speedup_ratio": 5.0}) as srv:
-            done = subprocess.run(
-                [sys.executable, "-m", "bankbench", "sweep", "--base-url", srv.base_url,
-                 "--model", srv.model, "--source", "sample", "--labels", CHEAP_LABELS,
-                 "--limit", "4", "--levels", "2",
-                 "--shards", "2", "--ray", cluster.address, "--out", str(out), "--name", "r"],
-                capture_output=True, text=True, timeout=600,
-                env={**os.environ, "HARBOR_TELEMETRY": "0",
-                     "LITELLM_LOCAL_MODEL_COST_MAP": "True"})
-        (out / "sweep.out").write_text(done.stdout + done.stderr)
-        ray.init(address=cluster.address)
-        nodes = [n["NodeID"] for n in ray.nodes() if n["Alive"]]
-        ray.shutdown()
-        (out / "exit.json").write_text(json.dumps({"code": done.returncode, "nodes": nodes}))
+        _write(out / "exit.json", lambda: sweep(out, cluster.address))
+        _write(out / "dead" / "ray.json",
+               lambda: stop_on_dead_server(out / "dead", cluster.address))
     finally:
         cluster.shutdown()
     return 0

@@ -24,22 +24,35 @@ pytestmark = [pytest.mark.dynamo, pytest.mark.harbor, pytest.mark.slow]
 ROOT = Path(__file__).resolve().parents[3]
 
 
-def test_two_shards_run_as_ray_tasks_on_two_nodes(tmp_path):
+@pytest.fixture(scope="module")
+def ray_run(tmp_path_factory) -> Path:
+    """One loopback-only namespace and one two-node Ray cluster for both tests: the sweep, then
+    the dead-server stop (ray_netns.py); each test reads what its part wrote."""
     pytest.importorskip("ray")
     if os.geteuid() != 0 or not shutil.which("unshare") or not shutil.which("ip"):
         pytest.skip("needs root, unshare and ip for a loopback-only network namespace")
-    script = (f"ip link set lo up && exec {sys.executable} -m tests.bankbench.sweep.ray_netns "
-              f"{tmp_path}")
+    out = tmp_path_factory.mktemp("ray")
+    script = f"ip link set lo up && exec {sys.executable} -m tests.bankbench.sweep.ray_netns {out}"
     done = subprocess.run(["unshare", "-n", "sh", "-c", script], cwd=ROOT,
-                          capture_output=True, text=True, timeout=840)
-    out = (tmp_path / "sweep.out").read_text() if (tmp_path / "sweep.out").is_file() else ""
-    assert done.returncode == 0 and (tmp_path / "exit.json").is_file(), \
-        done.stdout[-2000:] + done.stderr[-3000:] + out[-3000:]
-    result = json.loads((tmp_path / "exit.json").read_text())
+                          capture_output=True, text=True, timeout=1140)
+    (out / "netns.out").write_text(done.stdout + done.stderr)
+    return out
+
+
+def _result(path: Path, out: Path) -> dict:
+    assert path.is_file(), (out / "netns.out").read_text()[-4000:]
+    result = json.loads(path.read_text())
+    assert "error" not in result, result["error"]
+    return result
+
+
+def test_two_shards_run_as_ray_tasks_on_two_nodes(ray_run):
+    out = (ray_run / "sweep.out").read_text() if (ray_run / "sweep.out").is_file() else ""
+    result = _result(ray_run / "exit.json", ray_run)
     assert result["code"] == 0, out[-4000:]
     assert len(result["nodes"]) == 2
 
-    level = tmp_path / "r" / "c2"
+    level = ray_run / "r" / "c2"
     records = [json.loads((level / s / "shard.json").read_text()) for s in ("s0", "s1")]
     assert [r["concurrency"] for r in records] == [1, 1]
     assert all(r["state"] == "complete" and r["host"] and r["node"] for r in records)
@@ -51,24 +64,15 @@ def test_two_shards_run_as_ray_tasks_on_two_nodes(tmp_path):
     assert sorted(found.values()) == [1] * 4
     # The driver scraped /metrics once around the level; the report reads the shards.
     assert (level / "metrics_before.prom").is_file() and (level / "metrics_after.prom").is_file()
-    report = (tmp_path / "r" / "report.md").read_text()
+    report = (ray_run / "r" / "report.md").read_text()
     assert "| s0 |" in report and "| s1 |" in report
 
 
-def test_a_dead_server_stops_every_ray_shard_of_the_level(tmp_path):
+def test_a_dead_server_stops_every_ray_shard_of_the_level(ray_run):
     """The Ray executor watches the server as the local one does: a watch that says the
     server is gone cancels both shards' Ray tasks, their processes end, JobAborted is raised
-    (stand-in `sleep` commands in place of Harbor; a real local Ray cluster)."""
-    pytest.importorskip("ray")
-    if os.geteuid() != 0 or not shutil.which("unshare") or not shutil.which("ip"):
-        pytest.skip("needs root, unshare and ip for a loopback-only network namespace")
-    script = (f"ip link set lo up && exec {sys.executable} -m "
-              f"tests.bankbench.sweep.ray_dead_server {tmp_path}")
-    done = subprocess.run(["unshare", "-n", "sh", "-c", script], cwd=ROOT,
-                          capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0 and (tmp_path / "ray.json").is_file(), \
-        done.stdout[-2000:] + done.stderr[-3000:]
-    result = json.loads((tmp_path / "ray.json").read_text())
+    (stand-in `sleep` commands in place of Harbor; the real two-node cluster of the sweep)."""
+    result = _result(ray_run / "dead" / "ray.json", ray_run)
     assert result["raised"] and "stopped answering" in result["raised"]
     assert all(result["pids"]) and result["stopped"], result
     assert result["seconds"] < 200  # stopped, not run to the stand-ins' 240 s end
