@@ -19,11 +19,12 @@ bootstrap standard error (`bootstrap_p`); a request row's p, and its direction, 
 each trial's own figure that hold trials of one scenario, and trials that shared the server at
 one moment, together (`analysis.metrics.signflip`): with requests treated as independent,
 identical runs were called different in 12-20 % of compares (benchmarks/compare_small_n.py
-measures the rule now), and only when the difference stands clear of the run's own wander
-(`analysis.metrics.wander`: a server whose speed wanders through each run). A request row that
-calls nothing on a pair that would not have called a 1.5x slowdown either says "cannot tell",
-not "no clear difference". The request row's interval, of the pooled percentile, shows its
-scale. Beside each quality verdict stand the
+measures the rule now). The time test estimates the long-run variance of each pair's mean by
+batch means, with a drift check (`analysis.metrics.longrun`): runs too short to estimate their
+own drift (a server whose speed drifts through each run), or that drift within themselves,
+say "cannot tell", never a verdict; so does a request row that calls nothing on a pair that
+would not have called a 1.5x slowdown either, rather than "no clear difference". The request
+row's interval, of the pooled percentile, shows its scale. Beside each quality verdict stand the
 smallest difference the pair could have detected and "underpowered" where a 10-point one would
 be missed more than 20 % of the time (`analysis.metrics.power`, simulated through this rule).
 Figures with no interval (pooled ITL gaps, throughput and concurrency over a run's window,
@@ -68,7 +69,8 @@ QUALITY_INTERVAL = "per-scenario means, scenario bootstrap"
 REQUEST_INTERVAL = "within-run scenario bootstrap"
 BETTER, WORSE, UNCLEAR = "better", "worse", "no clear difference"
 # A request row that did not call a difference, on a pair that would not have called one of
-# EFFECT either (its trials spread, or its server wandered within a run, as widely).
+# EFFECT either (its trials spread as widely), or whose runs are too short to estimate their
+# own drift or drift within themselves (analysis.metrics.longrun).
 CANNOT_TELL = "cannot tell"
 # Fewer paired scenarios than this: the delta and interval are shown, no verdict is called.
 # Under the null the rule above calls a difference 16-40 % of the time from 2-5 scenarios,
@@ -133,7 +135,8 @@ def compare_table(summary: pd.DataFrame, trials: pd.DataFrame | None = None,
         return pd.DataFrame(columns=COLUMNS)
     baseline, rows = sources[0], []
     spreads: dict[int, np.ndarray] = {}  # row → per-scenario differences (quality rows)
-    seen: dict[int, float] = {}  # row → p of the same pair made EFFECT times slower
+    seen: dict[int, tuple[float, str]] = {}  # row → (p of the pair made EFFECT times slower,
+    # why it has no p)
     indexed = summary.set_index(["source", "level"])
     for other in sources[1:]:
         for base_level, other_level, label in _pairs(summary, baseline, other):
@@ -166,10 +169,10 @@ def compare_table(summary: pd.DataFrame, trials: pd.DataFrame | None = None,
                         tested[fingerprint] = key
                         spreads[len(rows)] = (pair["other"] - pair["base"]).to_numpy()
                 elif key in per_request:
-                    result, lean, seen_p = per_request[key]
+                    result, lean, seen_p, why = per_request[key]
                     row |= _row(*result, direction, lean=lean) | {"interval": REQUEST_INTERVAL}
                     if row["verdict"] in (BETTER, WORSE, UNCLEAR):
-                        seen[len(rows)] = seen_p
+                        seen[len(rows)] = (seen_p, why)
                 delta = row["delta"]
                 row["delta_pct"] = delta / abs(a) * 100 if a and not np.isnan(a) else np.nan
                 rows.append(row)
@@ -203,21 +206,24 @@ def _family(table: pd.DataFrame) -> pd.DataFrame:
     return table
 
 
-def _cannot_tell(table: pd.DataFrame, seen: dict[int, float]) -> pd.DataFrame:
+def _cannot_tell(table: pd.DataFrame, seen: dict[int, tuple[float, str]]) -> pd.DataFrame:
     """A request row of no clear difference whose pair, made EFFECT times slower, would not
     have been called past Holm's first step (FAMILY_ALPHA / m, the level a lone true
-    difference must pass) says it cannot tell: its trials spread, or its server wandered
-    within a run, as widely as the effect. A share (NaN: no scale to slow) keeps its
-    verdict."""
+    difference must pass) says it cannot tell: its trials spread as widely as the effect. A
+    share (NaN: no scale to slow) keeps its verdict. A row with no p says why: its runs are
+    too short to estimate their own drift, or drift within themselves."""
     tests = table["verdict"].isin([BETTER, WORSE, UNCLEAR]) & (table["tested_with"] == "")
     bound = FAMILY_ALPHA / max(1, int((tests & table["p_value"].notna()).sum()))
-    for index, p in seen.items():
-        if table.at[index, "verdict"] == UNCLEAR and not np.isnan(table.at[index, "p_value"]) \
+    for index, (p, why) in seen.items():
+        if table.at[index, "verdict"] == UNCLEAR and why:
+            table.at[index, "verdict"] = CANNOT_TELL
+            table.at[index, "power_note"] = f"cannot tell: {why}"
+        elif table.at[index, "verdict"] == UNCLEAR and not np.isnan(table.at[index, "p_value"]) \
                 and not np.isnan(p) and p > bound:
             table.at[index, "verdict"] = CANNOT_TELL
             table.at[index, "power_note"] = (
                 f"cannot tell: a {EFFECT}x slower run would not be called on this pair "
-                "(its trials spread, or its server wandered within a run, as widely)")
+                "(its trials spread as widely)")
         elif table.at[index, "verdict"] == UNCLEAR and np.isnan(table.at[index, "p_value"]):
             table.at[index, "verdict"] = CANNOT_TELL
             table.at[index, "power_note"] = "cannot tell: too few trials to test"
@@ -275,7 +281,8 @@ def _paired(trials: pd.DataFrame, key: str, base: tuple[str, int], other: tuple[
 
 def _paired_requests(requests: pd.DataFrame, keys: tuple[str, ...], base: tuple[str, int],
                      other: tuple[str, int]
-                     ) -> dict[str, tuple[tuple[float, float, float, int, float], float, float]]:
+                     ) -> dict[str, tuple[tuple[float, float, float, int, float], float, float,
+                                          str]]:
     """Paired differences of every `REQUEST_KEYS` key asked for: the difference of the pooled
     figures with its scenario-bootstrap interval (its scale, within-run), and p with the
     direction it leans from the trial and time-block tests (`analysis.metrics.signflip`), which
@@ -305,7 +312,7 @@ def _paired_requests(requests: pd.DataFrame, keys: tuple[str, ...], base: tuple[
     for key in keys:
         if key in REQUEST_KEYS:
             by_column.setdefault(REQUEST_KEYS[key][0], []).append(key)
-    out: dict[str, tuple[tuple[float, float, float, int, float], float, float]] = {}
+    out: dict[str, tuple[tuple[float, float, float, int, float], float, float, str]] = {}
     wave = max(base[1], other[1])  # trials that ran together at this concurrency
     for column, wanted in by_column.items():
         b, o = side(*base, column), side(*other, column)
@@ -318,8 +325,8 @@ def _paired_requests(requests: pd.DataFrame, keys: tuple[str, ...], base: tuple[
         else:
             found = paired_cluster_bootstrap_quantile_diff_ci(
                 *data, tuple(float(q or 0) for q in qs), resamples=QUANTILE_RESAMPLES)
-        out.update(zip(wanted, [((d, lo, hi, n, p), lean, seen)
-                                for (d, lo, hi, n, _), (p, lean, _, seen)
+        out.update(zip(wanted, [((d, lo, hi, n, p), lean, seen, why)
+                                for (d, lo, hi, n, _), (p, lean, _, seen, why)
                                 in zip(found, tested, strict=True)], strict=True))
     return out
 

@@ -24,6 +24,7 @@ from analysis.metrics.base import DISTRIBUTION_STATS
 from analysis.metrics.goodput import SLO
 from analysis.metrics.latency import METRICS as LATENCY
 from analysis.metrics.latency import SERVER_TTFT, TTFT
+from analysis.metrics.longrun import MIN_BLOCKS
 from analysis.metrics.quality import per_scenario, with_solved
 from analysis.provenance import STATED, check_comparable, mixed_fields
 from analysis.quality_report import judge_section, measured_against, quality_section
@@ -294,10 +295,11 @@ def _comparison(comparison: pd.DataFrame, baseline: str, mixed: Sequence[str]) -
             "row's (TSQ with infra failures as 0 when none was lost) is that row's test, counted "
             "once. Latency, error-rate and integrity verdicts come from two tests on each "
             "trial's own figure that must both reject: trial against trial, and blocks of the "
-            "trials that ran together (docs/analysis.md), clear of the run's own wander; with "
-            "few blocks nothing is called, and their interval only shows the scale; *cannot "
-            "tell* where the pair would not have called a 1.5x slowdown either (its trials "
-            "spread, or its server wandered, as widely). *could detect (80 %)*: beside each "
+            "trials that ran together in running order, by batch means with a drift check "
+            "(docs/analysis.md); their interval only shows the scale. *cannot tell* where "
+            f"the runs are too short to estimate their own drift (< {MIN_BLOCKS} blocks), "
+            "drift within themselves, or would not have called a 1.5x slowdown either (their "
+            "trials spread as widely). *could detect (80 %)*: beside each "
             "quality verdict, the "
             "smallest difference this pair would have called 80 % of the time, simulated "
             "through the same rule from the pair's own scenario-to-scenario spread, and "

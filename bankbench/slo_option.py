@@ -19,8 +19,8 @@ from __future__ import annotations
 
 import difflib
 import re
+from typing import TYPE_CHECKING
 
-from analysis.metrics.goodput import SLO
 from contracts.capacity import (
     SLO_METRICS,
     SLO_RATE_METRICS,
@@ -29,6 +29,9 @@ from contracts.capacity import (
     Tier,
     slo_column,
 )
+
+if TYPE_CHECKING:  # the goodput model pulls in pandas: the CLI's parser must not pay for it
+    from analysis.metrics.goodput import SLO
 
 # report: per-request name -> (SLO field, factor from the given unit to the field's)
 _REQUEST = {"ttft_ms": ("ttft_ms", 1.0), "time_to_first_token_ms": ("ttft_ms", 1.0),
@@ -104,6 +107,8 @@ def request_slo(values: list[str] | None) -> SLO | None:
             raise ValueError(f"--slo {name}: the bound must be > 0")
         field, factor = _REQUEST[name]
         bounds[field] = bound * factor
+    from analysis.metrics.goodput import SLO
+
     return SLO(**bounds) if bounds else None
 
 

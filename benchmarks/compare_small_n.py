@@ -22,11 +22,13 @@ across waves independently in each run, AR(1) of correlation 0.8 between neighbo
 sd 0.3 in log), `drift 0.9` (correlation 0.9), `drift small` (sd 0.1: a wander well below the
 effect) and `all+drift` (`all` on a drifting server). Designs: the offline sample with one and
 three attempts, 50 scenarios at concurrency 4, and `few` (10 scenarios, the fewest a verdict is
-called on). The worst case over the family last. Then the same rows' verdict on a server 1.5x
-slower on every request, for every model: the share of compares calling TTFT p50 worse
-(detection) and the share saying the runs cannot tell (a wander as large as the effect, too few
-trials). `--seed` moves every draw (the rule's wander factor was set on a plain Gaussian model
-of the blocks, not on this family: analysis/metrics/wander.py).
+called on); then `14x3 c1` and `50x1 c1`, long enough (>= 40 blocks) for a latency verdict on
+one pair of runs. The worst case over the family last. Then the same rows' verdict on a server
+1.5x slower on every request, for every model: the share of compares calling TTFT p50 worse
+(detection) and the share saying the runs cannot tell (runs too short to estimate their own
+drift, a drift within them, trials spread as widely as the effect), counted apart from false
+differences. `--seed` moves every draw (the rule's batch means and drift check were set on a
+plain Gaussian model of the blocks, not on this family: analysis/metrics/longrun.py).
 
 The single-row rule alone, before Holm, by the number of paired scenarios (what sets the
 fewest scenarios a verdict is called on, `MIN_PAIRED_SCENARIOS`): `--by-n`, on a normal and a
@@ -34,6 +36,11 @@ discrete null model.
 
     python benchmarks/compare_small_n.py [--sims 200] [--quick] [--only latency] [--seed 0]
     python benchmarks/compare_small_n.py --by-n [--sims 400]
+    python benchmarks/compare_small_n.py --only latency --held-out   # the held-out servers
+
+Held-out servers (benchmarks/compare_heldout_models.py: a step change, a slow swing, heavy
+bursts, one run drifting, a random walk) were written before the latency rule's variance
+estimate and are reported apart from the family above, never tuned on.
 """
 
 from __future__ import annotations
@@ -52,6 +59,8 @@ import analysis.compare  # noqa: E402
 from analysis.compare import BETTER, REQUEST_KEYS, UNCLEAR, WORSE, compare_table, verdict  # noqa: E402
 from analysis.metrics.base import paired_cluster_bootstrap_diff_ci  # noqa: E402
 from analysis.metrics.quality import PAIRED_KEYS  # noqa: E402
+from benchmarks.compare_heldout_models import COURSES  # noqa: E402
+from benchmarks.compare_heldout_models import MODELS as HELD_OUT  # noqa: E402
 
 LEVELS = np.array([0.0, 1 / 3, 0.5, 2 / 3, 1.0])
 QUALITY_KEYS = ("tsq_mean", "tsq_infra0_mean", "solved_mean", "solved_infra0_mean",
@@ -80,12 +89,17 @@ MODELS: dict[str, dict] = {
 SLOWER = 1.5  # the slowdown whose detection is printed
 # (scenarios, attempts, concurrency): the offline sample with one and three attempts (14 and
 # 11 waves of trials run together), the fewest scenarios a verdict is called on (10 waves),
-# and 50 scenarios at concurrency 4 (13 waves).
-DESIGNS = ((14, 1, 1), (10, 1, 1), (14, 3, 4), (50, 1, 4))
+# and 50 scenarios at concurrency 4 (13 waves); then designs long enough for a latency verdict
+# on one pair of runs (analysis.metrics.longrun.MIN_BLOCKS): the offline sample with three
+# attempts at concurrency 1 (42 waves) and 50 scenarios at concurrency 1 (50 waves).
+DESIGNS = ((14, 1, 1), (10, 1, 1), (14, 3, 4), (50, 1, 4), (14, 3, 1), (50, 1, 1))
 
 
-def _waves(rng: np.random.Generator, n: int, model: dict) -> np.ndarray:
-    """Per wave, the server's load factor (1 when the model has none)."""
+def _waves(rng: np.random.Generator, n: int, model: dict, side: str = "a") -> np.ndarray:
+    """Per wave, the server's load factor (1 when the model has none); a held-out model's
+    course for this side of the compare."""
+    if "course" in model:
+        return np.exp(COURSES[model["course"]](rng, n, side))
     sd, rho = model.get("wave_sd", 0.0), model.get("rho", 0.0)
     noise = rng.normal(0, sd, n)
     level = np.empty(n)
@@ -103,7 +117,7 @@ def run_tables(rng: np.random.Generator, source: str, odds: np.ndarray, base_ms:
     scenario's own sd of request noise in log (heteroscedastic), the same in both runs."""
     n = len(odds)
     order = [(s, r) for r in range(repeats) for s in range(n)]
-    load = _waves(rng, len(order) // concurrency + 1, model)
+    load = _waves(rng, len(order) // concurrency + 1, model, source)
     trials, requests = [], []
     for k, (s, r) in enumerate(order):
         name = f"{source}-{s:03d}-{r}"
@@ -228,10 +242,10 @@ def _latency_cells(sims: int, designs, seed: int, models: dict[str, dict], offse
     """One table of the latency half: a row per model, a cell per design (the share of `sims`
     compares `hit` counts, then the share whose TTFT p50 row cannot tell); returns the worst
     cell by `worst_is` (max for false differences, min for detection)."""
-    print(f"{'model':<17}" + "".join(f"{label(d):>34}" for d in designs))
+    print(f"{'model':<22}" + "".join(f"{label(d):>34}" for d in designs))
     worst: tuple[float, str] | None = None
     for name, model in models.items():
-        index = list(MODELS).index(name)
+        index = list(MODELS | HELD_OUT).index(name)
         cells = []
         for design in designs:
             rng = np.random.default_rng(100 * index + sum(design) + offset + 10_000 * seed)
@@ -244,7 +258,7 @@ def _latency_cells(sims: int, designs, seed: int, models: dict[str, dict], offse
             # Ties go to the later cell, as the report of the worst case always did.
             if worst is None or worst_is(hits / sims, worst[0]) == hits / sims:
                 worst = (hits / sims, f"{name} at {label(design)}")
-        print(f"{name:<17}" + "".join(f"{c:>34}" for c in cells), flush=True)
+        print(f"{name:<22}" + "".join(f"{c:>34}" for c in cells), flush=True)
     return worst if worst is not None else (float("nan"), "")
 
 
@@ -301,6 +315,8 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=0, help="moves every latency draw")
     ap.add_argument("--design", choices=[label(d) for d in DESIGNS], help="one design only")
     ap.add_argument("--models", help="comma-separated names of latency models (default all)")
+    ap.add_argument("--held-out", action="store_true",
+                    help="the held-out servers (benchmarks/compare_heldout_models.py) instead")
     args = ap.parse_args()
     # A request row's verdict comes from its sign-flip test; the pooled percentile's bootstrap
     # interval beside it is shown, not judged, so fewer resamples change no verdict here.
@@ -314,8 +330,9 @@ def main() -> None:
     if args.only != "latency":
         quality(args.sims, designs)
     if args.only != "quality":
-        names = args.models.split(",") if args.models else list(MODELS)
-        latency(args.sims, designs, args.seed, {name: MODELS[name] for name in names})
+        family = HELD_OUT if args.held_out else MODELS
+        names = args.models.split(",") if args.models else list(family)
+        latency(args.sims, designs, args.seed, {name: family[name] for name in names})
     print(f"\n({time.monotonic() - start:.0f} s)")
 
 

@@ -38,6 +38,7 @@ REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
+from bankbench.sweep.harbor_job import SKIP_PROVIDER_MAPPING  # noqa: E402
 from tests.support.fault_proxy import FaultProxy, FaultSchedule  # noqa: E402
 
 FAULTS = ["http_429", "http_500", "http_503", "drop_before_first_byte", "drop_mid_stream",
@@ -97,6 +98,7 @@ def _harbor_cmd(tasks: Path, jobs: Path, name: str, base_url: str, model: str,
         "--agent", "agents.banking:BankingAgent", "-m", model,
         "--env", "environments.local:LocalEnvironment", "-n", str(concurrency),
         "-k", str(attempts), "-o", str(jobs), "--job-name", name, "--quiet", "--yes",
+        SKIP_PROVIDER_MAPPING,  # as a sweep runs it: no LiteLLM import for the provider
         "--ak", f"base_url={base_url}", "--ak", f"api_key_env={KEY_ENV}",
         "--ak", f"request_timeout_s={CLIENT_TIMEOUT_S}",
         "--ak", "nvext_annotations=output_replay_id:soak-{scenario_id}:{request_index}",

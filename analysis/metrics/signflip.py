@@ -10,40 +10,32 @@ test, so whichever of them is exact under the run's real noise holds the level):
   ranks of the differences (Wilcoxon's statistic: a few very slow trials weigh by their rank)
   are compared with every pattern of signs (all 2^n up to EXACT_UP_TO pairs, else SWAPS drawn).
   Exact when trials are independent: heavy tails, a few slow trials, uneven request counts and
-  repeats keep it so. Not when trials that ran together share the server's moments;
-- **time blocks**: trials that ran together share the server's moments, so whole blocks of as
-  many trials as ran together (the concurrency), in running order, are the units. With
-  MIN_PAIRED_BLOCKS blocks or more, the pairs' differences summed per block, by signed ranks
-  (blocks at one point of both runs hold the same scenarios: what the scenarios bring
-  cancels); with fewer, each run's blocks summarised by their trials' mean figure and compared
-  by rank sum (Mann-Whitney) over every split of the pooled blocks (or SWAPS drawn) —
-  unpaired, which scenario differences between blocks only make conservative. Which of the
-  two runs is fixed by the design (trials and concurrency), never by the data. At concurrency
-  1 nothing ran together and the paired trials alone decide.
+  repeats keep it so. Not when trials share the server's moments or its drift;
+- **the long run**: the pairs' log ratios averaged per block of as many trials as ran together
+  (the concurrency), in running order, tested by batch means on Student's t with a drift
+  check (`analysis.metrics.longrun`): trials that ran together, and a server whose speed
+  drifts through each run, count as the few independent stretches they are. Runs too short
+  to estimate their own drift, or that drift within themselves, get no p: the compare says it
+  cannot tell.
 
 Why per trial: a percentile of the two runs' pooled requests, swapped unit by unit, is moved
 only by the units whose requests sit near that percentile, so a shift of every request would
-read as nothing; per-trial figures weigh every trial the same and see it. A server whose speed
-wanders through each run is held by neither test: a difference is also required to stand
-clear of the run's own visible wander (`analysis.metrics.wander`); a wander that shifts a whole
-run with little movement inside it is held by nothing on one pair of runs (repeat the runs).
+read as nothing; per-trial figures weigh every trial the same and see it (a p99 row is each
+trial's p99, tested like any other figure: no bootstrap over requests, which would count them
+as independent).
 """
 
 from __future__ import annotations
 
 import itertools
 from functools import cache
-from math import comb
 
 import numpy as np
 import pandas as pd
 
-from analysis.metrics.wander import block_means, clear_of_wander
+from analysis.metrics.longrun import BATCHES, MIN_BLOCKS, block_means, long_run_test
 
 EXACT_UP_TO = 16
-EXACT_SPLITS = 50_000
-# Paired blocks give 2^w sign patterns: from 10 blocks a two-sided p can reach 0.002.
-MIN_PAIRED_BLOCKS = 10
 SWAPS = 20_000
 SEED = 0
 # The slowdown a latency verdict must be able to see: a run that would not call it says it
@@ -102,46 +94,16 @@ def signed_rank_test(differences: np.ndarray, swaps: int = SWAPS, seed: int = SE
     return (1 + beyond) / (swaps + 1), lean
 
 
-def rank_sum_test(base: np.ndarray, other: np.ndarray, swaps: int = SWAPS, seed: int = SEED
-                  ) -> tuple[float, float]:
-    """(two-sided p that `other`'s values are no higher or lower than `base`'s, by rank sum
-    over every split of the pooled values, the direction `other` leans); p NaN unless both
-    sides have two values."""
-    a, b = np.asarray(base, dtype=float), np.asarray(other, dtype=float)
-    if len(a) < 2 or len(b) < 2:
-        return np.nan, 0.0
-    ranks = pd.Series(np.concatenate([a, b])).rank(method="average").to_numpy()
-    centre = len(b) * (len(ranks) + 1) / 2
-    observed = ranks[len(a):].sum() - centre
-    if comb(len(ranks), len(b)) <= EXACT_SPLITS:
-        sums = ranks[_all_splits(len(ranks), len(b))].sum(axis=1)
-        p = float(np.mean(np.abs(sums - centre) >= abs(observed) - 1e-9))
-    else:
-        rng = np.random.default_rng(seed)
-        beyond = 0
-        for start in range(0, swaps, 2000):
-            picks = rng.random((min(swaps, start + 2000) - start, len(ranks))).argsort(axis=1)
-            sums = ranks[picks[:, :len(b)]].sum(axis=1)
-            beyond += int((np.abs(sums - centre) >= abs(observed) - 1e-9).sum())
-        p = (1 + beyond) / (swaps + 1)
-    return p, float(np.sign(observed))
-
-
-@cache
-def _all_splits(n: int, k: int) -> np.ndarray:
-    return np.array(list(itertools.combinations(range(n), k)), dtype=np.int64).reshape(-1, k)
-
-
 def paired_wave_tests(base: pd.DataFrame, other: pd.DataFrame, qs: tuple[float | None, ...],
-                      wave: int) -> list[tuple[float, float, int, float]]:
+                      wave: int) -> list[tuple[float, float, int, float, str]]:
     """Per q in `qs` (None: the mean): (p, the direction other − base leans, trial pairs, p
-    of the same run made EFFECT times slower). p is the larger of the paired trials' and the
-    time blocks' (both must reject), and 1 when the difference does not stand clear of the
-    run's own wander (`analysis.metrics.wander`); NaN when a test cannot be computed, 1 when
-    the tests lean opposite ways. At concurrency 1 no trials ran together and the paired
-    trials alone decide. The last p is of the other run's figures rescaled so they are EFFECT
-    times the base's on average (log ratios; what the run could have called): NaN for figures
-    that are not all positive (shares), which have no such scale."""
+    of the same run made EFFECT times slower, why no p). p is the larger of the paired
+    trials' and the time blocks' long-run test (both must reject; 1 when they lean opposite
+    ways); NaN when the runs are too short to estimate their own drift, 1 when they drift
+    within themselves, with the reason (`analysis.metrics.longrun`). The fourth figure is p
+    of the other run's figures rescaled so they are EFFECT times the base's on average (log
+    ratios; what the run could have called): NaN for figures that are not all positive
+    (shares), which have no such scale."""
     b, o = _per_trial(base, qs), _per_trial(other, qs)
     common = b.index.intersection(o.index)
     size = max(1, int(wave))
@@ -149,46 +111,29 @@ def paired_wave_tests(base: pd.DataFrame, other: pd.DataFrame, qs: tuple[float |
         kind="stable").index
     out = []
     for k in range(len(qs)):
-        base_k, other_k = b[k].to_numpy(dtype=float), o[k].to_numpy(dtype=float)
-        paired = (b.loc[order, k].to_numpy(dtype=float), o.loc[order, k].to_numpy(dtype=float))
-        p, lean = _called(*paired, base_k, other_k, size)
+        base_k, other_k = b.loc[order, k].to_numpy(dtype=float), o.loc[order, k].to_numpy(
+            dtype=float)
+        p, lean, why = _called(base_k, other_k, size)
         seen = np.nan
         if len(common) and (np.concatenate([base_k, other_k]) > 0).all():
-            scale = EFFECT / np.exp(np.mean(np.log(paired[1] / paired[0])))
-            seen, _ = _called(paired[0], paired[1] * scale, base_k, other_k * scale, size)
-        out.append((p, lean, len(common), seen))
+            scale = EFFECT / np.exp(np.mean(np.log(other_k / base_k)))
+            seen, _, _ = _called(base_k, other_k * scale, size)
+        out.append((p, lean, len(common), seen, why))
     return out
 
 
-def _called(base: np.ndarray, other: np.ndarray, base_all: np.ndarray, other_all: np.ndarray,
-            size: int) -> tuple[float, float]:
-    """(p, lean) of the paired figures `base`/`other` (running order) and each run's own
-    figures `base_all`/`other_all`: the trial test, the block test above concurrency 1, and
-    the wander gate on the blocks' log ratios (differences when a figure is not positive)."""
+def _called(base: np.ndarray, other: np.ndarray, size: int) -> tuple[float, float, str]:
+    """(p, lean, why no p) of the paired figures `base`/`other` in running order: the
+    trial test and the long-run test of their blocks' log ratios (differences when a figure
+    is not positive)."""
     d = other - base
     p, lean = signed_rank_test(d)
-    if size > 1:
-        timed, timed_lean = _blocks_test(base_all, other_all, d, size)
-        if np.isnan(p) or np.isnan(timed):
-            p = np.nan
-        else:
-            p = max(p, timed) if lean == timed_lean else 1.0
     positive = len(d) and (base > 0).all() and (other > 0).all()
     relative = np.log(other / base) if positive else d
-    if not np.isnan(p) and not clear_of_wander(block_means(relative, size)):
-        p = 1.0
-    return p, lean
-
-
-def _blocks_test(base: np.ndarray, other: np.ndarray, paired: np.ndarray, size: int
-                 ) -> tuple[float, float]:
-    """The time-block test, chosen by the design alone (so choosing costs no level): with
-    MIN_PAIRED_BLOCKS blocks or more, the paired differences summed per block of `size` in
-    running order, by signed ranks (blocks at one point of both runs hold the same scenarios,
-    so what the scenarios bring cancels); with fewer, too few sign patterns exist and each
-    run's block means are compared by rank sum, unpaired."""
-    n_blocks = -(-len(paired) // size)
-    if n_blocks >= MIN_PAIRED_BLOCKS:
-        return signed_rank_test(np.bincount(np.arange(len(paired)) // size, weights=paired))
-    return rank_sum_test(*[pd.Series(side).groupby(np.arange(len(side)) // size).mean()
-                           .to_numpy() for side in (base, other)])
+    timed, timed_lean, why = long_run_test(block_means(relative, size),
+                                           MIN_BLOCKS if positive else BATCHES)
+    if why:
+        return timed, 0.0, why
+    if np.isnan(timed) or np.isnan(p):
+        return np.nan, 0.0, "too few trials to test"
+    return (max(p, timed) if lean == timed_lean else 1.0), lean, ""

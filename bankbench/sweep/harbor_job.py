@@ -41,6 +41,11 @@ class JobAborted(RuntimeError):
     """The job was stopped from outside Harbor (its server went away); the message says why."""
 
 
+# Harbor's flag (hidden in its --help) that passes -m unchanged, without LiteLLM's provider
+# resolution; a job's config.json keeps it, so `harbor job resume` skips it too.
+SKIP_PROVIDER_MAPPING = "--skip-model-parsing-and-provider-mapping"
+
+
 def harbor_executable() -> str:
     """The `harbor` next to this interpreter (the project venv), else whatever is on PATH."""
     beside = Path(sys.executable).with_name("harbor")
@@ -64,6 +69,10 @@ def harbor_run_argv(
         "--jobs-dir", str(sweep_dir),
         "--job-name", job_name,
         "--quiet", "--yes",
+        # The agent reads its endpoint and model itself (--ak base_url, the -m name without
+        # its provider): Harbor's provider mapping would only import LiteLLM, ~5 CPU-s of
+        # every Harbor process on 2 cores for nothing the agent uses.
+        SKIP_PROVIDER_MAPPING,
         "--ak", f"base_url={base_url}",
     ]
     for key, value in sorted(config.agent_kwargs.items()):

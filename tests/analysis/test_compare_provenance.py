@@ -182,13 +182,17 @@ def test_paired_compare_of_latency_percentiles(tmp_path):
     noisy = latency_job(tmp_path / "noisy", [30.0, -30.0] * 6, seed=3)
     report = write_report(base, out=tmp_path / "r", compare=[slower, noisy], draw=False)
     called = verdicts(report)
-    assert called[("c2", "slower", "ttft_ms_p50")] == "worse"
-    assert called[("c2", "slower", "e2e_ms_p99")] == "worse"
-    assert called[("c2", "noisy", "ttft_ms_p50")] == "no clear difference"
+    # 12 blocks of two co-running trials: too few to estimate a drift of the server, so
+    # even a clear slowdown gets no verdict (longer runs: tests/analysis/test_compare_power.py)
+    for source, key in (("slower", "ttft_ms_p50"), ("slower", "e2e_ms_p99"),
+                        ("noisy", "ttft_ms_p50")):
+        assert called[("c2", source, key)] == "cannot tell", (source, key)
+    # a share keeps a verdict on fewer blocks (analysis/metrics/longrun.py)
     assert called[("c2", "slower", "error_rate")] == "no clear difference"  # none failed
     assert called[("c2", "slower", "request_throughput")] == ""  # a window figure: no interval
     rows = pd.DataFrame(json.loads((report.parent / "summary.json").read_text())["comparison"])
     row = rows[(rows["source"] == "slower") & (rows["metric"] == "ttft_ms_p50")].iloc[0]
+    assert "too short" in row["power_note"]
     assert row["delta"] == pytest.approx(row["value"] - row["baseline"])
     assert row["delta_ci_low"] > 0 and row["n_paired"] == 12
 

@@ -55,3 +55,16 @@ def test_capacity_takes_the_same_format(capsys):
     with pytest.raises(SystemExit):
         main(["capacity", "--profile", "cpu-mocker", "--slo", "ttft_ms=500"])
     assert "e.g. ttft_p90_ms" in capsys.readouterr().err
+
+
+def test_building_the_cli_parser_does_not_import_pandas():
+    # Every CLI call builds the whole parser (capacity's --tier help quotes the default tiers);
+    # pandas costs about a CPU-second to import, paid by `check`, `serve` and every refusal.
+    import subprocess
+    import sys
+
+    probe = ("import sys; from bankbench.cli import build_parser; build_parser(); "
+             "print('pandas' in sys.modules)")
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                          check=True)
+    assert done.stdout.strip() == "False"

@@ -11,6 +11,8 @@ from pathlib import Path
 
 from tokenizers import Tokenizer
 
+from bankbench.sweep.harbor_job import SKIP_PROVIDER_MAPPING
+
 
 def token_count(text: str) -> int:
     """Tokens of `text` by the mock model's tokenizer (the mocker's own)."""
@@ -29,6 +31,7 @@ def run_job(tasks: Path, stack, jobs: Path, name: str, include: list[str], prefi
     cmd = [str(harbor), "run", "-p", str(tasks), "-n", str(len(include)),
            "--agent", "agents.banking:BankingAgent", "-m", f"openai/{stack.model}",
            "--env", "environments.local:LocalEnvironment", "-o", str(jobs), "--job-name", name,
+           SKIP_PROVIDER_MAPPING,
            "--ak", f"base_url={stack.base_url}", "--ak", "api_key_env=BANKBENCH_E2E_KEY",
            "--ak", f"nvext_annotations=output_replay_id:{prefix}{{scenario_id}}:{{request_index}}"]
     for task in include:

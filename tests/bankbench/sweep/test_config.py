@@ -188,6 +188,7 @@ def test_harbor_run_argv_carries_level_attempts_and_agent_options(tmp_path):
     assert "--ak base_url=http://h/v1" in joined and "--ak self_eval=true" in joined
     assert "agents.banking:BankingAgent" in cmd
     assert "environments.local:LocalEnvironment" in cmd
+    assert harbor_job.SKIP_PROVIDER_MAPPING in cmd  # no LiteLLM import in every Harbor process
 
 
 def test_conversation_mode_and_its_turn_limit():

@@ -1,0 +1,143 @@
+"""Whether two runs' paired figures differ when the server's speed may drift through each run.
+
+The paired figures (each trial's log ratio, other over base, averaged per block of the trials
+that ran together, in running order) are a time series. A server whose speed drifts makes
+neighbouring blocks lean together, so their mean varies far more than their scatter says and
+a test counting blocks as independent calls identical runs different. Two parts hold that:
+
+- **the long-run variance of the mean, by batch means**: the blocks are cut into `BATCHES`
+  contiguous batches in time order; the batch means' spread estimates the variance of the
+  overall mean *including* whatever correlation lives within a batch, and the mean over that
+  standard error is referred to Student's t on `BATCHES - 1` degrees of freedom (exact when
+  the batch means are independent and normal; approximately so when the drift forgets itself
+  within a batch, i.e. its correlation time is short against `n / BATCHES` blocks). Each
+  batch's mean is trimmed (`TRIM` of its blocks off each end): one very slow trial moves a
+  batch mean far enough to hide a real difference behind it (a 1.5x slowdown with 5 % of
+  trials 3-8x slower was called 0.63 of the time untrimmed, 0.87 trimmed, below); with
+  identical runs a block's paired log ratio is as likely + as -, so a trimmed batch mean
+  stays centred on 0 and the t reference keeps its level;
+- **a drift check**: a drift slower than a batch leaves the batch means correlated and the t
+  reference too lenient, but it also shows as blocks that lean on their neighbours. Von
+  Neumann's ratio (mean squared step between neighbours over twice the variance: ~1 for
+  independent blocks, small when they lean together) is compared with its distribution over
+  every order of the same blocks (`DRIFT_SHUFFLES` drawn; exact under exchangeable blocks,
+  whatever their distribution); below its `DRIFT_ALPHA` quantile the runs drift within
+  themselves and the row says it cannot tell, never a verdict.
+
+A run shorter than `MIN_BLOCKS` blocks is too short to estimate its own drift: a drift of the
+size and memory the compare is checked against (AR(1) 0.8-0.9 between blocks, sd 0.3 in log
+per run) shifts a whole 14-block run by as much as a 1.5x slowdown while moving little within
+it, so no rule on one pair of such runs holds its error rate and keeps any power (a test that
+knew the drift exactly would see a 1.5x slowdown ~25 % of the time). Those rows say they
+cannot tell; a verdict needs longer runs (more scenarios, or repeats, at a concurrency that
+leaves at least `MIN_BLOCKS` blocks) or more runs per side. The bound is for latency, which the
+compare was checked against drifting servers on; shares (error rate, integrity classes) were
+not, and keep a verdict from `BATCHES` blocks, with the batch means and the drift check.
+
+Error rate: with independent blocks the check rejects DRIFT_ALPHA of pairs and the t test
+holds its level exactly (normal batch means) on the rest: at most the level. Under drift the
+check and the batch means together were set on a plain Gaussian model (two independent AR(1)
+drifts, sd 0.3, plus block noise sd 0.2, 10,000 draws per cell, at the Holm level 0.05 / 7):
+at 42 blocks false calls per row 0.006 (AR 0.8), 0.016 (0.9), 0.041 (0.95), 0.14 (0.98: a
+drift as slow as the run), while a 1.5x slowdown on independent blocks is called 0.95 of the
+time; at 30 blocks (untrimmed) AR 0.95 reached 0.10, hence MIN_BLOCKS. benchmarks/compare_small_n.py
+measures it through the compare itself, on the family and on held-out servers.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+BATCHES = 6
+TRIM = 0.2
+MIN_BLOCKS = 40
+DRIFT_ALPHA = 0.05
+DRIFT_SHUFFLES = 2000
+SEED = 0
+
+
+def block_means(paired: np.ndarray, size: int) -> np.ndarray:
+    """Paired values averaged per block of `size` in running order (the last block shorter)."""
+    block = np.arange(len(paired)) // max(1, int(size))
+    return np.bincount(block, weights=np.asarray(paired, dtype=float)) / np.bincount(block)
+
+
+def _von_neumann(x: np.ndarray) -> np.ndarray:
+    """Mean squared step over twice the variance, per row of `x` (NaN for a constant row)."""
+    centred = x - x.mean(axis=-1, keepdims=True)
+    spread = (centred ** 2).sum(axis=-1) / (x.shape[-1] - 1)
+    steps = np.mean(np.diff(x, axis=-1) ** 2, axis=-1) / 2
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(spread > 0, steps / spread, np.nan)
+
+
+def drift_p(blocks: np.ndarray, shuffles: int = DRIFT_SHUFFLES, seed: int = SEED) -> float:
+    """One-sided p that the blocks (in running order) lean on their neighbours no more than
+    in a random order; NaN below three blocks, 1 when they do not vary."""
+    x = np.asarray(blocks, dtype=float)
+    if len(x) < 3:
+        return np.nan
+    observed = float(_von_neumann(x[None, :])[0])
+    if np.isnan(observed):
+        return 1.0
+    rng = np.random.default_rng(seed)
+    orders = rng.permuted(np.tile(x, (shuffles, 1)), axis=1)
+    below = int((_von_neumann(orders) <= observed + 1e-12).sum())
+    return (1 + below) / (shuffles + 1)
+
+
+def t_two_sided(t: float, df: int) -> float:
+    """P(|T| >= |t|) for Student's t on integer `df` (Abramowitz & Stegun 26.7.3-4)."""
+    if np.isnan(t):
+        return np.nan
+    theta = math.atan(abs(t) / math.sqrt(df))
+    c2, s = math.cos(theta) ** 2, math.sin(theta)
+    if df % 2:  # odd
+        term, series = 1.0, 1.0 if df > 1 else 0.0
+        for k in range(1, (df - 1) // 2):
+            term *= c2 * (2 * k) / (2 * k + 1)
+            series += term
+        inside = (2 / math.pi) * (theta + (s * math.cos(theta) * series if df > 1 else 0.0))
+    else:
+        term, series = 1.0, 1.0
+        for k in range(1, df // 2):
+            term *= c2 * (2 * k - 1) / (2 * k)
+            series += term
+        inside = s * series
+    return float(min(1.0, max(0.0, 1.0 - inside)))
+
+
+def _trimmed_mean(x: np.ndarray) -> float:
+    cut = int(TRIM * len(x))
+    return float(np.sort(x)[cut:len(x) - cut].mean())
+
+
+def batch_means_test(blocks: np.ndarray, batches: int = BATCHES) -> tuple[float, float]:
+    """(two-sided p that the blocks' centre is 0, by trimmed batch means and t on
+    batches - 1 df, the direction it leans); NaN with fewer blocks than batches."""
+    x = np.asarray(blocks, dtype=float)
+    if len(x) < batches:
+        return np.nan, 0.0
+    means = np.array([_trimmed_mean(part) for part in np.array_split(x, batches)])
+    error = float(means.std(ddof=1)) / math.sqrt(batches)
+    centre = float(means.mean())
+    if error == 0:
+        return (1.0, 0.0) if centre == 0 else (0.0, float(np.sign(centre)))
+    return t_two_sided(centre / error, batches - 1), float(np.sign(centre))
+
+
+def long_run_test(blocks: np.ndarray, least: int = MIN_BLOCKS) -> tuple[float, float, str]:
+    """(p, lean, why no verdict) for the blocks' mean being 0. Runs too short to estimate
+    their own drift: NaN (fixed by the design, so the row is no test of the family). Runs
+    that drift within themselves: p 1 — the data set the row aside, so it still counts in
+    the family's correction, or the rows left would each be tested at a looser level.
+    `least`: the bound on length (MIN_BLOCKS for latency; shares pass BATCHES)."""
+    x = np.asarray(blocks, dtype=float)
+    if len(x) < least:
+        return np.nan, 0.0, f"too short (< {least} blocks) to estimate its own drift"
+    if drift_p(x) <= DRIFT_ALPHA:
+        return 1.0, 0.0, "its server drifted within a run"
+    p, lean = batch_means_test(x)
+    return p, lean, ""
