@@ -55,10 +55,11 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import combinations
-from statistics import NormalDist
 from typing import Any, Literal
 
 import numpy as np
+
+from analysis.metrics.student_t import t_quantile
 
 Calls = list[tuple[str, Any]]
 PairMetric = Callable[[Calls, Calls], float]
@@ -67,16 +68,6 @@ Outcome = Literal["intact", "degraded", "inconclusive", "undecidable"]
 DEFAULT_ALPHA = 0.05
 DEFAULT_MARGIN = 0.10
 REPORT_CONFIDENCE = 0.95
-
-
-def t_quantile(p: float, df: float) -> float:
-    """Student's t quantile (Cornish-Fisher expansion around the normal; within 1 % of the
-    exact value for df ≥ 3 at the tails used here: numpy has no t distribution)."""
-    z = NormalDist().inv_cdf(p)
-    if not math.isfinite(df) or df <= 0:
-        return z
-    return (z + (z ** 3 + z) / (4 * df) + (5 * z ** 5 + 16 * z ** 3 + 3 * z) / (96 * df ** 2)
-            + (3 * z ** 7 + 19 * z ** 5 + 17 * z ** 3 - 15 * z) / (384 * df ** 3))
 
 
 def declines_agree(metric: PairMetric) -> PairMetric:

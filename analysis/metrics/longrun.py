@@ -50,6 +50,8 @@ import math
 
 import numpy as np
 
+from analysis.metrics.student_t import t_two_sided
+
 BATCHES = 6
 TRIM = 0.2
 MIN_BLOCKS = 40
@@ -86,27 +88,6 @@ def drift_p(blocks: np.ndarray, shuffles: int = DRIFT_SHUFFLES, seed: int = SEED
     orders = rng.permuted(np.tile(x, (shuffles, 1)), axis=1)
     below = int((_von_neumann(orders) <= observed + 1e-12).sum())
     return (1 + below) / (shuffles + 1)
-
-
-def t_two_sided(t: float, df: int) -> float:
-    """P(|T| >= |t|) for Student's t on integer `df` (Abramowitz & Stegun 26.7.3-4)."""
-    if np.isnan(t):
-        return np.nan
-    theta = math.atan(abs(t) / math.sqrt(df))
-    c2, s = math.cos(theta) ** 2, math.sin(theta)
-    if df % 2:  # odd
-        term, series = 1.0, 1.0 if df > 1 else 0.0
-        for k in range(1, (df - 1) // 2):
-            term *= c2 * (2 * k) / (2 * k + 1)
-            series += term
-        inside = (2 / math.pi) * (theta + (s * math.cos(theta) * series if df > 1 else 0.0))
-    else:
-        term, series = 1.0, 1.0
-        for k in range(1, df // 2):
-            term *= c2 * (2 * k - 1) / (2 * k)
-            series += term
-        inside = s * series
-    return float(min(1.0, max(0.0, 1.0 - inside)))
 
 
 def _trimmed_mean(x: np.ndarray) -> float:

@@ -15,8 +15,8 @@ from analysis.metrics.longrun import (
     block_means,
     drift_p,
     long_run_test,
-    t_two_sided,
 )
+from analysis.metrics.student_t import t_two_sided
 
 
 def _ar1(rng: np.random.Generator, n: int, rho: float, sd: float) -> np.ndarray:

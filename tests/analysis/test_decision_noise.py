@@ -23,8 +23,8 @@ from analysis.decision_noise import (
     pair_mean,
     scenario_divergences,
     side_by_side_groups,
-    t_quantile,
 )
+from analysis.metrics.student_t import t_quantile
 
 A = [("a", {}), ("b", {})]
 B = [("a", {}), ("c", {})]
