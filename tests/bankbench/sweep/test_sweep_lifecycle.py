@@ -119,9 +119,10 @@ def _refusals_while_it_runs(first: subprocess.Popen, state, out: Path, sweep: Pa
     assert "choose another --name" in again.stderr
 
 
-def test_a_server_that_dies_stops_the_sweep_which_resumes_on_a_new_port(tmp_path):
+def test_a_server_that_dies_stops_the_sweep_which_resumes_on_a_new_port(tmp_path, stack):
     """One sweep's life: refusals while it runs, its server lost mid-level, the stop, and the
-    resume on another port that completes every level with each task once (nothing merged)."""
+    resume on another port that completes every level with each task once (nothing merged).
+    The server it comes back to is the module's (another stack, another port)."""
     from analysis.status import trial_status
     from bankbench.serve import api
 
@@ -153,13 +154,9 @@ def test_a_server_that_dies_stops_the_sweep_which_resumes_on_a_new_port(tmp_path
         assert "level 2: the server stopped answering" in text
     assert not (sweep / "c2").exists()
 
-    new = _stack(tmp_path / "stack2")  # back, at another port
-    try:
-        assert new.base_url != old.base_url
-        done = bankbench("sweep", "--resume", str(sweep), "--base-url", new.base_url,
-                         timeout=600)
-    finally:
-        api.down(new)
+    new = stack  # back, at another port
+    assert new.base_url != old.base_url
+    done = bankbench("sweep", "--resume", str(sweep), "--base-url", new.base_url, timeout=600)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     assert f"resuming against {new.base_url}" in done.stdout
     manifest = json.loads((sweep / "sweep.json").read_text())
