@@ -20,12 +20,11 @@ SLOTS = 4  # the worker's default --parallel
 
 
 @contextmanager
-def cpu_tiny_stack(state_dir: Path, worker_args: str = "") -> Iterator[ServerState]:
+def cpu_tiny_stack(state_dir: Path) -> Iterator[ServerState]:
     """Up for the block, then down with every process of it gone (skips the test where the
-    xllamacpp wheel cannot be installed). `worker_args`: extra flags of the llama.cpp worker."""
-    options = {"worker_args": worker_args} if worker_args else {}
+    xllamacpp wheel cannot be installed)."""
     try:
-        state = api.up("cpu-tiny", state_dir=state_dir, options=options)
+        state = api.up("cpu-tiny", state_dir=state_dir)
     except ServeError as exc:
         if exc.component == llamacpp.COMPONENT:
             pytest.skip(f"the xllamacpp wheel cannot be installed here: {exc.cause}")
