@@ -75,19 +75,27 @@ def _von_neumann(x: np.ndarray) -> np.ndarray:
         return np.where(spread > 0, steps / spread, np.nan)
 
 
-def drift_p(blocks: np.ndarray, shuffles: int = DRIFT_SHUFFLES, seed: int = SEED) -> float:
-    """One-sided p that the blocks (in running order) lean on their neighbours no more than
-    in a random order; NaN below three blocks, 1 when they do not vary."""
-    x = np.asarray(blocks, dtype=float)
-    if len(x) < 3:
+def drift_p(*series: np.ndarray, shuffles: int = DRIFT_SHUFFLES, seed: int = SEED) -> float:
+    """One-sided p that blocks in running order lean on their neighbours no more than in a
+    random order: NaN below three blocks, 1 when none varies. Several series of one pair of
+    runs (its latency columns, block for block) are checked at once: each arrangement's
+    smallest per-series p (its von Neumann ratio's rank over every arrangement) against the
+    same over one shuffle of the blocks shared by every series, so the check of all of them
+    holds its level as one test of one, whatever their correlation (exact under
+    exchangeable blocks)."""
+    x = np.atleast_2d(np.asarray(series, dtype=float))
+    if x.shape[-1] < 3:
         return np.nan
-    observed = float(_von_neumann(x[None, :])[0])
-    if np.isnan(observed):
+    x = x[np.ptp(x, axis=-1) > 0]
+    if not len(x):
         return 1.0
     rng = np.random.default_rng(seed)
-    orders = rng.permuted(np.tile(x, (shuffles, 1)), axis=1)
-    below = int((_von_neumann(orders) <= observed + 1e-12).sum())
-    return (1 + below) / (shuffles + 1)
+    orders = np.argsort(rng.random((shuffles, x.shape[-1])), axis=1)
+    # Arrangement 0 is the running order; the rest are shuffles.
+    ratios = _von_neumann(np.concatenate([x[:, None, :], x[:, orders]], axis=1))
+    ranks = np.stack([np.searchsorted(np.sort(r), r, side="right") for r in ratios])
+    least = ranks.min(axis=0)
+    return float(np.mean(least <= least[0] + 1e-12))
 
 
 def _trimmed_mean(x: np.ndarray) -> float:
@@ -109,16 +117,19 @@ def batch_means_test(blocks: np.ndarray, batches: int = BATCHES) -> tuple[float,
     return t_two_sided(centre / error, batches - 1), float(np.sign(centre))
 
 
-def long_run_test(blocks: np.ndarray, least: int = MIN_BLOCKS) -> tuple[float, float, str]:
+def long_run_test(blocks: np.ndarray, least: int = MIN_BLOCKS, drift: float | None = None
+                  ) -> tuple[float, float, str]:
     """(p, lean, why no verdict) for the blocks' mean being 0. Runs too short to estimate
     their own drift: NaN (fixed by the design, so the row is no test of the family). Runs
     that drift within themselves: p 1 — the data set the row aside, so it still counts in
     the family's correction, or the rows left would each be tested at a looser level.
-    `least`: the bound on length (MIN_BLOCKS for latency; shares pass BATCHES)."""
+    `least`: the bound on length (MIN_BLOCKS for latency; shares pass BATCHES). `drift`: the
+    drift check's p when it was taken over more than these blocks (every latency column of
+    the pair, `drift_p`); None: these blocks' own."""
     x = np.asarray(blocks, dtype=float)
     if len(x) < least:
         return np.nan, 0.0, f"too short (< {least} blocks) to estimate its own drift"
-    if drift_p(x) <= DRIFT_ALPHA:
+    if (drift_p(x) if drift is None else drift) <= DRIFT_ALPHA:
         return 1.0, 0.0, "its server drifted within a run"
     p, lean = batch_means_test(x)
     return p, lean, ""
