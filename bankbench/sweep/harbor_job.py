@@ -16,7 +16,7 @@ from pathlib import Path
 
 from harbor.models.trial.paths import TrialPaths
 
-from analysis.files import read_job_result
+from analysis.files import read_job_result, read_trial_result
 from analysis.job_paths import JobPaths, is_job_dir, trial_folders
 from analysis.status import trial_status
 from bankbench import procs
@@ -134,12 +134,9 @@ def trial_problem(trial_dir: Path) -> str | None:
     attempt, is a result and stays.
     """
     paths = TrialPaths(trial_dir)
-    try:
-        data = json.loads(paths.result_path.read_text())
-    except (OSError, UnicodeDecodeError, ValueError):
-        return "cut short"
-    if not isinstance(data, dict) or not data.get("trial_name"):
-        return "cut short"
+    result = read_trial_result(trial_dir, [])
+    if result is None or not result.trial_name:
+        return "cut short"  # absent, empty, not JSON, or not a Harbor trial result
     config = paths.config_path
     if config.exists() and not _is_json_object(config):
         return "cut short (its config.json)"  # Harbor's resume would stop on it
@@ -150,15 +147,11 @@ def trial_problem(trial_dir: Path) -> str | None:
 def trial_started_at(trial_dir: Path) -> datetime:
     """When a trial started (wall clock): its result.json's `started_at`, else when Harbor
     wrote its config.json (the trial's first file)."""
-    paths = TrialPaths(trial_dir)
-    try:
-        started = json.loads(paths.result_path.read_text()).get("started_at")
-        if started:
-            at = datetime.fromisoformat(started)
-            return at if at.tzinfo else at.astimezone()  # Harbor writes local naive times
-    except (OSError, ValueError, AttributeError):
-        pass
-    return datetime.fromtimestamp(paths.config_path.stat().st_mtime, UTC)
+    result = read_trial_result(trial_dir, [])
+    if result is not None and result.started_at is not None:
+        at = result.started_at
+        return at if at.tzinfo else at.astimezone()  # Harbor writes local naive times
+    return datetime.fromtimestamp(TrialPaths(trial_dir).config_path.stat().st_mtime, UTC)
 
 
 def infra_failed(trial_dir: Path) -> str | None:

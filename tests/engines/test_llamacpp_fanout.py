@@ -1,6 +1,6 @@
 """Which llama.cpp slots receive a copy of a finished request's long prompt (the policy of
 dynamo/workers/llamacpp_fanout.py; the copies themselves are checked end to end in
-tests/bankbench/serve/test_cpu_tiny.py)."""
+tests/bankbench/serve/test_cpu_tiny_prompt_cache.py)."""
 
 from __future__ import annotations
 

@@ -9,18 +9,17 @@ LONG_FIRST = (
     "tests/reliability/test_sweep_interruption.py",           # ~125
     "tests/bankbench/sweep/test_shards_e2e.py",               # ~125
     "tests/reliability/test_sweep_stop.py",                   # ~120
-    "tests/bankbench/serve/test_cpu_tiny_prompt_cache.py",    # ~115
     "tests/bankbench/capacity/test_capacity_degraded_e2e.py",  # ~85
     "tests/analysis/test_compare_by_scenario.py",             # ~75
     "tests/integrity/test_integrity_real_frontend.py",        # ~70
     "tests/dynamo/routers/test_router_sweep.py",              # ~67
+    "tests/bankbench/serve/test_cpu_tiny_prompt_cache.py",    # ~65
     "tests/bankbench/sweep/test_shards_ray.py",               # ~65
     "tests/bankbench/capacity/test_capacity_noise_e2e.py",    # ~60
     "tests/bankbench/serve/test_cpu_tiny.py",                 # ~60
     "tests/agents/test_conversation_e2e.py",                  # ~60
     "tests/bankbench/capacity/test_capacity_e2e.py",          # ~58
     "tests/analysis/test_notebooks.py",                       # ~55
-    "tests/bankbench/serve/test_cpu_tiny_fanout.py",          # ~54
     "tests/reliability/test_soak.py",                         # ~50
     "tests/analysis/export/test_export_agent_job.py",         # ~50
     "tests/reliability/test_secret_absence.py",               # ~45

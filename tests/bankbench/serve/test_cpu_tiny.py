@@ -282,15 +282,17 @@ def test_the_prebuilt_engine_is_recorded(stack):
 
 
 def test_alternating_conversations_resume_their_saved_prompts(stack):
-    """Agent/evaluator-style alternation: the long prompt comes back from a saved KV state."""
-    policy = " ".join(f"Rule {i}: verify the customer before account {i}." for i in range(80))
+    """Agent/evaluator-style alternation: the long prompt comes back from a saved KV state.
+    "Long" is ~220 tokens against the judge's ~20: the reuse does not depend on the size (with
+    ~1.1k tokens this test took ~41 s on two busy cores, ~9 s now)."""
+    policy = " ".join(f"Rule {i}: verify the customer before account {i}." for i in range(16))
     agent = [{"role": "system", "content": policy}, {"role": "user", "content": "Balance?"}]
     judge = [
         {"role": "system", "content": "You judge answers."},
         {"role": "user", "content": "OK?"},
     ]
     first = chat(stack, messages=agent, max_tokens=2)["usage"]
-    assert first["prompt_tokens"] > 700
+    assert first["prompt_tokens"] > 150
     chat(stack, messages=judge, max_tokens=2)
     again = chat(stack, messages=agent, max_tokens=2)["usage"]
     assert again["prompt_tokens_details"]["cached_tokens"] == first["prompt_tokens"] - 1
