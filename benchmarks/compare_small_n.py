@@ -27,8 +27,10 @@ one pair of runs. The worst case over the family last. Then the same rows' verdi
 1.5x slower on every request, for every model: the share of compares calling TTFT p50 worse
 (detection) and the share saying the runs cannot tell (runs too short to estimate their own
 drift, a drift within them, trials spread as widely as the effect), counted apart from false
-differences. `--seed` moves every draw (the rule's batch means and drift check were set on a
-plain Gaussian model of the blocks, not on this family: analysis/metrics/longrun.py).
+differences. `--seed` moves every draw (the rule's batch means were set on a plain Gaussian
+model of the blocks; its drift check, one over every latency column of a pair with a level
+statistic beside von Neumann's at 10 %, on this family, on other draws than `--seed 0`'s:
+analysis/metrics/longrun.py).
 
 The single-row rule alone, before Holm, by the number of paired scenarios (what sets the
 fewest scenarios a verdict is called on, `MIN_PAIRED_SCENARIOS`): `--by-n`, on a normal and a
@@ -250,7 +252,7 @@ def _latency_cells(sims: int, designs, seed: int, models: dict[str, dict], offse
     """One table of the latency half: a row per model, a cell per design (the share of `sims`
     compares `hit` counts, then the share whose TTFT p50 row cannot tell); returns the worst
     cell by `worst_is` (max for false differences, min for detection)."""
-    print(f"{'model':<22}" + "".join(f"{label(d):>34}" for d in designs))
+    print(f"{'model':<26}" + "".join(f"{label(d):>34}" for d in designs))
     worst: tuple[float, str] | None = None
     for name, model in models.items():
         index = list(MODELS | HELD_OUT).index(name)
@@ -266,7 +268,7 @@ def _latency_cells(sims: int, designs, seed: int, models: dict[str, dict], offse
             # Ties go to the later cell, as the report of the worst case always did.
             if worst is None or worst_is(hits / sims, worst[0]) == hits / sims:
                 worst = (hits / sims, f"{name} at {label(design)}")
-        print(f"{name:<22}" + "".join(f"{c:>34}" for c in cells), flush=True)
+        print(f"{name:<26}" + "".join(f"{c:>34}" for c in cells), flush=True)
     return worst if worst is not None else (float("nan"), "")
 
 
