@@ -23,7 +23,13 @@ from pathlib import Path
 import pytest
 
 from tests.support.built_tasks import CHEAP_LABELS
-from tests.support.cli import HARBOR_ENV, assert_one_line_error, bankbench, wait_for
+from tests.support.cli import (
+    HARBOR_ENV,
+    assert_one_line_error,
+    bankbench,
+    bankbench_here,
+    wait_for,
+)
 
 pytestmark = [pytest.mark.dynamo, pytest.mark.harbor, pytest.mark.slow]
 
@@ -91,8 +97,8 @@ def test_bad_options_are_one_line_before_anything_slow_and_leave_no_directory(tm
              ("--source", str(tmp_path / "nonexistent"), "no such directory"),
              ("--ak", "tool_mod=text", "did you mean --ak tool_mode?")]
     for option, value, why in cases:
-        done = bankbench("sweep", "--profile", "cpu-mocker", option, value, "--out", str(out),
-                         "--name", "x", timeout=120)
+        done = bankbench_here("sweep", "--profile", "cpu-mocker", option, value, "--out",
+                              str(out), "--name", "x")
         assert_one_line_error(done, value.split("=")[0], why)
         assert done.returncode == 2  # a usage error, as argparse's own
         # refused before anything slow: no task built, no server started
