@@ -137,6 +137,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--name", help="sweep directory name (default: capacity-<UTC timestamp>)")
     p.add_argument("--resume", metavar="SWEEP_DIR",
                    help="continue an interrupted search (its options are read back from it)")
+    p.add_argument("--no-plots", action="store_true",
+                   help="skip the figures (the report's and capacity.png): faster")
     from contracts.sweep import STEADY_MULTIPLE
 
     # Every level of the search at steady state unless told otherwise (--steady 0).
@@ -219,7 +221,7 @@ def _run(args: argparse.Namespace) -> int:
         return _fail(str(exc))
     except ServeError as exc:
         return _fail(f"server failed to start: {exc}")
-    _finish(sweep_dir.resolve(), record)
+    _finish(sweep_dir.resolve(), record, draw=not args.no_plots)
     return 0
 
 
@@ -264,7 +266,7 @@ def _plan(args: argparse.Namespace, search) -> int:
     return 0
 
 
-def _finish(sweep_dir: Path, record) -> None:
+def _finish(sweep_dir: Path, record, *, draw: bool) -> None:
     import pandas as pd
 
     from analysis.consistency_report import CONSISTENCY_CSV, console_table
@@ -277,8 +279,8 @@ def _finish(sweep_dir: Path, record) -> None:
         tier_table,
     )
 
-    report = write_report(sweep_dir)
-    plot = draw_frontier(sweep_dir, record)
+    report = write_report(sweep_dir, draw=draw)
+    plot = draw_frontier(sweep_dir, record) if draw else None
     if (sweep_dir / CONSISTENCY_CSV).is_file():
         print("\ndecision consistency per level:\n"
               + console_table(pd.read_csv(sweep_dir / CONSISTENCY_CSV)))

@@ -16,8 +16,12 @@ def _check(*args: str) -> subprocess.CompletedProcess:
 
 @pytest.mark.dynamo
 def test_check_passes_on_the_mocker_stack(scripted_stack):
-    proc = _check("--base-url", scripted_stack.base_url, "--model", scripted_stack.model)
+    # The agent's first request as a sweep with that option sends it: unscripted, the mocker
+    # writes to max_tokens, and the default 1,024 cost ~7 s a mode at its speed.
+    proc = _check("--base-url", scripted_stack.base_url, "--model", scripted_stack.model,
+                  "--ak", "max_tokens=64")
     assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "max_tokens=64" in proc.stdout
     assert "[PASS] models" in proc.stdout and "[PASS] stream" in proc.stdout
     assert "TTFT" in proc.stdout and "tools:named" in proc.stdout
     assert "verdict: the agent can run here" in proc.stdout

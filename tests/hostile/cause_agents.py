@@ -195,7 +195,9 @@ class OutputFlooder(HostileAgent):
 
 
 WRITER_COMMANDS = 6
-FLOOD_SECONDS = 25
+# Long enough for the patient honest trial's call and the next trials' starts to fall inside
+# the flood; every second of it keeps the writers forking on the host's cores.
+FLOOD_SECONDS = 8
 
 
 class PatientHonest(HostileAgent):
@@ -215,7 +217,7 @@ class PatientHonest(HostileAgent):
         await super().run(instruction, environment, context)
 
 
-PATIENCE_SECONDS = 10
+PATIENCE_SECONDS = 3
 
 
 class NameMangler(HostileAgent):
@@ -228,7 +230,7 @@ class NameMangler(HostileAgent):
 
     def attacks(self, task_dir: Path, trial_dir: Path) -> list[str]:
         many = ("python3 -c 'import os\nos.makedirs(b\"/logs/agent/m\\xffny\")\n"
-                "for i in range(21000):\n"
+                f"for i in range({LOG_ENTRIES + 1500}):\n"
                 "    open(b\"/logs/agent/m\\xffny/%d\" % i, \"w\").close()'")
         sock = ("python3 -c 'import socket; s = socket.socket(socket.AF_UNIX); "
                 "s.bind(b\"/logs/agent/s\\xffck\")'")
@@ -240,6 +242,10 @@ class NameMangler(HostileAgent):
         ]
 
 
+# The job's bound on entries one log folder's copy takes (LocalEnvironment's max_log_entries,
+# set by test_agent_causes.py): the mangler leaves 1,500 more. Its default, 20,000, would copy
+# that many files first, half a minute of the job for the same note.
+LOG_ENTRIES = 2000
 INSTALLED = ("ExitNonZero", "ExitBlamingTheNetwork", "KilledByItsTool")
 IN_PROCESS = ("StatusClaimer", "ProviderNamedRaiser", "SetupFailer")
 FILES = ("CallLogOverflower", "TrajectoryBreaker", "NameMangler")

@@ -85,7 +85,8 @@ class TreeGrower(HostileAgent):
     def attacks(self, task_dir: Path, trial_dir: Path) -> list[str]:
         deep = ("python3 -c 'import os\nos.chdir(\"/logs/agent\")\nfor _ in range(3000):\n"
                 "    os.mkdir(\"d\"); os.chdir(\"d\")\nopen(\"bottom\", \"w\").write(\"x\")'")
-        many = ("python3 -c 'import os\nos.makedirs(\"/logs/agent/many\")\nfor i in range(30000):"
+        many = ("python3 -c 'import os\nos.makedirs(\"/logs/agent/many\")\n"
+                f"for i in range({LOG_ENTRIES + 1500}):"
                 "\n    open(f\"/logs/agent/many/{i}\", \"w\").close()'")
         return [
             HONEST_CALL,
@@ -93,6 +94,12 @@ class TreeGrower(HostileAgent):
             many,
             "dd if=/dev/zero of=/logs/agent/big bs=1M count=15 2>&1 | tail -1",
         ]
+
+
+# The job's bound on entries one log folder's copy takes (LocalEnvironment's max_log_entries,
+# set by test_escape_agents.py): the grower leaves 1,500 files more. Its default, 20,000, would
+# copy that many files first, seconds of the job for the same note.
+LOG_ENTRIES = 2000
 
 
 class StatusForger(HostileAgent):

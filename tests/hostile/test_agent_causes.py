@@ -34,7 +34,8 @@ TASK = "banking-002"
 CHOSEN = [n for n in os.environ.get("BANKBENCH_HOSTILE_AGENTS", "").split(",") if n]
 AGENTS = {name: getattr(cause_agents, name).name() for name in CHOSEN or cause_agents.ALL}
 STATE_MB = 256
-BOUNDS = {"scratch_mb": 64, "max_file_mb": 64, "max_processes": 128}
+BOUNDS = {"scratch_mb": 64, "max_file_mb": 64, "max_processes": 128,
+          "max_log_entries": cause_agents.LOG_ENTRIES}
 
 
 @pytest.fixture(scope="module")
@@ -63,6 +64,12 @@ def job(tmp_path_factory, state_dir) -> Path:
     )
 
 
+@pytest.fixture(scope="module")
+def tables(job):
+    """The job as the analysis reads it, once for every test that only reads it."""
+    return load(job)
+
+
 def trial_of(job: Path, cls: str) -> Path:
     if cls not in AGENTS:
         pytest.skip(f"{cls} not run (BANKBENCH_HOSTILE_AGENTS)")
@@ -81,10 +88,10 @@ def test_the_job_finishes_with_every_trial(job):
 
 
 @pytest.mark.parametrize("cls", cause_agents.ALL)
-def test_each_hostile_trial_counts_with_no_more_than_its_honest_call_earns(job, cls):
+def test_each_hostile_trial_counts_with_no_more_than_its_honest_call_earns(job, tables, cls):
     trial = trial_of(job, cls)
     assert len(bank_calls(trial)) == 1  # the honest call landed
-    row = load(job).trials.set_index("trial").loc[trial.name]
+    row = tables.trials.set_index("trial").loc[trial.name]
     assert row.in_quality, (row.status, row.status_reason)
     assert row.status in ("scored", "agent_failed")
     earned = honest_reward(trial, task_dir(job))["tsq"]
@@ -93,8 +100,8 @@ def test_each_hostile_trial_counts_with_no_more_than_its_honest_call_earns(job, 
     assert row.tsq == (rewards.rewards["tsq"] if rewards else 0.0)
 
 
-def test_the_honest_trials_beside_them_keep_their_scores(job):
-    rows = load(job).trials.set_index("trial")
+def test_the_honest_trials_beside_them_keep_their_scores(job, tables):
+    rows = tables.trials.set_index("trial")
     oracle = rows.loc[trials(job)[("oracle", TASK)].name]
     assert (oracle.status, oracle.tsq) == ("scored", 1.0), oracle.status_reason
     patient = trials(job)[("patient-honest", TASK)]
@@ -104,9 +111,8 @@ def test_the_honest_trials_beside_them_keep_their_scores(job):
     assert len(bank_calls(patient)) == 1
 
 
-def test_a_call_log_out_of_every_range_is_read_not_dropped(job, tmp_path):
+def test_a_call_log_out_of_every_range_is_read_not_dropped(job, tables, tmp_path):
     trial = trial_of(job, "CallLogOverflower")
-    tables = load(job)
     row = tables.trials.set_index("trial").loc[trial.name]
     readable = tables.requests[tables.requests.trial == trial.name].set_index("request_id")
     # The server's free-form figures are read number by number: one out of range is dropped,

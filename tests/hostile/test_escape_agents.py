@@ -12,6 +12,7 @@ import json
 import tempfile
 from pathlib import Path
 
+import escape_agents
 import pytest
 
 from analysis.files import read_agent_status, read_trial_result
@@ -25,7 +26,8 @@ TASKS = ("banking-002",)
 AGENTS = {"NamespaceSurvivor": "namespace-survivor", "LinkPlanter": "link-planter",
           "TreeGrower": "tree-grower", "StatusForger": "status-forger",
           "UploadSwapper": "upload-swapper"}
-BOUNDS = {"max_file_mb": 16, "max_processes": 128}
+BOUNDS = {"max_file_mb": 16, "max_processes": 128,
+          "max_log_entries": escape_agents.LOG_ENTRIES}
 
 
 @pytest.fixture(scope="module")
@@ -80,7 +82,7 @@ def test_a_tree_too_deep_or_too_large_costs_only_its_own_logs(job):
     depth = max(len(p.relative_to(trial).parts) for p in trial.rglob("*"))
     assert depth < 200
     count = sum(1 for _ in trial.rglob("*"))
-    assert count < 25_000
+    assert count < BOUNDS["max_log_entries"] + 500  # its own logs' share, and the rest
     note = json.loads((trial / "localenv.json").read_text())
     assert note["logs_left_out"], note
     base = Path(tempfile.gettempdir()) / "bankbench-local-env"  # every trial folder deleted

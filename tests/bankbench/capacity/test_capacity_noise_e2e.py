@@ -38,7 +38,7 @@ def _search(tmp_path: Path, base_url: str, model: str, max_level: int, *more: st
         "capacity", "--base-url", base_url, "--model", model, "--source", "sample",
         "--limit", str(N_SCENARIOS), "--slo", "error_rate=0.5",
         "--max-level", str(max_level), "--max-divergence", "0.35", "--alpha", "0.5",
-        "--max-looks", "1", *more,
+        "--max-looks", "1", "--no-plots", *more,
         "--ak", REPLAY_AK, "--out", str(tmp_path), "--name", "cap", timeout=1200)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     return json.loads((tmp_path / "cap" / "capacity.json").read_text())

@@ -73,7 +73,8 @@ def _job(path: Path, trials: int, finished: bool, n_shards: int | None = None) -
         trial.mkdir()
         (trial / "config.json").write_text("{}")
         (trial / "result.json").write_text(json.dumps(
-            {"trial_name": f"t{i}", "verifier_result": {"rewards": {"tsq": 1}}}))
+            {"trial_name": f"t{i}", "task_name": f"banking-{i:03d}",
+             "verifier_result": {"rewards": {"tsq": 1}}}))
     if n_shards:
         (path / "shard.json").write_text(ShardRecord(
             level=2, shard=int(path.name[1:]), n_shards=n_shards, concurrency=1, tasks=[],
