@@ -19,7 +19,7 @@ import pytest
 from bankbench.sweep.preflight import DEFAULT_TIMEOUT_S
 from contracts.reward import REWARD_KEYS
 from tests.support.built_tasks import copy_tasks
-from tests.support.cli import assert_one_line_error, bankbench, closed_port
+from tests.support.cli import assert_one_line_error, bankbench, bankbench_here, closed_port
 from tests.support.taskdata import sample_rows, write_hub_layout
 
 
@@ -144,7 +144,9 @@ def test_bad_cli_values_are_named(tmp_path, args, culprits):
         args = [*args, "--out", str(tmp_path)]
     if args[:2] == ["tasks", "build"]:
         args = [*args, "--out", str(tmp_path / "out")]
-    done = bankbench(*args, cwd=tmp_path)
+    # In this process: every value is refused before any work; the one-line error of a
+    # process (no traceback) is shown at each command's other doors below and in its tests.
+    done = bankbench_here(*args, cwd=tmp_path)
     if args[0] == "serve":
         # `serve up` announces "starting <profile> …" before it checks the name (reported).
         done.stderr = "\n".join(ln for ln in done.stderr.splitlines()
@@ -243,7 +245,7 @@ def test_check_without_v1_asks_for_the_api_root():
 
 
 def _help(*command: str) -> str:
-    done = bankbench(*command, "--help")
+    done = bankbench_here(*command, "--help")
     assert done.returncode == 0, done.stderr
     return " ".join(done.stdout.split())  # argparse wraps lines
 
@@ -257,7 +259,7 @@ def test_help_says_every_default_and_what_repeats_are():
     # --attempts and --repeats, told apart where both appear
     assert "max(--attempts, --repeats)" in capacity and "--attempts only raises it" in capacity
     for action in ("up", "status", "logs", "down", "metrics", "doctor"):
-        done = bankbench("serve", action, "--help")
+        done = bankbench_here("serve", action, "--help")
         # usage, then the description paragraph, then the options
         blocks = [b for b in done.stdout.split("\n\n") if b.strip()]
         assert blocks[0].startswith("usage:") and not blocks[1].startswith("options:"), \

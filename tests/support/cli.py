@@ -3,6 +3,8 @@ finding processes a test started (by a path only that test uses) among everyone 
 
 from __future__ import annotations
 
+import contextlib
+import io
 import os
 import socket
 import subprocess
@@ -21,6 +23,28 @@ def bankbench(*args: str, env: dict[str, str] | None = None, timeout: float = 12
         [sys.executable, "-m", "bankbench", *args], capture_output=True, text=True,
         timeout=timeout, env={**os.environ, **HARBOR_ENV, **(env or {})}, cwd=cwd,
     )
+
+
+def bankbench_here(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
+    """`bankbench ARGS` run in this process: its exit code, stdout and stderr as `bankbench`
+    gives them, without a Python start-up and the CLI's imports (0.6-3 CPU-s a call). For
+    tests of what a command says and writes; what only a process shows (a traceback printed,
+    signals, the real exit) keeps `bankbench` above."""
+    from bankbench.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    with (contextlib.redirect_stdout(out), contextlib.redirect_stderr(err),
+          contextlib.chdir(cwd) if cwd is not None else contextlib.nullcontext()):
+        try:
+            code = main(list(args))
+        except SystemExit as stop:  # argparse, and `raise SystemExit("message")`
+            code = stop.code
+            if isinstance(code, str):
+                print(code, file=sys.stderr)
+                code = 1
+            code = code or 0
+    return subprocess.CompletedProcess(["bankbench", *args], code, out.getvalue(),
+                                       err.getvalue())
 
 
 def closed_port() -> int:
