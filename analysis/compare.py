@@ -46,7 +46,7 @@ from analysis.metrics.integrity import COLUMNS as INTEGRITY_COLUMNS
 from analysis.metrics.integrity import summary_key
 from analysis.metrics.power import DETECT, GRID, detectable, power_curve
 from analysis.metrics.quality import PAIRED_KEYS, values_for
-from analysis.metrics.signflip import EFFECT, paired_wave_tests
+from analysis.metrics.signflip import EFFECT, paired_request_tests
 from analysis.metrics.throughput import failed_and_counted
 
 COMPARE_KEYS = (
@@ -314,12 +314,15 @@ def _paired_requests(requests: pd.DataFrame, keys: tuple[str, ...], base: tuple[
             by_column.setdefault(REQUEST_KEYS[key][0], []).append(key)
     out: dict[str, tuple[tuple[float, float, float, int, float], float, float, str]] = {}
     wave = max(base[1], other[1])  # trials that ran together at this concurrency
-    for column, wanted in by_column.items():
-        b, o = side(*base, column), side(*other, column)
+    sides = {column: (side(*base, column), side(*other, column),
+                      tuple(REQUEST_KEYS[k][1] for k in wanted))
+             for column, wanted in by_column.items()}
+    # One drift check over every latency column of the pair (analysis.metrics.signflip).
+    all_tested = paired_request_tests(list(sides.values()), wave)
+    for (column, wanted), tested in zip(by_column.items(), all_tested, strict=True):
+        b, o, qs = sides[column]
         data = (b["value"].to_numpy(), b["scenario_id"].to_numpy(), o["value"].to_numpy(),
                 o["scenario_id"].to_numpy())
-        qs = tuple(REQUEST_KEYS[k][1] for k in wanted)
-        tested = paired_wave_tests(b, o, qs, wave)
         if qs[0] is None:  # a share: the mean of 0/1 per request
             found = [paired_cluster_bootstrap_diff_ci(*data)]
         else:

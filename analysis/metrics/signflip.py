@@ -33,10 +33,12 @@ from functools import cache
 import numpy as np
 import pandas as pd
 
-from analysis.metrics.longrun import BATCHES, MIN_BLOCKS, block_means, long_run_test
+from analysis.metrics.longrun import BATCHES, MIN_BLOCKS, block_means, drift_p, long_run_test
 
 EXACT_UP_TO = 16
 SWAPS = 20_000
+CHUNK = 1000
+ENOUGH = 50  # patterns at least as extreme as the observed one: p is clearly not small
 SEED = 0
 # The slowdown a latency verdict must be able to see: a run that would not call it says it
 # cannot tell (analysis/compare.py), rather than "no clear difference".
@@ -86,54 +88,93 @@ def signed_rank_test(differences: np.ndarray, swaps: int = SWAPS, seed: int = SE
     observed, lean = abs(scores.sum()), float(np.sign(scores.sum()))
     if len(d) <= EXACT_UP_TO:
         return float(np.mean(np.abs(_all_signs(len(d)) @ scores) >= observed - 1e-9)), lean
+    # Drawn in chunks, stopped once ENOUGH patterns reach the observed sum (Besag and
+    # Clifford's sequential p, h / draws at the h-th: exact, and a clearly large p costs a
+    # chunk, not every swap); otherwise (1 + beyond) / (swaps + 1) over all of them.
     rng = np.random.default_rng(seed)
-    beyond = 0
-    for start in range(0, swaps, 5000):
-        signs = rng.choice((1.0, -1.0), size=(min(swaps, start + 5000) - start, len(d)))
-        beyond += int((np.abs(signs @ scores) >= observed - 1e-9).sum())
+    beyond, total = 0, scores.sum()
+    for start in range(0, swaps, CHUNK):
+        flips = rng.integers(0, 2, size=(min(swaps, start + CHUNK) - start, len(d)),
+                             dtype=np.uint8)
+        hits = np.cumsum(np.abs(total - 2 * (flips @ scores)) >= observed - 1e-9)
+        if beyond + hits[-1] >= ENOUGH:
+            return ENOUGH / (start + 1 + int(np.argmax(beyond + hits >= ENOUGH))), lean
+        beyond += int(hits[-1])
     return (1 + beyond) / (swaps + 1), lean
 
 
 def paired_wave_tests(base: pd.DataFrame, other: pd.DataFrame, qs: tuple[float | None, ...],
                       wave: int) -> list[tuple[float, float, int, float, str]]:
-    """Per q in `qs` (None: the mean): (p, the direction other − base leans, trial pairs, p
-    of the same run made EFFECT times slower, why no p). p is the larger of the paired
-    trials' and the time blocks' long-run test (both must reject; 1 when they lean opposite
-    ways); NaN when the runs are too short to estimate their own drift, 1 when they drift
-    within themselves, with the reason (`analysis.metrics.longrun`). The fourth figure is p
-    of the other run's figures rescaled so they are EFFECT times the base's on average (log
-    ratios; what the run could have called): NaN for figures that are not all positive
-    (shares), which have no such scale."""
-    b, o = _per_trial(base, qs), _per_trial(other, qs)
-    common = b.index.intersection(o.index)
+    """`paired_request_tests` of one column."""
+    return paired_request_tests([(base, other, qs)], wave)[0]
+
+
+def paired_request_tests(columns: list[tuple[pd.DataFrame, pd.DataFrame, tuple[float | None, ...]]],
+                         wave: int) -> list[list[tuple[float, float, int, float, str]]]:
+    """Per column (its base and other requests, its qs), per q in qs (None: the mean): (p,
+    the direction other − base leans, trial pairs, p of the same run made EFFECT times slower,
+    why no p). p is the larger of the paired trials' and the time blocks' long-run test (both
+    must reject; 1 when they lean opposite ways); NaN when the runs are too short to estimate
+    their own drift, 1 when they drift within themselves, with the reason
+    (`analysis.metrics.longrun`). The drift check of latency figures (all positive) is one
+    check over every such figure of the pair: a server's drift moves all its latencies, and
+    the column that shows it most clearly sets every latency row of the pair aside. The
+    fourth figure is p of the other run's figures rescaled so they are EFFECT times the
+    base's on average (log ratios; what the run could have called): NaN for figures that
+    are not all positive (shares), which have no such scale."""
     size = max(1, int(wave))
-    order = ((b.loc[common, "position"] + o.loc[common, "position"]) / 2).sort_values(
-        kind="stable").index
+    figures = [_paired_figures(base, other, qs) for base, other, qs in columns]
+    # Block for block: the columns of the trials every latency figure has (a column some
+    # trials lack, e.g. no TPOT for one-token replies, keeps its own check).
+    timed = [block_means(np.log(o / b), size) for pairs in figures for b, o in pairs
+             if _positive(b, o)]
+    blocks = max((len(t) for t in timed), default=0)
+    drift = (drift_p(*[t for t in timed if len(t) == blocks]) if blocks >= MIN_BLOCKS
+             else None)
     out = []
-    for k in range(len(qs)):
-        base_k, other_k = b.loc[order, k].to_numpy(dtype=float), o.loc[order, k].to_numpy(
-            dtype=float)
-        p, lean, why = _called(base_k, other_k, size)
-        seen = np.nan
-        if len(common) and (np.concatenate([base_k, other_k]) > 0).all():
-            scale = EFFECT / np.exp(np.mean(np.log(other_k / base_k)))
-            seen, _, _ = _called(base_k, other_k * scale, size)
-        out.append((p, lean, len(common), seen, why))
+    for pairs in figures:
+        tests = []
+        for base_k, other_k in pairs:
+            positive = _positive(base_k, other_k)
+            joint = positive and len(block_means(base_k, size)) == blocks
+            p, lean, why = _called(base_k, other_k, size, drift if joint else None)
+            seen = np.nan
+            if positive and not why:
+                scale = EFFECT / np.exp(np.mean(np.log(other_k / base_k)))
+                seen, _, _ = _called(base_k, other_k * scale, size, drift if joint else None)
+            tests.append((p, lean, len(base_k), seen, why))
+        out.append(tests)
     return out
 
 
-def _called(base: np.ndarray, other: np.ndarray, size: int) -> tuple[float, float, str]:
+def _positive(base: np.ndarray, other: np.ndarray) -> bool:
+    return bool(len(base)) and bool((base > 0).all() and (other > 0).all())
+
+
+def _paired_figures(base: pd.DataFrame, other: pd.DataFrame, qs: tuple[float | None, ...]
+                    ) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Per q, the paired trials' figures (base, other) in running order."""
+    b, o = _per_trial(base, qs), _per_trial(other, qs)
+    common = b.index.intersection(o.index)
+    order = ((b.loc[common, "position"] + o.loc[common, "position"]) / 2).sort_values(
+        kind="stable").index
+    return [(b.loc[order, k].to_numpy(dtype=float), o.loc[order, k].to_numpy(dtype=float))
+            for k in range(len(qs))]
+
+
+def _called(base: np.ndarray, other: np.ndarray, size: int, drift: float | None = None
+            ) -> tuple[float, float, str]:
     """(p, lean, why no p) of the paired figures `base`/`other` in running order: the
-    trial test and the long-run test of their blocks' log ratios (differences when a figure
-    is not positive)."""
+    long-run test of their blocks' log ratios (differences when a figure is not positive;
+    `drift`: the pair's drift check, None for these blocks' own) and the trial test."""
     d = other - base
-    p, lean = signed_rank_test(d)
-    positive = len(d) and (base > 0).all() and (other > 0).all()
+    positive = _positive(base, other)
     relative = np.log(other / base) if positive else d
     timed, timed_lean, why = long_run_test(block_means(relative, size),
-                                           MIN_BLOCKS if positive else BATCHES)
-    if why:
+                                           MIN_BLOCKS if positive else BATCHES, drift)
+    if why:  # no verdict whatever the trials say: spare their test
         return timed, 0.0, why
+    p, lean = signed_rank_test(d)
     if np.isnan(timed) or np.isnan(p):
         return np.nan, 0.0, "too few trials to test"
     return (max(p, timed) if lean == timed_lean else 1.0), lean, ""

@@ -41,6 +41,20 @@ def test_drift_check_sees_neighbours_that_lean_together():
     assert list(block_means(np.arange(5.0), 2)) == [0.5, 2.5, 4.0]
 
 
+def test_one_check_over_several_columns_sees_the_clearest_and_holds_its_level():
+    """The columns of one pair, block for block: a drift plain in one of them is seen beside
+    columns that hide it in noise; with none drifting the check of all rejects about as
+    often as one column's would, however alike the columns are."""
+    rng = np.random.default_rng(4)
+    drift = np.sin(2 * np.pi * np.arange(48) / 48)
+    clear, noisy = drift + rng.normal(0, 0.2, 48), 0.2 * drift + rng.normal(0, 1.0, 48)
+    assert drift_p(noisy) > 0.05 >= drift_p(clear, noisy)
+    alike = [drift_p(*(z + rng.normal(0, 0.3, (3, 48))), seed=k)
+             for k, z in enumerate(rng.normal(0, 1, (200, 48)))]
+    assert 0.01 <= np.mean(np.array(alike) <= 0.05) <= 0.10
+    assert drift_p(np.ones(10), clear[:10]) == drift_p(clear[:10])  # a constant one adds none
+
+
 def test_identical_runs_that_drift_are_rarely_called():
     """Two runs of one server, each drifting (AR(1) 0.9 between blocks, sd 0.3): the long-run
     test calls a difference at 5 % in few of them; counted blocks as independent would in
@@ -74,6 +88,30 @@ def _requests(source: str, n: int, factors: np.ndarray, seed: int) -> pd.DataFra
                           "ok": True,
                           "ttft_ms": 50.0 * (1 + t % 7) * factors[t] * rng.lognormal(0, 0.1)}
                          for t in range(n) for j in range(4)])
+
+
+def test_a_drift_one_latency_column_shows_sets_every_latency_row_of_the_pair_aside():
+    """TTFT drifts plainly through both runs; end-to-end time, far noisier, barely shows it;
+    both rows cannot tell, not only the one whose own blocks give the drift away."""
+    n = 60
+    drifting = np.exp(0.5 * np.sin(2 * np.pi * np.arange(n) / n))
+    requests = pd.concat([_requests("a", n, np.ones(n), 1), _requests("b", n, drifting, 2)])
+    noise = np.random.default_rng(5).lognormal(0, 1.0, len(requests))
+    requests["e2e_ms"] = 2000.0 * noise + requests["ttft_ms"]
+    summary = pd.DataFrame([{"source": s, "level": 1,
+                             **{k: requests.loc[requests["source"] == s, c].median()
+                                for k, c in (("ttft_ms_p50", "ttft_ms"), ("e2e_ms_p50", "e2e_ms"))}}
+                            for s in "ab"])
+    rows = compare_table(summary, None, requests,
+                         keys=("ttft_ms_p50", "e2e_ms_p50")).set_index("metric")
+    own = block_means(np.log(requests[requests["source"] == "b"].groupby("trial", sort=False)
+                             ["e2e_ms"].median().to_numpy()
+                             / requests[requests["source"] == "a"].groupby("trial", sort=False)
+                             ["e2e_ms"].median().to_numpy()), 1)
+    assert drift_p(own) > 0.05  # alone, the e2e row would have given a verdict
+    for key in ("ttft_ms_p50", "e2e_ms_p50"):
+        assert rows.at[key, "verdict"] == CANNOT_TELL
+        assert rows.at[key, "power_note"] == "cannot tell: its server drifted within a run"
 
 
 def _verdict(n: int, factors: np.ndarray) -> tuple[str, str]:

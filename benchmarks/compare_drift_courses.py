@@ -1,6 +1,7 @@
-"""Held-out servers for the latency half of benchmarks/compare_small_n.py: written before the
-latency verdict's long-run-variance rule, never used to choose or tune it, run at the end and
-reported apart from the family in compare_small_n.py (`--held-out`).
+"""Drifting servers of the latency half of benchmarks/compare_small_n.py's design family. They
+were written as held-out servers before the latency verdict's long-run-variance rule and were
+looked at while it was set, so they are design models now (named without "held-out"); the
+servers held out from the rule today are in benchmarks/compare_heldout_servers.py.
 
 Each is a way a server's speed could move through a run that the family's AR(1) wanders do
 not cover. A model is a *course*: per wave of trials that ran together, the log of the
@@ -63,5 +64,5 @@ def step_bursts(rng: np.random.Generator, n: int, side: str) -> np.ndarray:
 
 COURSES = {"step": step, "sinusoid": sinusoid, "bursts": bursts, "one drifts": one_drifts,
            "random walk": random_walk, "step+bursts": step_bursts}
-# The models compare_small_n.py runs with --held-out: the family's iid requests on each course.
-MODELS: dict[str, dict] = {f"held-out {name}": {"course": name} for name in COURSES}
+# Design models of compare_small_n.py: the family's iid requests on each course.
+MODELS: dict[str, dict] = {name: {"course": name} for name in COURSES}
