@@ -170,8 +170,6 @@ def run_sweep(config: SweepConfig, sweep_dir: Path, *, resume: bool = False,
               claim: bool = False, port: int | None = None) -> Path:
     """Run (or continue) a sweep in `sweep_dir`; returns the path of report.md. `claim`: the
     directory name is a default one (a taken name becomes `<name>-2`…)."""
-    from analysis.report import write_report
-
     with open_sweep(config, sweep_dir, resume=resume, claim=claim, port=port) as session:
         for record in list(session.manifest.level_records):
             run_level(session, record.level)
@@ -180,6 +178,10 @@ def run_sweep(config: SweepConfig, sweep_dir: Path, *, resume: bool = False,
         save_manifest(session.sweep_dir, session.manifest)
         # Still under the sweep's lock: a resume cannot start while the report is written.
         print("writing the report ...", flush=True)
+        # Imported here, not before the run: it brings pandas and matplotlib (~2 CPU-s), which
+        # a refused, failed or stopped sweep never needs.
+        from analysis.report import write_report
+
         report = write_report(session.sweep_dir)
         session.manifest.report = str(report)
         save_manifest(session.sweep_dir, session.manifest)

@@ -27,9 +27,14 @@ pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 HARBOR_ENV = {"HARBOR_TELEMETRY": "0", "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
 
 
-def _bankbench(*args: str, timeout: int = 600) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "bankbench", *args], capture_output=True,
-                          text=True, timeout=timeout, env={**os.environ, **HARBOR_ENV})
+def _bankbench(*args: str) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", "bankbench", *args], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env={**os.environ, **HARBOR_ENV})
+
+
+def _finish(proc: subprocess.Popen, timeout: int = 600) -> subprocess.CompletedProcess:
+    out, err = proc.communicate(timeout=timeout)
+    return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
 
 
 def _verdict(stdout: str) -> str:
@@ -39,10 +44,19 @@ def _verdict(stdout: str) -> str:
 def test_check_does_not_suggest_a_mode_whose_first_request_overflows(tmp_path):
     """The context is too small for the text-mode prompt (tool schemas in the system prompt)
     but not for the native one: the check must not suggest text, and asked for text it fails."""
-    with llamacpp_server(tmp_path, n_ctx=2048) as server:
+    # The two checks run side by side, one server slot each (2,048 tokens per request either
+    # way): they share the decode batch instead of taking turns.
+    with llamacpp_server(tmp_path, n_ctx=2048, parallel=2) as server:
         url = ("--base-url", server.base_url, "--model", server.model)
-        free = _bankbench("check", *url, "--ak", "max_tokens=16")
-        chosen = _bankbench("check", *url, "--ak", "tool_mode=text", "--ak", "max_tokens=16")
+        running = [_bankbench("check", *url, "--ak", "max_tokens=16"),
+                   _bankbench("check", *url, "--ak", "tool_mode=text", "--ak", "max_tokens=16")]
+        try:
+            free, chosen = [_finish(p) for p in running]
+        finally:
+            for p in running:
+                if p.poll() is None:
+                    p.kill()
+                    p.wait()
     out = free.stdout
     assert "[FAIL] agent:text" in out, out + free.stderr
     assert "tool_mode=text" not in _verdict(out)

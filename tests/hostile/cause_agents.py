@@ -15,7 +15,7 @@ import json
 import shlex
 from pathlib import Path
 
-from escape_agents import HONEST_CALL
+from escape_agents import HONEST_CALL, LOG_ENTRIES
 from harbor.agents.installed.base import BaseInstalledAgent
 from harbor.environments.base import BaseEnvironment
 from harbor.models.agent.context import AgentContext
@@ -222,7 +222,8 @@ PATIENCE_SECONDS = 3
 
 class NameMangler(HostileAgent):
     """Leaves, under a name that is not UTF-8, links, a FIFO, a socket and more files than a
-    copy takes, so the environment's note of what it left out has to say so."""
+    copy takes (1,500 over the job's LOG_ENTRIES bound), so the environment's note of what it
+    left out has to say so."""
 
     @staticmethod
     def name() -> str:
@@ -242,10 +243,6 @@ class NameMangler(HostileAgent):
         ]
 
 
-# The job's bound on entries one log folder's copy takes (LocalEnvironment's max_log_entries,
-# set by test_agent_causes.py): the mangler leaves 1,500 more. Its default, 20,000, would copy
-# that many files first, half a minute of the job for the same note.
-LOG_ENTRIES = 2000
 INSTALLED = ("ExitNonZero", "ExitBlamingTheNetwork", "KilledByItsTool")
 IN_PROCESS = ("StatusClaimer", "ProviderNamedRaiser", "SetupFailer")
 FILES = ("CallLogOverflower", "TrajectoryBreaker", "NameMangler")

@@ -96,9 +96,10 @@ class TreeGrower(HostileAgent):
         ]
 
 
-# The job's bound on entries one log folder's copy takes (LocalEnvironment's max_log_entries,
-# set by test_escape_agents.py): the grower leaves 1,500 files more. Its default, 20,000, would
-# copy that many files first, seconds of the job for the same note.
+# The bound the hostile jobs set on entries one log folder's copy takes (LocalEnvironment's
+# max_log_entries): the tree grower and cause_agents' name mangler leave 1,500 files more. Its
+# default, 20,000, would copy that many files first, up to half a minute a trial for the same
+# note.
 LOG_ENTRIES = 2000
 
 

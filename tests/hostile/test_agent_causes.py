@@ -19,6 +19,7 @@ import subprocess
 from pathlib import Path
 
 import cause_agents
+import escape_agents
 import pandas as pd
 import pytest
 
@@ -35,7 +36,7 @@ CHOSEN = [n for n in os.environ.get("BANKBENCH_HOSTILE_AGENTS", "").split(",") i
 AGENTS = {name: getattr(cause_agents, name).name() for name in CHOSEN or cause_agents.ALL}
 STATE_MB = 256
 BOUNDS = {"scratch_mb": 64, "max_file_mb": 64, "max_processes": 128,
-          "max_log_entries": cause_agents.LOG_ENTRIES}
+          "max_log_entries": escape_agents.LOG_ENTRIES}
 
 
 @pytest.fixture(scope="module")

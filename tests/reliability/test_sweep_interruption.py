@@ -1,7 +1,8 @@
 """Interrupting a sweep: killed outright (SIGKILL) mid-level and resumed, no finished trial is
-lost or duplicated and nothing keeps running; stopped with Ctrl-C (SIGINT), it exits 130, says
-how to resume, brings down the server it started, and resumes to a clean run. (Other ways of
-stopping one, and how a resumed level is measured: test_sweep_stop.py.)
+lost or duplicated and nothing keeps running; stopped with SIGINT (Ctrl-C, or `kill -INT` when
+started in the background of a script, SIGINT ignored), it exits 130, says how to resume, brings
+down the server it started, and resumes to a clean run. (SIGTERM, and how a resumed level is
+measured: test_sweep_stop.py.)
 
 Real parts throughout: `bankbench sweep` as a subprocess, the real harbor CLI, LocalEnvironment,
 the real Dynamo frontend with the mocker engine (cpu-mocker)."""
@@ -78,7 +79,10 @@ def test_sigkill_mid_level_then_resume_loses_and_duplicates_nothing(tmp_path):
 
 
 def test_sigint_stops_cleanly_and_says_how_to_resume(tmp_path):
-    proc, sweep = start_sweep(tmp_path, "1,2")
+    """Started as `bankbench sweep … &` in a script starts it (SIGINT ignored, which Python and
+    Harbor would keep), `kill -INT` still stops it and Harbor with it: the sweep's own handler
+    is what stops it, at a terminal too."""
+    proc, sweep = start_sweep(tmp_path, "1,2", sigint_ignored=True)
     log = tmp_path / "sweep.out"
     wait_for(lambda: len(finished(sweep / "c1")) >= 2, proc, log)
     before = {"c1": finished(sweep / "c1"), "c2": {}}

@@ -10,7 +10,7 @@ from pathlib import Path
 PREFIX = "as-"
 SECRET = "sk-bankbench-agent-server-secret-0123456789"
 KEY_ENV = "BANKBENCH_AGENT_SERVER_TEST_KEY"
-LONG_TURNS = 10  # the slow scenario: one tool call per turn, for disconnects and parallel load
+LONG_TURNS = 5  # the slow scenario: one tool call per turn, for disconnects and parallel load
 MAX_CONCURRENCY = 2
 
 

@@ -4,11 +4,10 @@
 # workers taking a file at a time, one of them started last would leave a single worker busy
 # long after the others finished. Others keep their collection order.
 LONG_FIRST = (
-    "tests/bankbench/sweep/test_sweep_lifecycle.py",          # ~150
     "tests/agents/test_agent_harbor_e2e.py",                  # ~140
     "tests/reliability/test_sweep_interruption.py",           # ~125
     "tests/bankbench/sweep/test_shards_e2e.py",               # ~125
-    "tests/reliability/test_sweep_stop.py",                   # ~120
+    "tests/bankbench/sweep/test_sweep_lifecycle.py",          # ~95
     "tests/bankbench/capacity/test_capacity_degraded_e2e.py",  # ~85
     "tests/analysis/test_compare_by_scenario.py",             # ~75
     "tests/integrity/test_integrity_real_frontend.py",        # ~70
@@ -20,6 +19,7 @@ LONG_FIRST = (
     "tests/agents/test_conversation_e2e.py",                  # ~60
     "tests/bankbench/capacity/test_capacity_e2e.py",          # ~58
     "tests/analysis/test_notebooks.py",                       # ~55
+    "tests/reliability/test_sweep_stop.py",                   # ~55
     "tests/reliability/test_soak.py",                         # ~50
     "tests/analysis/export/test_export_agent_job.py",         # ~50
     "tests/reliability/test_secret_absence.py",               # ~45

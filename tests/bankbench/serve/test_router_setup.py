@@ -1,30 +1,13 @@
-"""What routed a run, read off the launched frontend's command line, kept in sweep.json and
-named in the report."""
+"""What routed a run, read off the launched frontend's command line (kept in sweep.json and named
+in the report: tests/dynamo/routers/test_router_sweep.py, on its kv router's sweep)."""
 
 from __future__ import annotations
 
 import hashlib
-import json
-
-import pytest
 
 from bankbench.serve.router_setup import from_command, of_state
 from bankbench.serve.state import Component, ServerState
-from tests.support.built_tasks import CHEAP_LABELS
-from tests.support.cli import bankbench
-
-# A policy file Dynamo 1.6.1's frontend accepts (it parses it at start and refuses a bad one).
-POLICY = """default_policy_family: agents
-uncached_isl_buckets:
-  - {min_tokens: 0, bucket: all}
-policy_classes:
-  - name: agents-all
-    policy_family: agents
-    cache_bucket: all
-    queue_policy: wspt
-    quantum: 1
-    prefill_busy_threshold_frac: 0.9
-"""
+from tests.support.router_policy import POLICY
 
 
 def test_flags_and_the_policy_file_are_read_off_the_command(tmp_path):
@@ -57,22 +40,3 @@ def test_the_frontend_component_is_the_one_read(tmp_path):
                                       command=["--router-mode", "kv"])])
     assert of_state(state).mode == "kv"
     assert of_state(state.model_copy(update={"components": []})) is None
-
-
-@pytest.mark.dynamo
-def test_a_profile_sweep_records_its_router_setup_and_the_report_names_it(tmp_path):
-    policy = tmp_path / "policy.yaml"
-    policy.write_text(POLICY)
-    out = tmp_path / "jobs"
-    done = bankbench("sweep", "--profile", "cpu-mocker", "--router", "kv", "--set",
-                     "speedup_ratio=10", "--set", f"frontend_args=--router-policy-config {policy}",
-                     "--levels", "1", "--source", "sample", "--labels", CHEAP_LABELS,
-                     "--limit", "1", "--out", str(out), "--name", "s", timeout=600)
-    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
-    setup = json.loads((out / "s" / "sweep.json").read_text())["router_setup"]
-    assert setup["mode"] == "kv" and setup["policy_config"] == POLICY
-    sha = hashlib.sha256(POLICY.encode()).hexdigest()
-    assert setup["policy_config_sha256"] == sha
-    assert setup["queue_policy"] == "wspt" and setup["queue_policy_from"] == "policy config"
-    assert (f"kv; queue wspt (policy config); policy sha256:{sha[:12]}"
-            in (out / "s" / "report.md").read_text())

@@ -1,7 +1,8 @@
 """A sweep's directory over its life: locked while it runs (a second sweep or a resume aimed at
 it is refused at once, and nothing merges), default names that never collide, refused runs that
 leave nothing behind, and a server that dies mid-sweep: the sweep stops after a bounded re-check,
-says why, exits non-zero, and resumes once the server is back, here on another port.
+says why, exits non-zero, and resumes once the server is back, here on another port. (A profile
+sweep resumed on another port with --port: test_source_fallback.py.)
 
 Real parts: `bankbench sweep` as the user runs it, the real harbor CLI, LocalEnvironment, the
 real Dynamo frontend with the mocker engine."""
@@ -21,9 +22,14 @@ from pathlib import Path
 
 import pytest
 
-from contracts.host_load import HOST_LOAD_FILE, HostLoad
 from tests.support.built_tasks import CHEAP_LABELS
-from tests.support.cli import HARBOR_ENV, assert_one_line_error, bankbench, wait_for
+from tests.support.cli import (
+    HARBOR_ENV,
+    assert_one_line_error,
+    bankbench,
+    bankbench_here,
+    wait_for,
+)
 
 pytestmark = [pytest.mark.dynamo, pytest.mark.harbor, pytest.mark.slow]
 
@@ -91,8 +97,8 @@ def test_bad_options_are_one_line_before_anything_slow_and_leave_no_directory(tm
              ("--source", str(tmp_path / "nonexistent"), "no such directory"),
              ("--ak", "tool_mod=text", "did you mean --ak tool_mode?")]
     for option, value, why in cases:
-        done = bankbench("sweep", "--profile", "cpu-mocker", option, value, "--out", str(out),
-                         "--name", "x", timeout=120)
+        done = bankbench_here("sweep", "--profile", "cpu-mocker", option, value, "--out",
+                              str(out), "--name", "x")
         assert_one_line_error(done, value.split("=")[0], why)
         assert done.returncode == 2  # a usage error, as argparse's own
         # refused before anything slow: no task built, no server started
@@ -119,9 +125,10 @@ def _refusals_while_it_runs(first: subprocess.Popen, state, out: Path, sweep: Pa
     assert "choose another --name" in again.stderr
 
 
-def test_a_server_that_dies_stops_the_sweep_which_resumes_on_a_new_port(tmp_path):
+def test_a_server_that_dies_stops_the_sweep_which_resumes_on_a_new_port(tmp_path, stack):
     """One sweep's life: refusals while it runs, its server lost mid-level, the stop, and the
-    resume on another port that completes every level with each task once (nothing merged)."""
+    resume on another port that completes every level with each task once (nothing merged).
+    The server it comes back to is the module's (another stack, another port)."""
     from analysis.status import trial_status
     from bankbench.serve import api
 
@@ -153,13 +160,9 @@ def test_a_server_that_dies_stops_the_sweep_which_resumes_on_a_new_port(tmp_path
         assert "level 2: the server stopped answering" in text
     assert not (sweep / "c2").exists()
 
-    new = _stack(tmp_path / "stack2")  # back, at another port
-    try:
-        assert new.base_url != old.base_url
-        done = bankbench("sweep", "--resume", str(sweep), "--base-url", new.base_url,
-                         timeout=600)
-    finally:
-        api.down(new)
+    new = stack  # back, at another port
+    assert new.base_url != old.base_url
+    done = bankbench("sweep", "--resume", str(sweep), "--base-url", new.base_url, timeout=600)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     assert f"resuming against {new.base_url}" in done.stdout
     manifest = json.loads((sweep / "sweep.json").read_text())
@@ -171,32 +174,3 @@ def test_a_server_that_dies_stops_the_sweep_which_resumes_on_a_new_port(tmp_path
             {f"banking-{i:03d}": 1 for i in range(N_TASKS)}), level  # each task once
         # the trials the outage failed ran again: none is left as an infra failure
         assert [trial_status(t)[0] for t in trials].count("infra_failed") == 0
-
-
-def test_a_profile_sweep_resumes_on_another_port(tmp_path):
-    from tests.support.cli import closed_port
-
-    out = tmp_path / "jobs"
-    first = bankbench("sweep", "--profile", "cpu-mocker", "--set", "speedup_ratio=10",
-                      "--levels", "1", "--source", "sample", "--labels", CHEAP_LABELS,
-                      "--limit", "2", "--out", str(out),
-                      "--name", "s", timeout=600)
-    assert first.returncode == 0, first.stdout[-2000:] + first.stderr[-2000:]
-    sweep = out / "s"
-    # The level's host load: the sweep started the stack, so the server's CPU share is known.
-    load = HostLoad.model_validate_json((sweep / "c1" / HOST_LOAD_FILE).read_text())
-    assert load.seconds > 0 and load.samples >= 1 and load.server_cpu is not None
-    assert load.client_cpu > 0 and load.server_cpu > 0
-    old = json.loads((sweep / "sweep.json").read_text())["base_url"]
-    port = closed_port()
-    again = bankbench("sweep", "--resume", str(sweep), "--port", str(port), timeout=600)
-    assert again.returncode == 0, again.stdout[-2000:] + again.stderr[-2000:]
-    # a complete level is skipped on resume: nothing ran, nothing is added to its load
-    assert HostLoad.model_validate_json((sweep / "c1" / HOST_LOAD_FILE).read_text()) == load
-    manifest = json.loads((sweep / "sweep.json").read_text())
-    assert manifest["base_url"] == f"http://127.0.0.1:{port}/v1"
-    assert manifest["earlier_base_urls"] == [old]
-    job = json.loads((sweep / "c1" / "config.json").read_text())
-    assert job["agents"][0]["kwargs"]["base_url"] == manifest["base_url"]
-    refused = bankbench("sweep", "--profile", "cpu-mocker", "--port", "1", "--out", str(out))
-    assert_one_line_error(refused, "--port applies to --resume")

@@ -1,18 +1,22 @@
-"""`bankbench sweep --routers round-robin,thompson`: one sweep per router in r-<router>/,
-killed outright during the second router and resumed — nothing lost or run twice, the first
-router not rerun, and every LLM call of the thompson run joined to the worker that served it.
+"""`bankbench sweep --routers kv,thompson`: one sweep per router in r-<router>/, killed outright
+during the second router and resumed — nothing lost or run twice, the first router not rerun,
+and every LLM call of the thompson run joined to the worker that served it. The same run's kv
+sweep shows what routed it (the frontend's router mode and policy file) recorded in sweep.json
+and named in the report.
 
 Real parts: `bankbench sweep` as a subprocess, the harbor CLI, LocalEnvironment, the Dynamo
 frontend with mocker workers (and the thompson router component)."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import subprocess
 import sys
 import time
 from collections import Counter
+from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
@@ -22,11 +26,13 @@ from analysis.files import read_llm_calls
 from analysis.router_decisions import join_llm_calls
 from tests.support.built_tasks import CHEAP_LABELS
 from tests.support.cli import HARBOR_ENV, bankbench
+from tests.support.router_policy import POLICY
 
 pytestmark = [pytest.mark.dynamo, pytest.mark.harbor, pytest.mark.slow]
 
 N_TASKS, ATTEMPTS, LEVEL = 3, 2, 2
 PER_ROUTER = N_TASKS * ATTEMPTS
+ROUTERS = ("kv", "thompson")
 
 
 def _finished(job: Path) -> dict[str, bytes]:
@@ -36,38 +42,57 @@ def _finished(job: Path) -> dict[str, bytes]:
             if (p / "result.json").is_file()}
 
 
-def test_multi_router_sweep_resumes_after_sigkill(tmp_path):
+@dataclass
+class Resumed:
+    sweep: Path
+    before: dict[str, bytes]  # the second router's trials finished before the kill
+    first_done: dict[str, bytes]  # the first router's, at the kill
+    done: subprocess.CompletedProcess  # the resume
+
+
+@pytest.fixture(scope="module")
+def resumed(tmp_path_factory) -> Resumed:
+    tmp = tmp_path_factory.mktemp("router-sweep")
+    policy = tmp / "policy.yaml"
+    policy.write_text(POLICY)
     cmd = [sys.executable, "-m", "bankbench", "sweep", "--profile", "cpu-mocker",
-           "--routers", "round-robin,thompson", "--workers", "2",
-           "--set", "speedup_ratio=10", "--levels", str(LEVEL), "--attempts", str(ATTEMPTS),
+           "--routers", ",".join(ROUTERS), "--workers", "2",
+           "--set", "speedup_ratio=10", "--set", f"frontend_args=--router-policy-config {policy}",
+           "--levels", str(LEVEL), "--attempts", str(ATTEMPTS),
            "--source", "sample", "--labels", CHEAP_LABELS, "--limit", str(N_TASKS),
-           "--out", str(tmp_path), "--name", "s"]
-    log = tmp_path / "sweep.out"
+           "--out", str(tmp), "--name", "s"]
+    log = tmp / "sweep.out"
     proc = subprocess.Popen(cmd, stdout=log.open("w"), stderr=subprocess.STDOUT, text=True,
                             env={**os.environ, **HARBOR_ENV})
-    sweep = tmp_path / "s"
-    second = sweep / "r-thompson" / f"c{LEVEL}"
+    sweep = tmp / "s"
+    second = sweep / f"r-{ROUTERS[1]}" / f"c{LEVEL}"
     deadline = time.monotonic() + 600
     while not 1 <= len(_finished(second)) < PER_ROUTER:
         assert proc.poll() is None, log.read_text()[-3000:]
         assert time.monotonic() < deadline, log.read_text()[-3000:]
         time.sleep(0.2)
     before = _finished(second)
-    first_done = _finished(sweep / "r-round-robin" / f"c{LEVEL}")
+    first_done = _finished(sweep / f"r-{ROUTERS[0]}" / f"c{LEVEL}")
     proc.kill()
     proc.wait()
-    assert len(first_done) == PER_ROUTER
-
     done = bankbench("sweep", "--resume", str(sweep), timeout=600)
+    return Resumed(sweep, before, first_done, done)
+
+
+def test_multi_router_sweep_resumes_after_sigkill(resumed):
+    sweep, before, first_done, done = (resumed.sweep, resumed.before, resumed.first_done,
+                                       resumed.done)
+    second = sweep / "r-thompson" / f"c{LEVEL}"
+    assert len(first_done) == PER_ROUTER
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    assert "router round-robin: already complete, skipped" in done.stdout
+    assert "router kv: already complete, skipped" in done.stdout
     assert f"level {LEVEL}: resuming" in done.stdout
 
     routers = json.loads((sweep / "routers.json").read_text())
-    assert routers["routers"] == ["round-robin", "thompson"]
+    assert routers["routers"] == list(ROUTERS)
     assert [r["state"] for r in routers["runs"]] == ["complete", "complete"]
     assert routers["finished_at"] is not None
-    for name in ("round-robin", "thompson"):
+    for name in ROUTERS:
         sub = sweep / f"r-{name}"
         manifest = json.loads((sub / "sweep.json").read_text())
         assert manifest["router"] == name
@@ -80,7 +105,7 @@ def test_multi_router_sweep_resumes_after_sigkill(tmp_path):
         assert (sub / "report.md").exists()
     # finished trials are kept byte for byte, the first router's too
     assert {n: _finished(second).get(n) for n in before} == before
-    assert _finished(sweep / "r-round-robin" / f"c{LEVEL}") == first_done
+    assert _finished(sweep / "r-kv" / f"c{LEVEL}") == first_done
 
     # every agent call of the resumed thompson run is one the router decided, with a worker
     # and why (calls before the kill may lack the frontend's last, unflushed trace lines)
@@ -91,3 +116,14 @@ def test_multi_router_sweep_resumes_after_sigkill(tmp_path):
     joined = join_llm_calls(pd.DataFrame(calls), sweep / "r-thompson" / "server")
     assert joined["worker"].notna().all(), joined[joined["worker"].isna()]["request_id"]
     assert joined["reason"].str.len().gt(0).all()
+
+
+def test_a_profile_sweep_records_its_router_setup_and_the_report_names_it(resumed):
+    sub = resumed.sweep / "r-kv"
+    setup = json.loads((sub / "sweep.json").read_text())["router_setup"]
+    assert setup["mode"] == "kv" and setup["policy_config"] == POLICY
+    sha = hashlib.sha256(POLICY.encode()).hexdigest()
+    assert setup["policy_config_sha256"] == sha
+    assert setup["queue_policy"] == "wspt" and setup["queue_policy_from"] == "policy config"
+    assert f"kv; queue wspt (policy config); policy sha256:{sha[:12]}" in (
+        sub / "report.md").read_text()
