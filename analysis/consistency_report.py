@@ -8,7 +8,6 @@ from pathlib import Path
 
 import pandas as pd
 
-from analysis import plots
 from analysis.consistency import consistency_table, read_decisions
 from analysis.markdown import fmt, table
 from analysis.tables import Tables
@@ -73,6 +72,8 @@ def write_consistency(tables: Tables, out: Path, *, draw: bool = True
              table(_shown(frame), ["source", "level", "reference",
                                    *(h for _, h, _ in _SHOWN)]), ""]
     if draw and frame.groupby("source")["level"].nunique().max() > 1:
+        from analysis import plots  # matplotlib and seaborn only when figures are drawn
+
         png = plots.consistency_vs_concurrency(frame, out / "plots" / CONSISTENCY_PNG)
         lines += [f"![Decision consistency vs concurrency]({png.relative_to(out).as_posix()})",
                   ""]

@@ -7,7 +7,6 @@ from pathlib import Path
 
 import pandas as pd
 
-from analysis import plots
 from analysis.integrity import FAMILY_ALPHA, level_table
 from analysis.markdown import table
 from analysis.metrics import BY_KEY
@@ -85,6 +84,8 @@ def write_integrity(tables: Tables, out: Path, *, draw: bool = True
             lines += ["", f"No failure at any level: {', '.join(never)}."]
     lines.append("")
     if draw and frame.groupby("source")["level"].nunique().max() > 1:
+        from analysis import plots  # matplotlib and seaborn only when figures are drawn
+
         png = plots.integrity_vs_concurrency(frame, out / "plots" / INTEGRITY_PNG)
         lines += [f"![Tool-call integrity vs concurrency]({png.relative_to(out).as_posix()})",
                   ""]

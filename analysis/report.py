@@ -14,7 +14,7 @@ from typing import Any
 
 import pandas as pd
 
-from analysis import plots, shards, turns
+from analysis import shards, turns
 from analysis.compare import MIN_PAIRED_SCENARIOS, TOO_FEW, compare_table
 from analysis.consistency_report import write_consistency
 from analysis.integrity_report import write_integrity
@@ -127,6 +127,8 @@ def write_data_files(tables: Tables, summary: pd.DataFrame, comparison: pd.DataF
 
 
 def draw_figures(tables: Tables, summary: pd.DataFrame, folder: Path) -> list[tuple[str, Path]]:
+    from analysis import plots  # matplotlib and seaborn only when figures are drawn
+
     figures: list[tuple[str, Path]] = []
     trials, requests, itl = tables.trials, tables.requests, tables.itl
     # Serving figures show the system under test: other roles' calls (a simulated customer)

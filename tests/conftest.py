@@ -12,11 +12,18 @@ than `FAST_BUDGET_S` in a fast-tier run is named at the end of the run with the 
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 import pytest
 
 from tests.support.long_first import LONG_FIRST
+
+# pytest keeps each test module's rewritten asserts as bytecode, but not where bytecode is not
+# written (PYTHONDONTWRITEBYTECODE): then every worker of every run rewrote all the test
+# modules again at collection (~7 CPU-s a worker). Allowed in the test processes only, into the
+# __pycache__ folders git ignores; the processes the tests start keep the variable.
+sys.dont_write_bytecode = False
 
 SLOW_MARKERS = ("slow", "dynamo", "harbor")
 # fixture -> the marker a test using it gets (these start a real Dynamo stack).
