@@ -5,7 +5,6 @@
 # long after the others finished. Others keep their collection order.
 LONG_FIRST = (
     "tests/agents/test_agent_harbor_e2e.py",                  # ~140
-    "tests/reliability/test_sweep_interruption.py",           # ~125
     "tests/bankbench/sweep/test_shards_e2e.py",               # ~125
     "tests/bankbench/sweep/test_sweep_lifecycle.py",          # ~95
     "tests/bankbench/capacity/test_capacity_degraded_e2e.py",  # ~85
@@ -18,6 +17,7 @@ LONG_FIRST = (
     "tests/bankbench/serve/test_cpu_tiny.py",                 # ~60
     "tests/agents/test_conversation_e2e.py",                  # ~60
     "tests/bankbench/capacity/test_capacity_e2e.py",          # ~58
+    "tests/reliability/test_sweep_interruption.py",           # ~60
     "tests/analysis/test_notebooks.py",                       # ~55
     "tests/reliability/test_sweep_stop.py",                   # ~55
     "tests/reliability/test_soak.py",                         # ~50
