@@ -32,10 +32,4 @@ if [ "$workers" != 0 ]; then parallel=(-n "$workers" --dist loadfile); fi
 export UV_COMPILE_BYTECODE="${UV_COMPILE_BYTECODE:-1}"
 source "$(dirname "$0")/scripts/bootstrap.sh"
 cd "$BANKBENCH_ROOT"
-# The project's own packages are an editable install, which uv does not compile: where bytecode
-# is not written at run time every process (the CLI, Harbor loading the agent and the sandbox)
-# compiled the modules it imports from source again (0.1-0.8 CPU-s a process). Compiled here
-# once, into the __pycache__ folders git ignores; unchanged files are only stat'ed. The task
-# template is left out: its files run inside trials from copies.
-python -m compileall -q -x '/template/' bankbench contracts agents analysis environments tasks
 exec python -m pytest --tier "$tier" "${parallel[@]+"${parallel[@]}"}" "${args[@]+"${args[@]}"}"
