@@ -103,12 +103,6 @@ def signed_rank_test(differences: np.ndarray, swaps: int = SWAPS, seed: int = SE
     return (1 + beyond) / (swaps + 1), lean
 
 
-def paired_wave_tests(base: pd.DataFrame, other: pd.DataFrame, qs: tuple[float | None, ...],
-                      wave: int) -> list[tuple[float, float, int, float, str]]:
-    """`paired_request_tests` of one column."""
-    return paired_request_tests([(base, other, qs)], wave)[0]
-
-
 def paired_request_tests(columns: list[tuple[pd.DataFrame, pd.DataFrame, tuple[float | None, ...]]],
                          wave: int) -> list[list[tuple[float, float, int, float, str]]]:
     """Per column (its base and other requests, its qs), per q in qs (None: the mean): (p,

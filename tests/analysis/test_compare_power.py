@@ -12,7 +12,7 @@ import pandas as pd
 
 from analysis.compare import POWER_AT, TOO_FEW
 from analysis.metrics.power import GRID, detectable, power_curve
-from analysis.metrics.signflip import paired_wave_tests, signed_rank_test
+from analysis.metrics.signflip import paired_request_tests, signed_rank_test
 from analysis.report import write_report
 from tests.support import quality_jobs
 
@@ -82,7 +82,7 @@ def test_co_running_trials_count_once_per_block():
                                     "start_unix_ns": np.arange(n), "value": values}))
         d = np.log(values) if d is None else np.log(values) - d
     assert signed_rank_test(d)[0] < 0.05  # trial against trial alone would call it
-    (p, lean, pairs, _, why), = paired_wave_tests(*frames, (50,), wave=4)
+    [(p, lean, pairs, _, why)], = paired_request_tests([(*frames, (50,))], wave=4)
     assert pairs == n and p > 0.05 and why == ""
 
 
