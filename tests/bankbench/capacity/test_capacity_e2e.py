@@ -7,8 +7,8 @@ A search with an SLO and two SLO tiers finds and prints a level per tier, record
 killed and resumed, it reuses the finished levels (the reference, c2, ran first) instead of
 running them again. Without figures (--no-plots: matplotlib's ~5 s; capacity.png is drawn and
 checked in tests/integrity/test_integrity_real_frontend.py). Searches whose decisions change
-under load are in test_capacity_degraded_e2e.py and test_capacity_noise_e2e.py (files of their
-own, so the slow tier's parallel workers run them beside this one).
+under load are in test_capacity_scripted_e2e.py (a file of their own, so the slow tier's
+parallel workers run them beside this one).
 """
 
 from __future__ import annotations
@@ -55,7 +55,7 @@ def test_search_prints_a_level_and_a_resumed_search_reuses_finished_levels(tmp_p
            "--max-level", "2", "--max-divergence", "0.5", "--alpha", "0.5", "--max-looks", "1",
            # trials of ~2 s at speedup 50 leave a slot idle ~10 % of the time between them
            # (Harbor's gap from one trial to the next): 0.89 measured; the default bound is
-           # asserted on slower replies in test_capacity_noise_e2e
+           # asserted on slower replies in test_capacity_scripted_e2e
            "--min-achieved-share", "0.75",
            "--ak", REPLAY_AK, "--no-plots",
            "--out", str(tmp_path), "--name", "cap"]
