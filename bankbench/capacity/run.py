@@ -140,6 +140,21 @@ class Evaluation:
         return step
 
 
+def _files_judged(sweep_dir: Path) -> tuple:
+    """What an Evaluation's reading depends on, cheaply: the manifest, and each trial's
+    result.json, which Harbor writes last (a trial run, rerun or removed changes this). A look
+    at a level that ran nothing new (a resumed search's finished levels) reuses the last
+    Evaluation instead of reading and summarizing every level again (~0.5-1 CPU-s a look)."""
+    out = []
+    for path in (sweep_dir / "sweep.json", *sorted(sweep_dir.rglob("result.json"))):
+        try:
+            stat = path.stat()
+        except OSError:
+            continue
+        out.append((str(path), stat.st_mtime_ns, stat.st_size))
+    return tuple(out)
+
+
 class SweepLevels:
     """The search's levels as sweep levels of one session (a LevelSource)."""
 
@@ -153,12 +168,15 @@ class SweepLevels:
         self.seconds: dict[int, float] = {}
         self.reused: dict[int, bool] = {}
         self._evaluation: Evaluation | None = None
+        self._judged: tuple = ()  # _files_judged when the Evaluation was read
 
     @property
     def evaluation(self) -> Evaluation:
-        if self._evaluation is None:
+        files = _files_judged(self.session.sweep_dir)
+        if self._evaluation is None or files != self._judged:
             self._evaluation = Evaluation(self.session.sweep_dir, self.search,
                                           self.external_reference, self.reference_level)
+            self._judged = files
         return self._evaluation
 
     def _passes(self, level: int) -> int:
@@ -174,7 +192,6 @@ class SweepLevels:
         record = ensure_repeats(self.session, level, repeats)
         if len(record.passes) > before:  # a pass of more repeats ran
             self.reused[level] = False
-        self._evaluation = None
         self.seconds[level] = self.seconds.get(level, 0.0) + (
             0.0 if self.reused[level] else (time.perf_counter_ns() - t0) / 1e9)
 
