@@ -14,6 +14,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pandas as pd
+from harbor.models.trial.paths import TrialPaths
 
 from analysis import tables as tables_mod
 from analysis.consistency import level_scenarios, read_decisions, reference_rows
@@ -42,7 +43,7 @@ from contracts.capacity import (
     CapacitySearch,
     CapacityStep,
 )
-from contracts.sweep import SweepConfig, level_dir
+from contracts.sweep import SWEEP_FILE, SweepConfig, level_dir
 
 
 def load_record(sweep_dir: Path) -> CapacityRecord:
@@ -146,7 +147,8 @@ def _files_judged(sweep_dir: Path) -> tuple:
     at a level that ran nothing new (a resumed search's finished levels) reuses the last
     Evaluation instead of reading and summarizing every level again (~0.5-1 CPU-s a look)."""
     out = []
-    for path in (sweep_dir / "sweep.json", *sorted(sweep_dir.rglob("result.json"))):
+    results = sorted(sweep_dir.rglob(TrialPaths(sweep_dir).result_path.name))
+    for path in (sweep_dir / SWEEP_FILE, *results):
         try:
             stat = path.stat()
         except OSError:
