@@ -34,7 +34,7 @@ def sweep(out: Path, address: str) -> dict:
             [sys.executable, "-m", "bankbench", "sweep", "--base-url", srv.base_url,
              "--model", srv.model, "--source", "sample", "--labels", CHEAP_LABELS,
              "--limit", "4", "--levels", "2",
-             "--shards", "2", "--ray", address, "--out", str(out), "--name", "r"],
+             "--shards", "2", "--ray", address, "--out", str(out), "--name", "r", "--no-plots"],
             capture_output=True, text=True, timeout=600,
             env={**os.environ, "HARBOR_TELEMETRY": "0",
                  "LITELLM_LOCAL_MODEL_COST_MAP": "True"})
