@@ -75,4 +75,7 @@ def test_a_dead_server_stops_every_ray_shard_of_the_level(ray_run):
     result = _result(ray_run / "dead" / "ray.json", ray_run)
     assert result["raised"] and "stopped answering" in result["raised"]
     assert all(result["pids"]) and result["stopped"], result
+    # stopped by SIGINT, the step that lets Harbor write what it can (a Ray worker's children
+    # inherit its blocked SIGINT unless the shard unblocks it)
+    assert result["sigint"] == [True, True], result
     assert result["seconds"] < 200  # stopped, not run to the stand-ins' 240 s end
