@@ -26,8 +26,8 @@ ROOT = Path(__file__).resolve().parents[3]
 
 @pytest.fixture(scope="module")
 def ray_run(tmp_path_factory) -> Path:
-    """One loopback-only namespace and one two-node Ray cluster for both tests: the sweep, then
-    the dead-server stop (ray_netns.py); each test reads what its part wrote."""
+    """One loopback-only namespace and one two-node Ray cluster for both tests: the dead-server
+    stop, then the sweep (ray_netns.py); each test reads what its part wrote."""
     pytest.importorskip("ray")
     if os.geteuid() != 0 or not shutil.which("unshare") or not shutil.which("ip"):
         pytest.skip("needs root, unshare and ip for a loopback-only network namespace")
