@@ -30,6 +30,7 @@ from tests.support.cli import (
     bankbench_here,
     wait_for,
 )
+from tests.support.interrupted_sweep import finished
 
 pytestmark = [pytest.mark.dynamo, pytest.mark.harbor, pytest.mark.slow]
 
@@ -65,7 +66,7 @@ def _start(args: list[str], log: Path) -> subprocess.Popen:
 
 
 def _finished(job: Path) -> list[Path]:
-    return [p for p in job.iterdir() if (p / "result.json").is_file()] if job.is_dir() else []
+    return [job / name for name in finished(job)]
 
 
 def test_default_names_of_the_same_second_never_collide(tmp_path, stack, monkeypatch):
