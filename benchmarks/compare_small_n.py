@@ -283,7 +283,8 @@ def _latency_cells(sims: int, designs, seed: int, models: dict[str, dict], offse
     return worst if worst is not None else (float("nan"), "")
 
 
-def latency(sims: int, designs, seed: int = 0, models: dict[str, dict] = MODELS) -> None:
+def latency(sims: int, designs, seed: int = 0, models: dict[str, dict] = MODELS,
+            detection: bool = True) -> None:
     print(f"\nlatency, identical runs, {sims} simulated compares per cell: share calling any "
           f"of {len(LATENCY_KEYS)} latency rows (Holm over those rows alone: the smallest "
           "family, the most lenient); in brackets its Wilson 95 % interval, then the share of "
@@ -292,6 +293,8 @@ def latency(sims: int, designs, seed: int = 0, models: dict[str, dict] = MODELS)
                            lambda table: called(table, LATENCY_KEYS).any(), max)
     print(f"false-difference rate of latency rows, worst case over the family: "
           f"{worst[0]:.3f} ({worst[1]})", flush=True)
+    if not detection:
+        return
     print(f"\n{SLOWER}x slower server (every request of the other run): share of {sims} "
           f"compares calling TTFT p50 worse [Wilson 95 %] / share saying cannot tell")
     least = _latency_cells(
@@ -338,6 +341,8 @@ def main() -> None:
     ap.add_argument("--models", help="comma-separated names of latency models (default all)")
     ap.add_argument("--held-out", action="store_true",
                     help="the held-out servers (benchmarks/compare_heldout_servers.py) instead")
+    ap.add_argument("--no-detection", action="store_true",
+                    help="identical runs only, not the 1.5x slower server")
     args = ap.parse_args()
     # A request row's verdict comes from its sign-flip test; the pooled percentile's bootstrap
     # interval beside it is shown, not judged, so fewer resamples change no verdict here.
@@ -353,7 +358,8 @@ def main() -> None:
     if args.only != "quality":
         family = HELD_OUT if args.held_out else MODELS
         names = args.models.split(",") if args.models else list(family)
-        latency(args.sims, designs, args.seed, {name: family[name] for name in names})
+        latency(args.sims, designs, args.seed, {name: family[name] for name in names},
+                not args.no_detection)
     print(f"\n({time.monotonic() - start:.0f} s)")
 
 
