@@ -30,6 +30,7 @@ from tests.support.cli import (
     bankbench_here,
     wait_for,
 )
+from tests.support.interrupted_sweep import finished
 
 pytestmark = [pytest.mark.dynamo, pytest.mark.harbor, pytest.mark.slow]
 
@@ -54,7 +55,8 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator:
 
 def _sweep_args(state, out: Path, *more: str) -> list[str]:
     return ["sweep", "--base-url", state.base_url, "--model", state.model, "--source", "sample",
-            "--labels", CHEAP_LABELS, "--limit", str(N_TASKS), "--out", str(out), *more]
+            "--labels", CHEAP_LABELS, "--limit", str(N_TASKS), "--out", str(out), "--no-plots",
+            *more]
 
 
 def _start(args: list[str], log: Path) -> subprocess.Popen:
@@ -64,7 +66,7 @@ def _start(args: list[str], log: Path) -> subprocess.Popen:
 
 
 def _finished(job: Path) -> list[Path]:
-    return [p for p in job.iterdir() if (p / "result.json").is_file()] if job.is_dir() else []
+    return [job / name for name in finished(job)]
 
 
 def test_default_names_of_the_same_second_never_collide(tmp_path, stack, monkeypatch):
@@ -81,13 +83,18 @@ def test_default_names_of_the_same_second_never_collide(tmp_path, stack, monkeyp
         monkeypatch.setenv(k, v)
     out = tmp_path / "jobs"
     args = ["sweep", "--base-url", stack.base_url, "--model", stack.model, "--source",
-            "sample", "--labels", CHEAP_LABELS, "--limit", "1", "--levels", "1", "--out", str(out)]
+            "sample", "--labels", CHEAP_LABELS, "--limit", "1", "--levels", "1", "--out", str(out),
+            "--no-plots"]
     assert main(args) == 0
     assert main(args) == 0
     assert sorted(p.name for p in out.iterdir()) == ["sweep-20260102-030405",
                                                      "sweep-20260102-030405-2"]
     for d in out.iterdir():
         assert len(_finished(d / "c1")) == 1
+        # --no-plots: the report and its data without figures (drawn by default:
+        # tests/reliability/test_secret_absence.py)
+        assert (d / "report.md").is_file() and (d / "summary.csv").is_file()
+        assert not (d / "plots").exists() and not list(d.rglob("*.png"))
 
 
 def test_bad_options_are_one_line_before_anything_slow_and_leave_no_directory(tmp_path):
@@ -162,7 +169,8 @@ def test_a_server_that_dies_stops_the_sweep_which_resumes_on_a_new_port(tmp_path
 
     new = stack  # back, at another port
     assert new.base_url != old.base_url
-    done = bankbench("sweep", "--resume", str(sweep), "--base-url", new.base_url, timeout=600)
+    done = bankbench("sweep", "--resume", str(sweep), "--base-url", new.base_url, "--no-plots",
+                     timeout=600)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     assert f"resuming against {new.base_url}" in done.stdout
     manifest = json.loads((sweep / "sweep.json").read_text())
