@@ -29,8 +29,8 @@ one pair of runs. The worst case over the family last. Then the same rows' verdi
 drift, a drift within them, trials spread as widely as the effect), counted apart from false
 differences. `--seed` moves every draw (the rule's batch means were set on a plain Gaussian
 model of the blocks; its drift check, one over every latency column of a pair with a level
-statistic beside von Neumann's at 10 %, on this family, on other draws than `--seed 0`'s:
-analysis/metrics/longrun.py).
+statistic beside von Neumann's, both on the blocks' ranks, at 10 %, on this family, on other
+draws than `--seed 0`'s: analysis/metrics/longrun.py). `--no-detection`: identical runs only.
 
 The single-row rule alone, before Holm, by the number of paired scenarios (what sets the
 fewest scenarios a verdict is called on, `MIN_PAIRED_SCENARIOS`): `--by-n`, on a normal and a
