@@ -66,7 +66,6 @@ from __future__ import annotations
 import math
 
 import numpy as np
-import pandas as pd
 
 from analysis.metrics.student_t import t_two_sided
 
@@ -102,6 +101,12 @@ def _wander(x: np.ndarray) -> np.ndarray:
         return (np.cumsum(centred, axis=-1) ** 2).mean(axis=-1) / (x.shape[-1] * spread)
 
 
+def _ranks(x: np.ndarray) -> np.ndarray:
+    """Ranks 1..n of `x`, ties sharing their average rank."""
+    _, where, counts = np.unique(x, return_inverse=True, return_counts=True)
+    return (np.cumsum(counts) - (counts - 1) / 2)[where]
+
+
 def drift_p(*series: np.ndarray, shuffles: int = DRIFT_SHUFFLES, seed: int = SEED) -> float:
     """One-sided p that blocks in running order drift (their ranks lean on their neighbours,
     or stray in level) no more than in a random order: NaN below three blocks, 1 when none
@@ -119,7 +124,7 @@ def drift_p(*series: np.ndarray, shuffles: int = DRIFT_SHUFFLES, seed: int = SEE
         return 1.0
     # On ranks: a shuffle of the blocks shuffles their ranks, so the test stays exact, and
     # one very slow block moves a rank by at most n - 1 where it moves a square without end.
-    x = pd.DataFrame(x).rank(axis=1).to_numpy()
+    x = np.stack([_ranks(row) for row in x])
     rng = np.random.default_rng(seed)
     orders = np.argsort(rng.random((shuffles, x.shape[-1])), axis=1)
     # Arrangement 0 is the running order; the rest are shuffles. Both statistics are small
