@@ -23,10 +23,10 @@ from pathlib import Path
 from tests.support.built_tasks import CHEAP_LABELS
 
 
-def sweep(out: Path, address: str) -> dict:
-    import ray
-
+def sweep(out: Path, cluster) -> dict:
     from bankbench.serve import api
+
+    address = cluster.address
 
     with api.running("cpu-mocker", workers=1, state_dir=out / "server",
                      options={"speedup_ratio": 5.0}) as srv:
@@ -39,10 +39,8 @@ def sweep(out: Path, address: str) -> dict:
             env={**os.environ, "HARBOR_TELEMETRY": "0",
                  "LITELLM_LOCAL_MODEL_COST_MAP": "True"})
     (out / "sweep.out").write_text(done.stdout + done.stderr)
-    ray.init(address=address)
-    nodes = [n["NodeID"] for n in ray.nodes() if n["Alive"]]
-    ray.shutdown()
-    return {"code": done.returncode, "nodes": nodes}
+    # the cluster's own record of its nodes: no driver connect just to list them
+    return {"code": done.returncode, "nodes": [n.node_id for n in cluster.list_all_nodes()]}
 
 
 def _write(path: Path, check: Callable[[], dict]) -> None:
@@ -89,7 +87,7 @@ def main(out: Path) -> int:
         # shards ended only when the driver's job did (60 s later).
         _write(out / "dead" / "ray.json",
                lambda: stop_on_dead_server(out / "dead", cluster.address))
-        _write(out / "exit.json", lambda: sweep(out, cluster.address))
+        _write(out / "exit.json", lambda: sweep(out, cluster))
     finally:
         cluster.shutdown()
     return 0

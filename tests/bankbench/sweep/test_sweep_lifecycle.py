@@ -113,15 +113,20 @@ def test_bad_options_are_one_line_before_anything_slow_and_leave_no_directory(tm
         assert not (out / "x").exists()
 
 
-def _refusals_while_it_runs(first: subprocess.Popen, state, out: Path, sweep: Path) -> None:
+def _refusals_while_it_runs(first: subprocess.Popen, state, out: Path, sweep: Path,
+                            monkeypatch: pytest.MonkeyPatch) -> None:
     """A resume and a second sweep of the same name, aimed at a live sweep, are refused at once.
     The sweep is held still (SIGSTOP: alive, its claim on the sweep kept) while they run, so
-    a quick sweep on an idle machine cannot end before they are tested."""
+    a quick sweep on an idle machine cannot end before they are tested. They run in this
+    process (the claim is the sweep process's, a pid this one is not): what they say and
+    their exit code are the command's, without two CLI start-ups while the sweep stands."""
+    from bankbench.commands import sweep as sweep_cmd
+
+    monkeypatch.setattr(sweep_cmd, "_stop_cleanly_on_signals", dict)  # pytest's handlers kept
     first.send_signal(signal.SIGSTOP)
     try:
-        resumed = bankbench("sweep", "--resume", str(sweep), timeout=120)
-        again = bankbench(*_sweep_args(state, out, "--levels", "1", "--name", sweep.name),
-                          timeout=120)
+        resumed = bankbench_here("sweep", "--resume", str(sweep))
+        again = bankbench_here(*_sweep_args(state, out, "--levels", "1", "--name", sweep.name))
         assert first.poll() is None, "the first sweep ended before the refusals were tested"
     finally:
         first.send_signal(signal.SIGCONT)
@@ -132,7 +137,8 @@ def _refusals_while_it_runs(first: subprocess.Popen, state, out: Path, sweep: Pa
     assert "choose another --name" in again.stderr
 
 
-def test_a_server_that_dies_stops_the_sweep_which_resumes_on_a_new_port(tmp_path, stack):
+def test_a_server_that_dies_stops_the_sweep_which_resumes_on_a_new_port(tmp_path, stack,
+                                                                       monkeypatch):
     """One sweep's life: refusals while it runs, its server lost mid-level, the stop, and the
     resume on another port that completes every level with each task once (nothing merged).
     The server it comes back to is the module's (another stack, another port)."""
@@ -146,7 +152,7 @@ def test_a_server_that_dies_stops_the_sweep_which_resumes_on_a_new_port(tmp_path
         proc = _start(_sweep_args(old, out, "--levels", "1,2", "--name", "s"), log)
         sweep = out / "s"
         wait_for(lambda: (sweep / "sweep.json").exists(), proc, log, timeout=240)
-        _refusals_while_it_runs(proc, old, out, sweep)
+        _refusals_while_it_runs(proc, old, out, sweep, monkeypatch)
         wait_for(lambda: len(_finished(sweep / "c1")) >= 1, proc, log, timeout=240)
     finally:
         api.down(old)
