@@ -184,7 +184,11 @@ def free_port(host: str = "127.0.0.1") -> int:
 
 
 def port_is_free(port: int, host: str = "127.0.0.1") -> bool:
+    """Whether a server could listen on the port now. Servers bind with SO_REUSEADDR (tokio,
+    uvicorn, llama.cpp's httplib), so connections of a stopped server lingering in TIME_WAIT do
+    not keep it, and so does this check: without the option it says "taken" for ~60 s."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             s.bind((host, port))
         except OSError:

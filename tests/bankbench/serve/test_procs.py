@@ -81,3 +81,23 @@ def test_harbor_of_an_earlier_run_is_found_by_its_jobs_dir(tmp_path):
         harbor_job.stop_process_group(other)
     assert proc.poll() is not None and not procs.group_alive(proc.pid)
     assert harbor_job.harbor_processes_in(sweep) == []
+
+
+def test_a_port_is_free_once_its_listener_closed_though_its_connections_linger():
+    """A stopped server whose side closed its connections first leaves them in TIME_WAIT; a
+    new server (SO_REUSEADDR, as servers bind) can listen at once, and the check agrees."""
+    import socket
+
+    from bankbench import procs
+
+    listener = socket.create_server(("127.0.0.1", 0))
+    port = listener.getsockname()[1]
+    assert not procs.port_is_free(port)  # something listens
+    client = socket.create_connection(("127.0.0.1", port))
+    conn, _ = listener.accept()
+    conn.close()  # the server's side closes first: its end lingers in TIME_WAIT
+    client.recv(1)
+    client.close()
+    listener.close()
+    assert procs.port_is_free(port)
+    socket.create_server(("127.0.0.1", port)).close()  # what a server does: it can
