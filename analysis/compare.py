@@ -361,9 +361,10 @@ def _paired_requests(base: dict[str, pd.DataFrame], other: dict[str, pd.DataFram
     bootstrap pass. `wave`: how many trials ran together."""
     qs = {column: tuple(REQUEST_KEYS[k][1] for k in wanted)
           for column, wanted in by_column.items()}
-    # A column one side has no request of pairs no trial: no test, and nothing to add to the
-    # pair's drift check (the quality-only runs of hand-made jobs have no requests at all).
-    paired = [column for column in by_column if len(base[column]) and len(other[column])]
+    # A column one side has no value of (no request, or none classified for an integrity
+    # class) pairs no trial: no test, and nothing to add to the pair's drift check.
+    paired = [column for column in by_column
+              if base[column]["value"].notna().any() and other[column]["value"].notna().any()]
     # One drift check over every latency column of the pair (analysis.metrics.signflip).
     all_tested = dict(zip(paired, paired_request_tests(
         [(base[column], other[column], qs[column]) for column in paired], wave), strict=True))
