@@ -61,6 +61,10 @@ class BankingAgent(BaseAgent):
         # then fails loudly instead of being ignored.
         ours = {k: kwargs.pop(k) for k in list(kwargs) if k not in _FRAMEWORK_KWARGS}
         self.agent_options = parse_options(ours)
+        # The agent reads its endpoint and model itself, so Harbor's provider parsing has nothing
+        # to give it and would import LiteLLM (~4 CPU-s). `harbor run` gets the same through
+        # the sweep's --skip-model-parsing-and-provider-mapping; this covers other hosts.
+        kwargs.setdefault("skip_model_parsing", True)
         super().__init__(logs_dir, model_name, logger, mcp_servers, skills_dir,
                          extra_env=extra_env, **kwargs)
         model = self.agent_options.model or strip_provider(model_name)

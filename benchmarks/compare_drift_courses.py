@@ -1,7 +1,9 @@
 """Drifting servers of the latency half of benchmarks/compare_small_n.py's design family. They
-were written as held-out servers before the latency verdict's long-run-variance rule and were
-looked at while it was set, so they are design models now (named without "held-out"); the
-servers held out from the rule today are in benchmarks/compare_heldout_servers.py.
+were written as held-out servers before a change of the latency verdict's rule (the first six
+before its long-run-variance rule, the last six before its check of every latency column at
+once) and were looked at while it was set, so they are design models now (named without
+"held-out"); the servers held out from the rule today are in
+benchmarks/compare_heldout_servers.py.
 
 Each is a way a server's speed could move through a run that the family's AR(1) wanders do
 not cover. A model is a *course*: per wave of trials that ran together, the log of the
@@ -16,7 +18,21 @@ server never share it). Requests keep the family's iid lognormal noise on top.
 - `one drifts`: the baseline run steady, the other on an AR(1) wander (0.85, sd 0.3): two runs
   whose drift differs;
 - `random walk`: a wander with no level to return to, steps of sd 0.08 in log per wave;
-- `step+bursts`: `step` and `bursts` at once.
+- `step+bursts`: `step` and `bursts` at once;
+- `regime switch`: a Markov server with two states, fast and 1.5x slower; it enters the slow
+  state with probability 0.08 per wave and leaves it with 0.15 (slow ~35 % of the time, in
+  stretches of ~7 waves), starting from that mix;
+- `periodic stalls`: every k-th wave (k drawn 4-9 per run, from a random offset) a pause,
+  like a garbage collector's, slows that wave 2-4x;
+- `heavy trend`: heavy-tailed requests on a server whose speed trends through the run, a
+  straight line in log from 0 to a slope drawn with sd 0.3 per run;
+- `shared sawtooth`: load that builds and is flushed, the same shape in both runs (log
+  factor rising 0 to 0.4 over a period of 40 % of the run, then dropping back), each run at
+  its own random phase;
+- `growing noise`: no drift in the level, but each wave's log factor drawn independently
+  with an sd growing from 0 at the start to 0.6 at the end of the run;
+- `one long stall`: the baseline run steady, the other with one stall of 10-20 % of its
+  waves, from a random start, 2-3x slower throughout.
 """
 
 from __future__ import annotations
@@ -62,7 +78,52 @@ def step_bursts(rng: np.random.Generator, n: int, side: str) -> np.ndarray:
     return step(rng, n, side) + bursts(rng, n, side)
 
 
+def regime_switch(rng: np.random.Generator, n: int, side: str) -> np.ndarray:
+    enter, leave = 0.08, 0.15
+    slow = rng.random() < enter / (enter + leave)
+    out = np.empty(n)
+    for w in range(n):
+        out[w] = np.log(1.5) if slow else 0.0
+        slow = (rng.random() >= leave) if slow else (rng.random() < enter)
+    return out
+
+
+def periodic_stalls(rng: np.random.Generator, n: int, side: str) -> np.ndarray:
+    every = int(rng.integers(4, 10))
+    out = np.zeros(n)
+    for w in range(int(rng.integers(0, every)), n, every):
+        out[w] = np.log(rng.uniform(2, 4))
+    return out
+
+
+def trend(rng: np.random.Generator, n: int, side: str) -> np.ndarray:
+    return np.linspace(0, rng.normal(0, 0.3), n)
+
+
+def shared_sawtooth(rng: np.random.Generator, n: int, side: str) -> np.ndarray:
+    period = max(2.0, 0.4 * n)
+    return 0.4 * (((np.arange(n) + rng.uniform(0, period)) % period) / period)
+
+
+def growing_noise(rng: np.random.Generator, n: int, side: str) -> np.ndarray:
+    return rng.normal(0, 1, n) * np.linspace(0, 0.6, n)
+
+
+def one_long_stall(rng: np.random.Generator, n: int, side: str) -> np.ndarray:
+    out = np.zeros(n)
+    if side == "a":
+        return out
+    length = max(1, int(round(rng.uniform(0.1, 0.2) * n)))
+    start = int(rng.integers(0, max(1, n - length + 1)))
+    out[start:start + length] = np.log(rng.uniform(2, 3))
+    return out
+
+
 COURSES = {"step": step, "sinusoid": sinusoid, "bursts": bursts, "one drifts": one_drifts,
-           "random walk": random_walk, "step+bursts": step_bursts}
+           "random walk": random_walk, "step+bursts": step_bursts,
+           "regime switch": regime_switch, "periodic stalls": periodic_stalls,
+           "heavy trend": trend, "shared sawtooth": shared_sawtooth,
+           "growing noise": growing_noise, "one long stall": one_long_stall}
 # Design models of compare_small_n.py: the family's iid requests on each course.
 MODELS: dict[str, dict] = {name: {"course": name} for name in COURSES}
+MODELS["heavy trend"]["heavy"] = True

@@ -14,6 +14,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pandas as pd
+from harbor.models.trial.paths import TrialPaths
 
 from analysis import tables as tables_mod
 from analysis.consistency import level_scenarios, read_decisions, reference_rows
@@ -42,7 +43,7 @@ from contracts.capacity import (
     CapacitySearch,
     CapacityStep,
 )
-from contracts.sweep import SweepConfig, level_dir
+from contracts.sweep import SWEEP_FILE, SweepConfig, level_dir
 
 
 def load_record(sweep_dir: Path) -> CapacityRecord:
@@ -140,6 +141,22 @@ class Evaluation:
         return step
 
 
+def _files_judged(sweep_dir: Path) -> tuple:
+    """What an Evaluation's reading depends on, cheaply: the manifest, and each trial's
+    result.json, which Harbor writes last (a trial run, rerun or removed changes this). A look
+    at a level that ran nothing new (a resumed search's finished levels) reuses the last
+    Evaluation instead of reading and summarizing every level again (~0.5-1 CPU-s a look)."""
+    out = []
+    results = sorted(sweep_dir.rglob(TrialPaths(sweep_dir).result_path.name))
+    for path in (sweep_dir / SWEEP_FILE, *results):
+        try:
+            stat = path.stat()
+        except OSError:
+            continue
+        out.append((str(path), stat.st_mtime_ns, stat.st_size))
+    return tuple(out)
+
+
 class SweepLevels:
     """The search's levels as sweep levels of one session (a LevelSource)."""
 
@@ -153,12 +170,15 @@ class SweepLevels:
         self.seconds: dict[int, float] = {}
         self.reused: dict[int, bool] = {}
         self._evaluation: Evaluation | None = None
+        self._judged: tuple = ()  # _files_judged when the Evaluation was read
 
     @property
     def evaluation(self) -> Evaluation:
-        if self._evaluation is None:
+        files = _files_judged(self.session.sweep_dir)
+        if self._evaluation is None or files != self._judged:
             self._evaluation = Evaluation(self.session.sweep_dir, self.search,
                                           self.external_reference, self.reference_level)
+            self._judged = files
         return self._evaluation
 
     def _passes(self, level: int) -> int:
@@ -174,7 +194,6 @@ class SweepLevels:
         record = ensure_repeats(self.session, level, repeats)
         if len(record.passes) > before:  # a pass of more repeats ran
             self.reused[level] = False
-        self._evaluation = None
         self.seconds[level] = self.seconds.get(level, 0.0) + (
             0.0 if self.reused[level] else (time.perf_counter_ns() - t0) / 1e9)
 

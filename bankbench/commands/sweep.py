@@ -120,7 +120,8 @@ def register(sub: argparse._SubParsersAction) -> None:
         description=(
             "Run one Harbor job per concurrency level (harbor run -n LEVEL) of the banking "
             "agent against one server, scrape the server's /metrics before and after each "
-            "level, and write sweep.json plus a report (report.md, plots, summary.csv). "
+            "level, and write sweep.json plus a report (report.md, plots, summary.csv; "
+            "--no-plots: without the plots). "
             "Either launch a server profile (--profile, brought down at the end) or point at "
             "a running OpenAI-compatible server (--base-url with --model)."
         ),
@@ -141,6 +142,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--port", type=int, metavar="PORT",
                    help="with --resume of a --profile sweep: start its server on PORT (the "
                    "level jobs are pointed at it), e.g. when the old port is taken")
+    p.add_argument("--no-plots", action="store_true",
+                   help="write the report without its figures (report.md, summary.csv and "
+                   "the data files; no plots/): faster. `bankbench report SWEEP_DIR` draws "
+                   "them later")
     p.add_argument("--rayjob", metavar="IMAGE",
                    help="dry run: print a KubeRay RayJob manifest that runs this sweep with "
                    "--ray auto in pods of IMAGE (one worker pod per shard), run nothing "
@@ -242,10 +247,11 @@ def _run(args: argparse.Namespace) -> int:
     try:
         if routers:
             reports = run_router_sweep(config, routers, sweep_dir, resume=bool(args.resume),
-                                       claim=not args.name)
+                                       claim=not args.name, draw=not args.no_plots)
         else:
             reports = [run_sweep(config, sweep_dir, resume=bool(args.resume),
-                                 claim=not args.resume and not args.name, port=args.port)]
+                                 claim=not args.resume and not args.name, port=args.port,
+                                 draw=not args.no_plots)]
     except KeyboardInterrupt:
         return 128 + stopped_by.get("signal", signal.SIGINT)
     except (SweepError, FileNotFoundError, ValueError) as exc:

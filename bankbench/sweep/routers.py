@@ -39,9 +39,10 @@ def is_router_sweep(sweep_dir: Path) -> bool:
 
 
 def run_router_sweep(config: SweepConfig, routers: list[str], sweep_dir: Path, *,
-                     resume: bool = False, claim: bool = False) -> list[Path]:
+                     resume: bool = False, claim: bool = False, draw: bool = True) -> list[Path]:
     """Run (or continue) one sweep per router; returns each router's report.md. The top
-    folder is locked while it runs, like a single sweep's (output_dir.py)."""
+    folder is locked while it runs, like a single sweep's (output_dir.py); `draw`: the
+    reports' figures too."""
     if not config.profile:
         raise SweepError("--routers needs --profile: each router runs on a stack the sweep "
                          "starts (a --base-url server has one router, chosen where it runs)")
@@ -54,11 +55,11 @@ def run_router_sweep(config: SweepConfig, routers: list[str], sweep_dir: Path, *
         raise SweepError(f"unknown router(s) {unknown} (known: {', '.join(ROUTERS)})")
     shared = config.model_copy(update={"router": None})
     with locked_output(sweep_dir, resume=resume, claim=claim) as out:
-        return _run_locked(config, shared, routers, out, resume=resume)
+        return _run_locked(config, shared, routers, out, resume=resume, draw=draw)
 
 
 def _run_locked(config: SweepConfig, shared: SweepConfig, routers: list[str], out: OutputDir,
-                *, resume: bool) -> list[Path]:
+                *, resume: bool, draw: bool) -> list[Path]:
     sweep_dir = out.path
     if resume:
         manifest = load_router_manifest(sweep_dir)
@@ -91,7 +92,7 @@ def _run_locked(config: SweepConfig, shared: SweepConfig, routers: list[str], ou
         _save(sweep_dir, manifest)
         try:
             report = run_sweep(config.model_copy(update={"router": run.router}), sub,
-                               resume=(sub / SWEEP_FILE).exists())
+                               resume=(sub / SWEEP_FILE).exists(), draw=draw)
         except SweepError:
             run.state = "failed"
             _save(sweep_dir, manifest)

@@ -167,9 +167,10 @@ def _open_locked(config: SweepConfig, agent: BankingAgentOptions, out: OutputDir
 
 
 def run_sweep(config: SweepConfig, sweep_dir: Path, *, resume: bool = False,
-              claim: bool = False, port: int | None = None) -> Path:
+              claim: bool = False, port: int | None = None, draw: bool = True) -> Path:
     """Run (or continue) a sweep in `sweep_dir`; returns the path of report.md. `claim`: the
-    directory name is a default one (a taken name becomes `<name>-2`…)."""
+    directory name is a default one (a taken name becomes `<name>-2`…); `draw`: the report's
+    figures too."""
     with open_sweep(config, sweep_dir, resume=resume, claim=claim, port=port) as session:
         for record in list(session.manifest.level_records):
             run_level(session, record.level)
@@ -182,7 +183,7 @@ def run_sweep(config: SweepConfig, sweep_dir: Path, *, resume: bool = False,
         # a refused, failed or stopped sweep never needs.
         from analysis.report import write_report
 
-        report = write_report(session.sweep_dir)
+        report = write_report(session.sweep_dir, draw=draw)
         session.manifest.report = str(report)
         save_manifest(session.sweep_dir, session.manifest)
     if session.manifest.dataset_fallback:  # said at the start; said again where one looks last

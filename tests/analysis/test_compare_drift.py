@@ -41,6 +41,18 @@ def test_drift_check_sees_neighbours_that_lean_together():
     assert list(block_means(np.arange(5.0), 2)) == [0.5, 2.5, 4.0]
 
 
+def test_drift_check_is_not_swamped_by_a_few_very_slow_blocks():
+    """The check ranks the blocks: a trend plain in the run stays plain beside a few blocks
+    a thousand times off (squares of them would drown it), and how the blocks are scaled
+    (logs or not) changes nothing."""
+    rng = np.random.default_rng(6)
+    trending = np.linspace(0, 1, 50) + rng.normal(0, 0.2, 50)
+    spiked = trending.copy()
+    spiked[[7, 31]] += 1000.0
+    assert drift_p(spiked) <= 0.05
+    assert drift_p(np.exp(trending)) == drift_p(trending)
+
+
 def test_one_check_over_several_columns_sees_the_clearest_and_holds_its_level():
     """The columns of one pair, block for block: a drift plain in one of them is seen beside
     columns that hide it in noise; with none drifting the check of all rejects about as

@@ -53,6 +53,10 @@ def test_a_corrupt_or_tampered_entry_is_ignored_with_one_line(tmp_path, caplog):
     with caplog.at_level(logging.WARNING):
         assert make(tmp_path).load() is None
     assert len(caplog.records) == 1 and "checksum" in caplog.records[0].getMessage()
+    data.write_bytes(b"kv" * 500)  # cut short, as by a full disk
+    with caplog.at_level(logging.WARNING):
+        assert make(tmp_path).load() is None
+    assert "checksum" in caplog.records[-1].getMessage()
     data.with_suffix(".json").write_text("{not json")
     assert make(tmp_path).load() is None
 

@@ -28,7 +28,7 @@ def job(tmp_path_factory) -> Path:
         tmp_path_factory.mktemp("conversation"), "conversation", (TASK,),
         agents=[{"import_path": "conversation_agents:ConversationCheater"}, {"name": "oracle"}],
         n_concurrent=2, pythonpath=(HERE,), timeout=500,
-        build_args=("--mode", "conversation", "--max-turns", "8"),
+        build={"mode": "conversation", "max_turns": 8},
     )
 
 

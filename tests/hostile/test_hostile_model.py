@@ -64,7 +64,7 @@ def job(stack, tmp_path_factory) -> Path:
     return run_sample_job(
         tmp_path_factory.mktemp("hostile-model"), "hostile-model", tuple(sorted(REPLIES)),
         agents=[banking, {"name": "oracle"}], n_concurrent=4, timeout=800,
-        build_args=("--mode", "conversation", "--max-turns", "1"),
+        build={"mode": "conversation", "max_turns": 1},
         extra_env={KEY_ENV: "sk-hostile-model"},
     )
 

@@ -87,9 +87,13 @@ def test_key_is_absent_from_sweep_job_logs_and_report(stack, tmp_path):
     assert "http_500" in proxy.seen  # the echoing error path was exercised
     sweep_dir = tmp_path / "s"
     assert (sweep_dir / "report.md").exists() and (sweep_dir / "logs").is_dir()
+    # a sweep draws its report's figures unless told not to (--no-plots), and they are
+    # searched for the key with every other file below
+    assert list((sweep_dir / "plots").glob("*.png"))
     assert list(sweep_dir.glob("logs/*.harbor.log"))
+    # the figures of the same trials were drawn (and searched) in the sweep's own report
     report = bankbench("report", str(sweep_dir / "c1"), "--out", str(tmp_path / "r1"),
-                       env={KEY_ENV: key})
+                       "--no-plots", env={KEY_ENV: key})
     assert report.returncode == 0, report.stderr
 
     needle = key.encode()

@@ -39,10 +39,12 @@ def scripts(scenarios: int) -> dict[str, list[str]]:
 
 def search(base_url: str, model: str, out: Path, fault: str, *, above: int = 2,
            scenarios: int = 10, max_level: int = 4, slo: float = 0.01,
-           max_looks: int | None = None, timeout: float = 1500) -> StackRun:
+           max_looks: int | None = None, steady: int | None = None,
+           timeout: float = 1500) -> StackRun:
     """One capacity search in `out/cap` against a mocker stack replaying `scripts(scenarios)`,
     through the proxy: replies in flight together with more than `above` requests are broken
-    the way `fault` names. `max_looks`: the search's --max-looks (None: its default)."""
+    the way `fault` names. `max_looks`, `steady`: the search's --max-looks and --steady (None:
+    their defaults)."""
     from tests.support.fault_proxy import FaultSchedule, in_thread
 
     schedule = FaultSchedule(integrity=fault, integrity_above=above)
@@ -54,5 +56,6 @@ def search(base_url: str, model: str, out: Path, fault: str, *, above: int = 2,
             "--max-drop", "0.5", "--alpha", "0.5", "--ak", REPLAY_AK, "--out", str(out),
             "--name", "cap",
             *(["--max-looks", str(max_looks)] if max_looks is not None else []),
+            *(["--steady", str(steady)] if steady is not None else []),
             timeout=timeout)
     return StackRun(out / "cap", done, proxy.corrupted)

@@ -5,6 +5,7 @@ test_sweep_stop.py)."""
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import signal
 import subprocess
@@ -38,11 +39,21 @@ def start_sweep(out: Path, levels: str, sigint_ignored: bool = False
 
 
 def finished(job: Path) -> dict[str, str]:
-    """trial folder name -> sha256 of its result.json, for trials that finished."""
+    """trial folder name -> sha256 of its result.json, for trials that finished. Harbor writes
+    result.json in place (not through a rename), so a file read while it is being written is
+    empty or cut: only a whole result with its end time counts."""
     if not job.is_dir():
         return {}
-    return {p.name: hashlib.sha256((p / "result.json").read_bytes()).hexdigest()
-            for p in job.iterdir() if (p / "result.json").is_file()}
+    done = {}
+    for trial in job.iterdir():
+        try:
+            raw = (trial / "result.json").read_bytes()
+            complete = json.loads(raw).get("finished_at") is not None
+        except (OSError, ValueError, AttributeError):
+            continue
+        if complete:
+            done[trial.name] = hashlib.sha256(raw).hexdigest()
+    return done
 
 
 def no_leftovers(marker: str, wait_s: float = 30) -> list[str]:

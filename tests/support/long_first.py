@@ -5,15 +5,14 @@
 # long after the others finished. Others keep their collection order.
 LONG_FIRST = (
     "tests/agents/test_agent_harbor_e2e.py",                  # ~140
+    "tests/bankbench/capacity/test_capacity_scripted_e2e.py",  # ~135 (two searches)
     "tests/bankbench/sweep/test_shards_e2e.py",               # ~125
     "tests/bankbench/sweep/test_sweep_lifecycle.py",          # ~95
-    "tests/bankbench/capacity/test_capacity_degraded_e2e.py",  # ~85
     "tests/analysis/test_compare_by_scenario.py",             # ~75
     "tests/integrity/test_integrity_real_frontend.py",        # ~70
     "tests/dynamo/routers/test_router_sweep.py",              # ~67
     "tests/bankbench/serve/test_cpu_tiny_prompt_cache.py",    # ~65
     "tests/bankbench/sweep/test_shards_ray.py",               # ~65
-    "tests/bankbench/capacity/test_capacity_noise_e2e.py",    # ~60
     "tests/bankbench/serve/test_cpu_tiny.py",                 # ~60
     "tests/agents/test_conversation_e2e.py",                  # ~60
     "tests/bankbench/capacity/test_capacity_e2e.py",          # ~58

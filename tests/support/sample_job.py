@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from tests.support.built_tasks import build_sample_cli
+from tests.support.built_tasks import build_sample
 
 REPO = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
@@ -20,13 +20,15 @@ def run_sample_job(base: Path, name: str, scenarios: tuple[str, ...], *,
                    agents: list[dict[str, Any]], n_concurrent: int,
                    env_kwargs: dict[str, Any] | None = None,
                    pythonpath: tuple[Path, ...] = (), timeout: int = 600,
-                   build_args: tuple[str, ...] = (),
+                   build: dict[str, Any] | None = None,
                    extra_env: dict[str, str] | None = None) -> Path:
-    """Build `scenarios` from the sample into `base/tasks` (`build_args` added to `tasks
-    build`, e.g. a --mode; the cheap labels unless they name others), run them with `agents`
-    as job `name` and return the job folder (`base/jobs/<name>`); fails the test if Harbor
-    fails. `extra_env` joins Harbor's environment (an agent's API key)."""
-    tasks = build_sample_cli(base / "tasks", "--scenarios", ",".join(scenarios), *build_args)
+    """Build `scenarios` from the sample into `base/tasks` (`build`: more options of
+    `build_tasks`, e.g. a mode; the cheap labels unless they name others), run them with
+    `agents` as job `name` and return the job folder (`base/jobs/<name>`); fails the test if
+    Harbor fails. `extra_env` joins Harbor's environment (an agent's API key). The tasks are
+    built in this process (the `tasks build` command is not what these suites test: a CLI
+    start-up fewer); the job runs in the real `harbor` CLI."""
+    tasks = build_sample(base / "tasks", scenarios=list(scenarios), **(build or {}))
     environment: dict[str, Any] = {"import_path": "environments.local:LocalEnvironment"}
     if env_kwargs:
         environment["kwargs"] = env_kwargs

@@ -53,15 +53,13 @@ def noise(grow_above: int | None, usual: str = "cap-") -> Callable[[str, int, in
 
 
 @contextmanager
-def scripted_mocker(work: Path, schedule) -> Iterator[tuple]:
-    """The mocker stack (2 workers, speed-up 1) replaying these scripts for N_SCENARIOS,
-    behind the fault-injecting test proxy with `schedule` (a `FaultSchedule`): yields the
-    proxy's URL, the served model and the proxy."""
+def scripted_stack(work: Path) -> Iterator:
+    """The mocker stack (2 workers, speed-up 1) replaying these scripts for N_SCENARIOS: yields
+    its ServerState. Searches reach it through the fault-injecting test proxy
+    (tests/support/fault_proxy.py · in_thread), one proxy and schedule per search."""
     from bankbench.serve import api, replay
-    from tests.support.fault_proxy import in_thread
 
     trace = replay.write_trace(work / "trace.jsonl", scripts(N_SCENARIOS))
     with api.running("cpu-mocker", workers=2, state_dir=work / "state",
-                     options={"speedup_ratio": 1.0, "replay_trace": str(trace)}) as state, \
-            in_thread(state.base_url, schedule) as proxy:
-        yield proxy.base_url, state.model, proxy
+                     options={"speedup_ratio": 1.0, "replay_trace": str(trace)}) as state:
+        yield state

@@ -12,7 +12,12 @@ from bankbench.sweep import executors, harbor_job, shards
 from bankbench.sweep.ray_shards import run_ray
 from contracts.sweep import SweepConfig
 from tests.support.built_tasks import empty_tasks
-from tests.support.shard_standins import stand_in_launches, stopped
+from tests.support.shard_standins import (
+    READY_MARK,
+    SIGINT_MARK,
+    stand_in_launches,
+    stopped,
+)
 
 
 def stop_on_dead_server(out: Path, address: str) -> dict:
@@ -29,7 +34,8 @@ def stop_on_dead_server(out: Path, address: str) -> dict:
 
     def watch() -> str | None:
         pids = [(shards.read_record(ln.shard.job) or ln.shard.record).pid for ln in launches]
-        if all(pids) or time.monotonic() > both_running:
+        ready = [(ln.shard.job / READY_MARK).exists() for ln in launches]
+        if all(pids) and all(ready) or time.monotonic() > both_running:
             return "the server at 127.0.0.1:1 stopped answering"
         return None
 
@@ -42,4 +48,5 @@ def stop_on_dead_server(out: Path, address: str) -> dict:
     seconds = time.monotonic() - t0
     pids = [shards.read_record(ln.shard.job).pid for ln in launches]
     ray.shutdown()
-    return {"raised": raised, "pids": pids, "stopped": stopped(pids), "seconds": seconds}
+    return {"raised": raised, "pids": pids, "stopped": stopped(pids), "seconds": seconds,
+            "sigint": [(ln.shard.job / SIGINT_MARK).exists() for ln in launches]}

@@ -290,6 +290,27 @@ def test_resuming_a_sweep_checks_only_a_typed_max_turns(tmp_path, monkeypatch):
         main(["sweep", "--resume", str(tmp_path), "--max-turns", "3"])
 
 
+def test_no_plots_reaches_the_report_of_a_sweep_and_of_a_router_sweep(tmp_path, monkeypatch):
+    """--no-plots is a flag of this run, not of the sweep: the report is written without its
+    figures, and a resume without the flag draws them."""
+    from bankbench.cli import main
+    from bankbench.commands import sweep as command
+    from bankbench.sweep import routers, runner
+
+    monkeypatch.setattr(command, "_stop_cleanly_on_signals", dict)
+    save_manifest(tmp_path, _manifest(SweepConfig(levels=[1], profile="cpu-mocker")))
+    draws = []
+    monkeypatch.setattr(runner, "run_sweep", lambda config, sweep_dir, resume, **kw: draws.append(
+        kw["draw"]) or sweep_dir / "report.md")
+    assert main(["sweep", "--resume", str(tmp_path), "--no-plots"]) == 0
+    assert main(["sweep", "--resume", str(tmp_path)]) == 0
+    monkeypatch.setattr(routers, "run_router_sweep", lambda *a, **kw: draws.append(
+        kw["draw"]) or [])
+    assert main(["sweep", "--profile", "cpu-mocker", "--routers", "kv,round-robin",
+                 "--out", str(tmp_path / "r"), "--no-plots"]) == 0
+    assert draws == [False, True, False]
+
+
 def test_a_typed_set_on_resume_keeps_the_stored_ones_beside_it(tmp_path, monkeypatch):
     """A scripted mocker sweep stored a replay trace it was not typed with: typing one --set
     again on resume is checked key by key, not taken as the whole set."""

@@ -46,7 +46,7 @@ def server(tmp_path_factory) -> Iterator[tuple[str, str]]:
 
 def _sweep_args(server: tuple[str, str], out: Path, name: str, *more: str) -> list[str]:
     return ["sweep", "--base-url", server[0], "--model", server[1], "--source", "sample",
-            "--labels", CHEAP_LABELS, "--out", str(out), "--name", name, *more]
+            "--labels", CHEAP_LABELS, "--out", str(out), "--name", name, "--no-plots", *more]
 
 
 def _scenarios(level: Path) -> Counter:
@@ -141,7 +141,7 @@ def test_a_killed_shard_loses_only_its_unfinished_trials_and_resume_completes_th
     kept = {p.parent.name for p in (level / "s0").glob("*/result.json")}
     assert len(kept) == 3
 
-    done = bankbench("sweep", "--resume", str(tmp_path / "k"), timeout=900)
+    done = bankbench("sweep", "--resume", str(tmp_path / "k"), "--no-plots", timeout=900)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     assert "shard 0: already complete" in done.stdout
     assert {p.parent.name for p in (level / "s0").glob("*/result.json")} == kept

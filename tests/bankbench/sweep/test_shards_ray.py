@@ -26,8 +26,8 @@ ROOT = Path(__file__).resolve().parents[3]
 
 @pytest.fixture(scope="module")
 def ray_run(tmp_path_factory) -> Path:
-    """One loopback-only namespace and one two-node Ray cluster for both tests: the sweep, then
-    the dead-server stop (ray_netns.py); each test reads what its part wrote."""
+    """One loopback-only namespace and one two-node Ray cluster for both tests: the dead-server
+    stop, then the sweep (ray_netns.py); each test reads what its part wrote."""
     pytest.importorskip("ray")
     if os.geteuid() != 0 or not shutil.which("unshare") or not shutil.which("ip"):
         pytest.skip("needs root, unshare and ip for a loopback-only network namespace")
@@ -75,4 +75,7 @@ def test_a_dead_server_stops_every_ray_shard_of_the_level(ray_run):
     result = _result(ray_run / "dead" / "ray.json", ray_run)
     assert result["raised"] and "stopped answering" in result["raised"]
     assert all(result["pids"]) and result["stopped"], result
+    # stopped by SIGINT, the step that lets Harbor write what it can (a Ray worker's children
+    # inherit its blocked SIGINT unless the shard unblocks it)
+    assert result["sigint"] == [True, True], result
     assert result["seconds"] < 200  # stopped, not run to the stand-ins' 240 s end

@@ -53,7 +53,7 @@ def offline_sweep(tmp_path_factory) -> tuple[Path, subprocess.CompletedProcess]:
     out = tmp_path_factory.mktemp("offline")
     cmd = [sys.executable, "-m", "bankbench", "sweep", "--profile", "cpu-mocker",
            "--set", "speedup_ratio=10", "--levels", "1", "--limit", "2", "--source", "auto",
-           "--out", str(out), "--name", "s"]
+           "--out", str(out), "--name", "s", "--no-plots"]
     done = subprocess.run(cmd, env=_offline(out), capture_output=True, text=True, timeout=540)
     return out, done
 
@@ -91,7 +91,8 @@ def test_a_profile_sweep_resumes_on_another_port(offline_sweep):
     assert load.client_cpu > 0 and load.server_cpu > 0
     old = json.loads((sweep / "sweep.json").read_text())["base_url"]
     port = closed_port()
-    again = bankbench("sweep", "--resume", str(sweep), "--port", str(port), timeout=600,
+    again = bankbench("sweep", "--resume", str(sweep), "--port", str(port), "--no-plots",
+                      timeout=600,
                       env=_offline(tmp_path))
     assert again.returncode == 0, again.stdout[-2000:] + again.stderr[-2000:]
     assert "level 1: already complete, skipped" in again.stdout

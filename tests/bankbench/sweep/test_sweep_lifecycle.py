@@ -30,6 +30,7 @@ from tests.support.cli import (
     bankbench_here,
     wait_for,
 )
+from tests.support.interrupted_sweep import finished
 
 pytestmark = [pytest.mark.dynamo, pytest.mark.harbor, pytest.mark.slow]
 
@@ -54,7 +55,8 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator:
 
 def _sweep_args(state, out: Path, *more: str) -> list[str]:
     return ["sweep", "--base-url", state.base_url, "--model", state.model, "--source", "sample",
-            "--labels", CHEAP_LABELS, "--limit", str(N_TASKS), "--out", str(out), *more]
+            "--labels", CHEAP_LABELS, "--limit", str(N_TASKS), "--out", str(out), "--no-plots",
+            *more]
 
 
 def _start(args: list[str], log: Path) -> subprocess.Popen:
@@ -64,7 +66,7 @@ def _start(args: list[str], log: Path) -> subprocess.Popen:
 
 
 def _finished(job: Path) -> list[Path]:
-    return [p for p in job.iterdir() if (p / "result.json").is_file()] if job.is_dir() else []
+    return [job / name for name in finished(job)]
 
 
 def test_default_names_of_the_same_second_never_collide(tmp_path, stack, monkeypatch):
@@ -81,13 +83,18 @@ def test_default_names_of_the_same_second_never_collide(tmp_path, stack, monkeyp
         monkeypatch.setenv(k, v)
     out = tmp_path / "jobs"
     args = ["sweep", "--base-url", stack.base_url, "--model", stack.model, "--source",
-            "sample", "--labels", CHEAP_LABELS, "--limit", "1", "--levels", "1", "--out", str(out)]
+            "sample", "--labels", CHEAP_LABELS, "--limit", "1", "--levels", "1", "--out", str(out),
+            "--no-plots"]
     assert main(args) == 0
     assert main(args) == 0
     assert sorted(p.name for p in out.iterdir()) == ["sweep-20260102-030405",
                                                      "sweep-20260102-030405-2"]
     for d in out.iterdir():
         assert len(_finished(d / "c1")) == 1
+        # --no-plots: the report and its data without figures (drawn by default:
+        # tests/reliability/test_secret_absence.py)
+        assert (d / "report.md").is_file() and (d / "summary.csv").is_file()
+        assert not (d / "plots").exists() and not list(d.rglob("*.png"))
 
 
 def test_bad_options_are_one_line_before_anything_slow_and_leave_no_directory(tmp_path):
@@ -106,15 +113,20 @@ def test_bad_options_are_one_line_before_anything_slow_and_leave_no_directory(tm
         assert not (out / "x").exists()
 
 
-def _refusals_while_it_runs(first: subprocess.Popen, state, out: Path, sweep: Path) -> None:
+def _refusals_while_it_runs(first: subprocess.Popen, state, out: Path, sweep: Path,
+                            monkeypatch: pytest.MonkeyPatch) -> None:
     """A resume and a second sweep of the same name, aimed at a live sweep, are refused at once.
     The sweep is held still (SIGSTOP: alive, its claim on the sweep kept) while they run, so
-    a quick sweep on an idle machine cannot end before they are tested."""
+    a quick sweep on an idle machine cannot end before they are tested. They run in this
+    process (the claim is the sweep process's, a pid this one is not): what they say and
+    their exit code are the command's, without two CLI start-ups while the sweep stands."""
+    from bankbench.commands import sweep as sweep_cmd
+
+    monkeypatch.setattr(sweep_cmd, "_stop_cleanly_on_signals", dict)  # pytest's handlers kept
     first.send_signal(signal.SIGSTOP)
     try:
-        resumed = bankbench("sweep", "--resume", str(sweep), timeout=120)
-        again = bankbench(*_sweep_args(state, out, "--levels", "1", "--name", sweep.name),
-                          timeout=120)
+        resumed = bankbench_here("sweep", "--resume", str(sweep))
+        again = bankbench_here(*_sweep_args(state, out, "--levels", "1", "--name", sweep.name))
         assert first.poll() is None, "the first sweep ended before the refusals were tested"
     finally:
         first.send_signal(signal.SIGCONT)
@@ -125,7 +137,8 @@ def _refusals_while_it_runs(first: subprocess.Popen, state, out: Path, sweep: Pa
     assert "choose another --name" in again.stderr
 
 
-def test_a_server_that_dies_stops_the_sweep_which_resumes_on_a_new_port(tmp_path, stack):
+def test_a_server_that_dies_stops_the_sweep_which_resumes_on_a_new_port(tmp_path, stack,
+                                                                       monkeypatch):
     """One sweep's life: refusals while it runs, its server lost mid-level, the stop, and the
     resume on another port that completes every level with each task once (nothing merged).
     The server it comes back to is the module's (another stack, another port)."""
@@ -139,7 +152,7 @@ def test_a_server_that_dies_stops_the_sweep_which_resumes_on_a_new_port(tmp_path
         proc = _start(_sweep_args(old, out, "--levels", "1,2", "--name", "s"), log)
         sweep = out / "s"
         wait_for(lambda: (sweep / "sweep.json").exists(), proc, log, timeout=240)
-        _refusals_while_it_runs(proc, old, out, sweep)
+        _refusals_while_it_runs(proc, old, out, sweep, monkeypatch)
         wait_for(lambda: len(_finished(sweep / "c1")) >= 1, proc, log, timeout=240)
     finally:
         api.down(old)
@@ -162,7 +175,8 @@ def test_a_server_that_dies_stops_the_sweep_which_resumes_on_a_new_port(tmp_path
 
     new = stack  # back, at another port
     assert new.base_url != old.base_url
-    done = bankbench("sweep", "--resume", str(sweep), "--base-url", new.base_url, timeout=600)
+    done = bankbench("sweep", "--resume", str(sweep), "--base-url", new.base_url, "--no-plots",
+                     timeout=600)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     assert f"resuming against {new.base_url}" in done.stdout
     manifest = json.loads((sweep / "sweep.json").read_text())

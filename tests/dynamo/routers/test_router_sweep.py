@@ -5,7 +5,8 @@ sweep shows what routed it (the frontend's router mode and policy file) recorded
 and named in the report.
 
 Real parts: `bankbench sweep` as a subprocess, the harbor CLI, LocalEnvironment, the Dynamo
-frontend with mocker workers (and the thompson router component)."""
+frontend with mocker workers (and the thompson router component). Without figures (--no-plots,
+both runs): no assertion reads one, and each router's report drew ~3 s of them."""
 
 from __future__ import annotations
 
@@ -26,6 +27,7 @@ from analysis.files import read_llm_calls
 from analysis.router_decisions import join_llm_calls
 from tests.support.built_tasks import CHEAP_LABELS
 from tests.support.cli import HARBOR_ENV, bankbench
+from tests.support.interrupted_sweep import finished
 from tests.support.router_policy import POLICY
 
 pytestmark = [pytest.mark.dynamo, pytest.mark.harbor, pytest.mark.slow]
@@ -35,18 +37,11 @@ PER_ROUTER = N_TASKS * ATTEMPTS
 ROUTERS = ("kv", "thompson")
 
 
-def _finished(job: Path) -> dict[str, bytes]:
-    if not job.is_dir():
-        return {}
-    return {p.name: (p / "result.json").read_bytes() for p in job.iterdir()
-            if (p / "result.json").is_file()}
-
-
 @dataclass
 class Resumed:
     sweep: Path
-    before: dict[str, bytes]  # the second router's trials finished before the kill
-    first_done: dict[str, bytes]  # the first router's, at the kill
+    before: dict[str, str]  # the second router's trials finished before the kill
+    first_done: dict[str, str]  # the first router's, at the kill
     done: subprocess.CompletedProcess  # the resume
 
 
@@ -60,22 +55,22 @@ def resumed(tmp_path_factory) -> Resumed:
            "--set", "speedup_ratio=10", "--set", f"frontend_args=--router-policy-config {policy}",
            "--levels", str(LEVEL), "--attempts", str(ATTEMPTS),
            "--source", "sample", "--labels", CHEAP_LABELS, "--limit", str(N_TASKS),
-           "--out", str(tmp), "--name", "s"]
+           "--no-plots", "--out", str(tmp), "--name", "s"]
     log = tmp / "sweep.out"
     proc = subprocess.Popen(cmd, stdout=log.open("w"), stderr=subprocess.STDOUT, text=True,
                             env={**os.environ, **HARBOR_ENV})
     sweep = tmp / "s"
     second = sweep / f"r-{ROUTERS[1]}" / f"c{LEVEL}"
     deadline = time.monotonic() + 600
-    while not 1 <= len(_finished(second)) < PER_ROUTER:
+    while not 1 <= len(finished(second)) < PER_ROUTER:
         assert proc.poll() is None, log.read_text()[-3000:]
         assert time.monotonic() < deadline, log.read_text()[-3000:]
         time.sleep(0.2)
-    before = _finished(second)
-    first_done = _finished(sweep / f"r-{ROUTERS[0]}" / f"c{LEVEL}")
+    before = finished(second)
+    first_done = finished(sweep / f"r-{ROUTERS[0]}" / f"c{LEVEL}")
     proc.kill()
     proc.wait()
-    done = bankbench("sweep", "--resume", str(sweep), timeout=600)
+    done = bankbench("sweep", "--resume", str(sweep), "--no-plots", timeout=600)
     return Resumed(sweep, before, first_done, done)
 
 
@@ -98,14 +93,14 @@ def test_multi_router_sweep_resumes_after_sigkill(resumed):
         assert manifest["router"] == name
         assert [(r["router"], r["state"]) for r in manifest["level_records"]] == [
             (name, "complete")]
-        after = _finished(sub / f"c{LEVEL}")
+        after = finished(sub / f"c{LEVEL}")
         assert Counter(n.split("__")[0] for n in after) == Counter(
             {t: ATTEMPTS for t in {n.split("__")[0] for n in after}})
         assert len(after) == PER_ROUTER
         assert (sub / "report.md").exists()
     # finished trials are kept byte for byte, the first router's too
-    assert {n: _finished(second).get(n) for n in before} == before
-    assert _finished(sweep / "r-kv" / f"c{LEVEL}") == first_done
+    assert {n: finished(second).get(n) for n in before} == before
+    assert finished(sweep / "r-kv" / f"c{LEVEL}") == first_done
 
     # every agent call of the resumed thompson run is one the router decided, with a worker
     # and why (calls before the kill may lack the frontend's last, unflushed trace lines)
