@@ -33,6 +33,8 @@ token shares) show the delta and are not called.
 
 from __future__ import annotations
 
+from functools import cache
+
 import numpy as np
 import pandas as pd
 
@@ -45,7 +47,7 @@ from analysis.metrics.base import (
 from analysis.metrics.integrity import COLUMNS as INTEGRITY_COLUMNS
 from analysis.metrics.integrity import summary_key
 from analysis.metrics.power import DETECT, GRID, detectable, power_curve
-from analysis.metrics.quality import PAIRED_KEYS, values_for
+from analysis.metrics.quality import PAIRED_KEYS, view, with_solved
 from analysis.metrics.signflip import EFFECT, paired_request_tests
 from analysis.metrics.throughput import failed_and_counted
 
@@ -89,6 +91,7 @@ REQUEST_KEYS: dict[str, tuple[str, float | None]] = {
 # A percentile resample costs a pass over every request of both runs: fewer resamples than
 # for means keeps a 100k-request comparison to seconds; the interval ends move by < 1 %.
 QUANTILE_RESAMPLES = 1000
+NO_PAIRED_TRIALS = "no paired trials"
 
 
 def metric_of(column: str):
@@ -138,17 +141,44 @@ def compare_table(summary: pd.DataFrame, trials: pd.DataFrame | None = None,
     seen: dict[int, tuple[float, str]] = {}  # row → (p of the pair made EFFECT times slower,
     # why it has no p)
     indexed = summary.set_index(["source", "level"])
+    by_column = _request_columns(keys)
+
+    # A side (source, level) is read once: the baseline's serves every other source, and a
+    # side's rows every key that reads them.
+    @cache
+    def figures(side: tuple[str, int]) -> pd.Series:
+        return indexed.loc[side]
+
+    @cache
+    def solved(side: tuple[str, int]) -> pd.DataFrame:
+        return with_solved(_rows(trials, side))[0]
+
+    @cache
+    def viewed(side: tuple[str, int], which: str) -> pd.DataFrame:
+        return view(solved(side), which)  # infra excluded, or as 0
+
+    @cache
+    def means(side: tuple[str, int], key: str) -> pd.Series:
+        column, which = PAIRED_KEYS[key]
+        return _scenario_means(viewed(side, which), column)
+
+    @cache
+    def columns(side: tuple[str, int]) -> dict[str, pd.DataFrame]:
+        measured = _measured(_rows(requests, side))
+        return {column: _request_side(measured, column) for column in by_column}
+
     for other in sources[1:]:
         for base_level, other_level, label in _pairs(summary, baseline, other):
             sides = ((baseline, base_level), (other, other_level))
-            per_request = (_paired_requests(requests, keys, *sides) if requests is not None
-                           else {})
+            per_request = (_paired_requests(*(columns(side) for side in sides), by_column,
+                                            max(base_level, other_level))
+                           if requests is not None else {})
             tested: dict[bytes, str] = {}  # paired values → the metric that tested them
             for key in keys:
                 if key not in indexed.columns:
                     continue
-                a = float(indexed.loc[(baseline, base_level), key])
-                b = float(indexed.loc[(other, other_level), key])
+                a = float(figures(sides[0])[key])
+                b = float(figures(sides[1])[key])
                 if key in INTEGRITY_KEYS and not (a > 0 or b > 0):
                     continue
                 metric = metric_of(key)
@@ -160,7 +190,7 @@ def compare_table(summary: pd.DataFrame, trials: pd.DataFrame | None = None,
                        "detectable": np.nan, "power_at": np.nan, "power_note": ""}
                 direction = metric.larger_is_better if metric else None
                 if trials is not None and key in PAIRED_KEYS:
-                    result, pair = _paired(trials, key, *sides)
+                    result, pair = _paired(*(means(side, key) for side in sides))
                     row |= _row(*result, direction) | {"interval": QUALITY_INTERVAL}
                     fingerprint = pair.to_numpy().tobytes() + str(list(pair.index)).encode()
                     if fingerprint in tested:
@@ -260,17 +290,22 @@ def _with_power(table: pd.DataFrame, spreads: dict[int, np.ndarray]) -> pd.DataF
     return table
 
 
-def _paired(trials: pd.DataFrame, key: str, base: tuple[str, int], other: tuple[str, int]
-            ) -> tuple[tuple[float, float, float, int, float], pd.DataFrame]:
-    """The paired interval of `key`, and the per-scenario means behind it (`base`, `other`
-    columns, one row per paired scenario)."""
-    def side(source: str, level: int) -> pd.Series:
-        rows = trials[(trials["source"] == source) & (trials["level"] == level)]
-        values, scenarios = values_for(rows, key) or (np.zeros(0), np.zeros(0, dtype=object))
-        # One mean per scenario, so repeats (and repeats lost to failures) change no weight.
-        return pd.Series(values).groupby(pd.Series(scenarios, dtype=object)).mean().dropna()
+def _rows(table: pd.DataFrame, side: tuple[str, int]) -> pd.DataFrame:
+    source, level = side
+    return table[(table["source"] == source) & (table["level"] == level)]
 
-    b, o = side(*base), side(*other)
+
+def _scenario_means(trials: pd.DataFrame, column: str) -> pd.Series:
+    """One mean of a trial `column` per scenario (the trials of a `PAIRED_KEYS` view), so
+    repeats (and repeats lost to failures) change no weight."""
+    values, scenarios = trials[column].to_numpy(dtype=float), trials["scenario_id"].to_numpy()
+    return pd.Series(values).groupby(pd.Series(scenarios, dtype=object)).mean().dropna()
+
+
+def _paired(b: pd.Series, o: pd.Series
+            ) -> tuple[tuple[float, float, float, int, float], pd.DataFrame]:
+    """The paired interval of two sides' per-scenario means, and the means behind it (`base`,
+    `other` columns, one row per paired scenario)."""
     result = paired_cluster_bootstrap_diff_ci(b.to_numpy(dtype=float),
                                               b.index.to_numpy(dtype=object),
                                               o.to_numpy(dtype=float),
@@ -279,55 +314,71 @@ def _paired(trials: pd.DataFrame, key: str, base: tuple[str, int], other: tuple[
     return result, pd.DataFrame({"base": b.loc[common], "other": o.loc[common]})
 
 
-def _paired_requests(requests: pd.DataFrame, keys: tuple[str, ...], base: tuple[str, int],
-                     other: tuple[str, int]
-                     ) -> dict[str, tuple[tuple[float, float, float, int, float], float, float,
-                                          str]]:
-    """Paired differences of every `REQUEST_KEYS` key asked for: the difference of the pooled
-    figures with its scenario-bootstrap interval (its scale, within-run), and p with the
-    direction it leans from the trial and time-block tests (`analysis.metrics.signflip`), which
-    hold their level where the bootstrap's p does not (a few scenarios, heavy tails, a few slow
-    trials, co-running trials: benchmarks/compare_small_n.py). The percentiles of one column
-    share one bootstrap pass."""
-    def side(source: str, level: int, column: str) -> pd.DataFrame:
-        rows = requests[(requests["source"] == source) & (requests["level"] == level)]
-        if "measured" in rows:  # as in the summary: the system under test's calls only
-            rows = rows[rows["measured"].astype(bool)]
-        if column == "failed":  # error rate: every request but the cancelled, 1 if it failed
-            failed, counted = failed_and_counted(rows)
-            rows = rows[counted]
-            values = failed[counted].astype(float)
-        else:
-            rows = rows[rows["ok"].astype(bool)]
-            values = rows[column].to_numpy(dtype=float)
-        return pd.DataFrame({
-            "scenario_id": rows["scenario_id"].to_numpy(),
-            # Without trial names or start stamps (hand-made tables), a scenario is one unit.
-            "trial": (rows["trial"] if "trial" in rows else rows["scenario_id"]).to_numpy(),
-            "start_unix_ns": (rows["start_unix_ns"].to_numpy(dtype=float)
-                              if "start_unix_ns" in rows else np.zeros(len(rows))),
-            "value": values})
+def _measured(rows: pd.DataFrame) -> pd.DataFrame:
+    """As in the summary: the system under test's calls only."""
+    return rows[rows["measured"].astype(bool)] if "measured" in rows else rows
 
+
+def _request_side(rows: pd.DataFrame, column: str) -> pd.DataFrame:
+    """One side of a request column's tests (`signflip.COLUMNS`): the error rate over every
+    request but the cancelled (1 if it failed), a latency over the successful ones. The
+    columns are taken one by one: a copy of every request column per figure cost more than
+    the tests."""
+    if column == "failed":
+        failed, keep = failed_and_counted(rows)
+        values = failed[keep].astype(float)
+    else:
+        keep = rows["ok"].astype(bool).to_numpy()
+        values = rows[column].to_numpy(dtype=float)[keep]
+    # Without trial names or start stamps (hand-made tables), a scenario is one unit.
+    trial = rows["trial"] if "trial" in rows else rows["scenario_id"]
+    return pd.DataFrame({
+        "scenario_id": rows["scenario_id"].to_numpy()[keep], "trial": trial.to_numpy()[keep],
+        "start_unix_ns": (rows["start_unix_ns"].to_numpy(dtype=float)[keep]
+                          if "start_unix_ns" in rows else np.zeros(int(keep.sum()))),
+        "value": values})
+
+
+def _request_columns(keys: tuple[str, ...]) -> dict[str, list[str]]:
+    """Request column → the `REQUEST_KEYS` keys asked for that read it."""
     by_column: dict[str, list[str]] = {}
     for key in keys:
         if key in REQUEST_KEYS:
             by_column.setdefault(REQUEST_KEYS[key][0], []).append(key)
-    out: dict[str, tuple[tuple[float, float, float, int, float], float, float, str]] = {}
-    wave = max(base[1], other[1])  # trials that ran together at this concurrency
-    sides = {column: (side(*base, column), side(*other, column),
-                      tuple(REQUEST_KEYS[k][1] for k in wanted))
-             for column, wanted in by_column.items()}
+    return by_column
+
+
+def _paired_requests(base: dict[str, pd.DataFrame], other: dict[str, pd.DataFrame],
+                     by_column: dict[str, list[str]], wave: int
+                     ) -> dict[str, tuple[tuple[float, float, float, int, float], float, float,
+                                          str]]:
+    """Paired differences of every `REQUEST_KEYS` key asked for (`by_column`; each side's
+    frame per column, `_request_side`): the difference of the pooled figures with its
+    scenario-bootstrap interval (its scale, within-run), and p with the direction it leans
+    from the trial and time-block tests (`analysis.metrics.signflip`), which hold their level
+    where the bootstrap's p does not (a few scenarios, heavy tails, a few slow trials,
+    co-running trials: benchmarks/compare_small_n.py). The percentiles of one column share one
+    bootstrap pass. `wave`: how many trials ran together."""
+    qs = {column: tuple(REQUEST_KEYS[k][1] for k in wanted)
+          for column, wanted in by_column.items()}
+    # A column one side has no value of (no request, or none classified for an integrity
+    # class) pairs no trial: no test, and nothing to add to the pair's drift check.
+    paired = [column for column in by_column
+              if base[column]["value"].notna().any() and other[column]["value"].notna().any()]
     # One drift check over every latency column of the pair (analysis.metrics.signflip).
-    all_tested = paired_request_tests(list(sides.values()), wave)
-    for (column, wanted), tested in zip(by_column.items(), all_tested, strict=True):
-        b, o, qs = sides[column]
+    all_tested = dict(zip(paired, paired_request_tests(
+        [(base[column], other[column], qs[column]) for column in paired], wave), strict=True))
+    out: dict[str, tuple[tuple[float, float, float, int, float], float, float, str]] = {}
+    for column, wanted in by_column.items():
+        b, o = base[column], other[column]
+        tested = all_tested.get(column, [(np.nan, 0.0, 0, np.nan, NO_PAIRED_TRIALS)] * len(wanted))
         data = (b["value"].to_numpy(), b["scenario_id"].to_numpy(), o["value"].to_numpy(),
                 o["scenario_id"].to_numpy())
-        if qs[0] is None:  # a share: the mean of 0/1 per request
+        if qs[column][0] is None:  # a share: the mean of 0/1 per request
             found = [paired_cluster_bootstrap_diff_ci(*data)]
         else:
             found = paired_cluster_bootstrap_quantile_diff_ci(
-                *data, tuple(float(q or 0) for q in qs), resamples=QUANTILE_RESAMPLES)
+                *data, tuple(float(q or 0) for q in qs[column]), resamples=QUANTILE_RESAMPLES)
         out.update(zip(wanted, [((d, lo, hi, n, p), lean, seen, why)
                                 for (d, lo, hi, n, _), (p, lean, _, seen, why)
                                 in zip(found, tested, strict=True)], strict=True))

@@ -88,23 +88,31 @@ def bootstrap_mean_ci(values: np.ndarray, level: float = 0.95,
 _SMALL = 256  # clusters of at most this many values are labelled without pandas
 
 
-def _clusters(values: np.ndarray, clusters: np.ndarray
+def _clusters(values: np.ndarray, clusters: np.ndarray,
+              labelled: dict[bytes, tuple[np.ndarray, dict[object, int]]] | None = None
               ) -> tuple[np.ndarray, np.ndarray, dict[object, int]]:
-    """Per-cluster sum and count of the non-NaN values, and each cluster label's position."""
+    """Per-cluster sum and count of the non-NaN values, and each cluster label's position.
+    `labelled`: the codes already found for these `clusters`, by which values are kept (the
+    values of one set of clusters, labelled once)."""
     v = np.asarray(values, dtype=float)
     keep = ~np.isnan(v)
-    kept = np.asarray(clusters)[keep]
-    if len(kept) <= _SMALL:  # pandas' fixed cost per call is most of a small one's time
-        first: dict[object, int] = {}
-        codes = np.fromiter((first.setdefault(c, len(first)) for c in kept.tolist()),
-                            dtype=np.intp, count=len(kept))
-        labels = list(first)
-    else:
-        codes, labels = pd.factorize(pd.Series(kept), sort=False)
-    n = len(labels)
+    known = labelled.get(keep.tobytes()) if labelled is not None else None
+    if known is None:
+        kept = np.asarray(clusters)[keep]
+        if len(kept) <= _SMALL:  # pandas' fixed cost per call is most of a small one's time
+            first: dict[object, int] = {}
+            codes = np.fromiter((first.setdefault(c, len(first)) for c in kept.tolist()),
+                                dtype=np.intp, count=len(kept))
+            labels = list(first)
+        else:
+            codes, labels = pd.factorize(pd.Series(kept), sort=False)
+        known = codes, {label: i for i, label in enumerate(labels)}
+        if labelled is not None:
+            labelled[keep.tobytes()] = known
+    codes, ids = known
+    n = len(ids)
     return (np.bincount(codes, weights=v[keep], minlength=n),
-            np.bincount(codes, minlength=n).astype(float),
-            {label: i for i, label in enumerate(labels)})
+            np.bincount(codes, minlength=n).astype(float), ids)
 
 
 def _draws(n_clusters: int, resamples: int, rng: np.random.Generator):
@@ -147,23 +155,50 @@ def paired_cluster_bootstrap_diff_ci(
     With one value per cluster (per-scenario means) every scenario weighs the same.
     p: two-sided, from the bootstrap standard error (`bootstrap_p`). Fewer than two paired
     clusters: no interval, p NaN."""
+    return paired_cluster_bootstrap_diff_cis(base, base_clusters, [other], other_clusters,
+                                             level, resamples, seed)[0]
+
+
+def paired_cluster_bootstrap_diff_cis(
+        base: np.ndarray, base_clusters: np.ndarray, others: list[np.ndarray],
+        other_clusters: np.ndarray, level: float = 0.95, resamples: int = BOOTSTRAP_RESAMPLES,
+        seed: int = BOOTSTRAP_SEED) -> list[tuple[float, float, float, int, float]]:
+    """`paired_cluster_bootstrap_diff_ci` of one base against each of `others` (values of the
+    same `other_clusters`), each exactly what it returns alone: the others that pair the same
+    clusters share its draws (the same seed draws the same scenarios), so the clusters are
+    labelled, drawn and the base resampled once for all of them (`analysis.metrics.power`
+    asks for one pair at several sizes of a difference)."""
     b_sums, b_counts, b_ids = _clusters(base, base_clusters)
-    o_sums, o_counts, o_ids = _clusters(other, other_clusters)
-    common = [c for c in b_ids if c in o_ids]
-    if not common:
-        return np.nan, np.nan, np.nan, 0, np.nan
-    bi = np.array([b_ids[c] for c in common])
-    oi = np.array([o_ids[c] for c in common])
-    b_sums, b_counts, o_sums, o_counts = b_sums[bi], b_counts[bi], o_sums[oi], o_counts[oi]
-    diff = float(o_sums.sum() / o_counts.sum() - b_sums.sum() / b_counts.sum())
-    if len(common) < 2:
-        return diff, np.nan, np.nan, len(common), np.nan
-    rng = np.random.default_rng(seed)
-    diffs = np.concatenate([
-        o_sums[idx].sum(axis=1) / o_counts[idx].sum(axis=1)
-        - b_sums[idx].sum(axis=1) / b_counts[idx].sum(axis=1)
-        for idx in _draws(len(common), resamples, rng)])
-    return (diff, *_percentile_interval(diffs, level), len(common), bootstrap_p(diff, diffs))
+    labelled: dict[bytes, tuple[np.ndarray, dict[object, int]]] = {}
+    found: list[tuple[float, float, float, int, float]] = [(np.nan,) * 5] * len(others)
+    sides: dict[tuple, list[tuple[int, float, np.ndarray, np.ndarray]]] = {}
+    for k, other in enumerate(others):
+        o_sums, o_counts, o_ids = _clusters(other, other_clusters, labelled)
+        common = tuple(c for c in b_ids if c in o_ids)
+        if not common:
+            found[k] = (np.nan, np.nan, np.nan, 0, np.nan)
+            continue
+        bi = np.array([b_ids[c] for c in common])
+        oi = np.array([o_ids[c] for c in common])
+        diff = float(o_sums[oi].sum() / o_counts[oi].sum()
+                     - b_sums[bi].sum() / b_counts[bi].sum())
+        if len(common) < 2:
+            found[k] = (diff, np.nan, np.nan, len(common), np.nan)
+        else:
+            sides.setdefault(common, []).append((k, diff, o_sums[oi], o_counts[oi]))
+    for common, paired in sides.items():
+        bi = np.array([b_ids[c] for c in common])
+        sums, counts = b_sums[bi], b_counts[bi]
+        parts: list[list[np.ndarray]] = [[] for _ in paired]
+        for idx in _draws(len(common), resamples, np.random.default_rng(seed)):
+            base_means = sums[idx].sum(axis=1) / counts[idx].sum(axis=1)
+            for part, (_, _, o_sums, o_counts) in zip(parts, paired, strict=True):
+                part.append(o_sums[idx].sum(axis=1) / o_counts[idx].sum(axis=1) - base_means)
+        for part, (k, diff, _, _) in zip(parts, paired, strict=True):
+            diffs = np.concatenate(part)
+            found[k] = (diff, *_percentile_interval(diffs, level), len(common),
+                        bootstrap_p(diff, diffs))
+    return found
 
 
 def paired_cluster_bootstrap_quantile_diff_ci(

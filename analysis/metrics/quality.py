@@ -158,15 +158,6 @@ def view(trials: pd.DataFrame, which: str) -> pd.DataFrame:
     return pd.concat([trials[counted], zeroed])
 
 
-def values_for(trials: pd.DataFrame, key: str) -> tuple[np.ndarray, np.ndarray] | None:
-    """(per-trial values, scenario ids) behind a summary column of `PAIRED_KEYS`."""
-    if key not in PAIRED_KEYS:
-        return None
-    column, which = PAIRED_KEYS[key]
-    rows = view(with_solved(trials)[0], which)
-    return rows[column].to_numpy(dtype=float), rows["scenario_id"].to_numpy()
-
-
 def quality_metrics(trials: pd.DataFrame) -> dict[str, float | str]:
     trials, solved_from = with_solved(trials)
     counted = view(trials, "counted")

@@ -15,6 +15,8 @@ from analysis.metrics.base import (
     _weighted_percentiles,
     bootstrap_mean_ci,
     cluster_bootstrap_mean_ci,
+    paired_cluster_bootstrap_diff_ci,
+    paired_cluster_bootstrap_diff_cis,
 )
 from analysis.metrics.quality import (
     SOLVED_DERIVED,
@@ -144,6 +146,23 @@ def test_resampled_percentile_equals_numpy_on_the_replicated_sample():
     expected = [[np.percentile(np.repeat(ordered, row[codes]), q) for q in (50, 99)]
                 for row in drawn]
     assert got == pytest.approx(np.array(expected))
+
+
+def test_several_pairs_in_one_call_each_get_what_they_get_alone():
+    """The power simulation tests one pair at several sizes in one call: each must be the
+    one-pair result, whatever clusters it pairs (its NaNs, a scenario missing, one left)."""
+    rng = np.random.default_rng(4)
+    ids = np.array([f"s{i}" for i in range(12)], dtype=object)
+    base = rng.normal(0.5, 0.2, 12)
+    others = [base + 0.1 * k + rng.normal(0, 0.05, 12) for k in range(3)]
+    others.append(np.where(np.arange(12) % 4 == 0, np.nan, others[0]))  # 3 scenarios lost
+    others.append(np.where(np.arange(12) == 5, others[1], np.nan))  # one scenario paired
+    together = paired_cluster_bootstrap_diff_cis(base, ids, others, ids, resamples=300)
+    alone = [paired_cluster_bootstrap_diff_ci(base, ids, o, ids, resamples=300) for o in others]
+    assert repr(together) == repr(alone)
+    assert [r[3] for r in together] == [12, 12, 12, 9, 1]
+    assert together[0][0] == pytest.approx(np.mean(others[0] - base))
+    assert math.isnan(together[4][1])  # one paired scenario: no interval
 
 
 def test_goal_shares_leave_out_trials_without_those_goals():
