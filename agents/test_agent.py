@@ -238,7 +238,9 @@ def can_run(steps: list[Probe]) -> bool:
     return not agent or any(s.verdict != "FAIL" for s in agent)
 
 
-def report(steps: list[Probe], out=sys.stdout) -> None:
+def report(steps: list[Probe], out=None) -> None:
+    # sys.stdout looked up at the call, not bound at import: a redirect in force then is obeyed.
+    out = out if out is not None else sys.stdout
     for step in steps:
         print(f"[{step.verdict}] {step.name:<12} {step.detail}", file=out)
     agent = [s for s in steps if s.name.startswith("agent:")]

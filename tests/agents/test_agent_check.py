@@ -54,3 +54,17 @@ def test_check_refuses_a_folder_that_is_no_task_and_a_bad_option(tmp_path):
     assert no_task.returncode == 2 and "not a built bankbench task" in no_task.stderr
     assert bad.returncode == 2 and "--ak tool_mode" in bad.stderr
     assert "Traceback" not in no_task.stderr + bad.stderr
+
+
+def test_the_report_goes_where_stdout_points_when_it_is_printed():
+    """`check` run in-process under a redirect (a notebook, a test) prints its report there,
+    whatever stdout was when the module was first imported."""
+    import contextlib
+    import io
+
+    from agents.test_agent import Probe, report
+
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        report([Probe("models", "PASS", "1 listed")])
+    assert out.getvalue().startswith("[PASS] models")
