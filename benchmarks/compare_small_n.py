@@ -2,7 +2,8 @@
 it sees one that is, through the code the report runs (`analysis.compare.compare_table` on
 simulated trials and requests tables: every verdict row, Holm over the whole family).
 
-Quality (TSQ-like scores in {0, 1/3, 1/2, 2/3, 1}, each scenario with its own odds):
+Quality (TSQ-like scores in {0, 1/3, 1/2, 2/3, 1}, each scenario with its own odds; one
+run per side):
 - false-difference rate: two runs of one agent, share of compares calling any quality row;
 - detection of a 15-point TSQ drop, made two ways: `trials` (each trial of the worse run
   loses its decisions, scored 0, with the probability that drops the mean by 0.15) and
@@ -10,8 +11,16 @@ Quality (TSQ-like scores in {0, 1/3, 1/2, 2/3, 1}, each scenario with its own od
 - then one compare of each design with its power figures: the smallest difference it could
   have detected and "underpowered" where a 10-point one is missed > 20 % of the time.
 
-Latency: the family of servers the rule is judged on, written down before the rule was tuned
-to it (identical runs; share of compares calling any latency row), hard cases named:
+Latency: a compare is a *session* of several runs per side (a design such as `14x1 c1 3+3`:
+14 scenarios, 1 attempt, concurrency 1, 3 runs on each side), run one after another in pairs,
+each pair AB or BA by a coin flip, each run's requests stamped with its place in the session;
+one summary row per run, and `compare_table(..., sides=...)` maps each run to its side.
+Designs: the offline sample three times per side with one and with three attempts, 50
+scenarios at concurrency 4 three times per side, and the offline sample five times per side.
+One pair of runs (`--design "14x3 c1"` and the quality half's other designs) stays available:
+there a latency row calls nothing, so false calls ~0 and "cannot tell" ~1.0 are what it shows.
+The family of servers the rule is judged on, written down before the rule was tuned to it
+(identical runs; share of compares calling any latency row), hard cases named:
 `iid` (lognormal per request), `heavy` (Pareto tails, alpha 1.5), `heteroscedastic` (each
 scenario's requests with their own spread, sd 0.1-0.8 in log), `trial-correlated` (a trial's
 requests share a factor, sd 0.3 in log: one slow conversation is slow throughout),
@@ -20,23 +29,29 @@ to 20 more), `co-running` (trials that run together, a wave of the concurrency, 
 factor, sd 0.3 in log), `all` (every one of these at once), `drift` (the server's speed wanders
 across waves independently in each run, AR(1) of correlation 0.8 between neighbouring waves,
 sd 0.3 in log), `drift 0.9` (correlation 0.9), `drift small` (sd 0.1: a wander well below the
-effect) and `all+drift` (`all` on a drifting server). Designs: the offline sample with one and
-three attempts, 50 scenarios at concurrency 4, and `few` (10 scenarios, the fewest a verdict is
-called on); then `14x3 c1` and `50x1 c1`, long enough (>= 40 blocks) for a latency verdict on
-one pair of runs. The worst case over the family last. Then the same rows' verdict on a server
-1.5x slower on every request, for every model: the share of compares calling TTFT p50 worse
-(detection) and the share saying the runs cannot tell (runs too short to estimate their own
-drift, a drift within them, trials spread as widely as the effect), counted apart from false
-differences. `--seed` moves every draw (the rule's batch means were set on a plain Gaussian
-model of the blocks; its drift check, one over every latency column of a pair with a level
-statistic beside von Neumann's, both on the blocks' ranks, at 10 %, on this family, on other
-draws than `--seed 0`'s: analysis/metrics/longrun.py). `--no-detection`: identical runs only.
+effect), `all+drift` (`all` on a drifting server), and servers whose speed moves across the
+whole session (benchmarks/compare_session_courses.py, drawn once per compare, their log
+factor added to each run's own: `session drift`, an AR(1) with a two-run memory; `session
+trend`; `session swing`, a period of 2-6 runs; `run offsets`, iid per run, sd 0.2 in log;
+`session walk`; `session step`; `run offsets+all`, `all` on offsets per run; `session
+drift+drift`, the session's drift over each run's own AR(1) wander). The worst case over the
+family last. Then the same rows' verdict on a side 1.5x slower on every request of every run,
+for every model: the share of compares calling TTFT p50 worse (detection) and the share
+saying the runs cannot tell, counted apart from false differences. The single-pair designs:
+the offline sample with one and three attempts, 50 scenarios at concurrency 4, `few` (10
+scenarios, the fewest a verdict is called on), `14x3 c1` and `50x1 c1` (>= 40 blocks: a pair
+of runs long enough to estimate their own drift). `--seed` moves every draw (the within-run
+tests' batch means were set on a plain Gaussian model of the blocks; their drift check, one
+over every latency column of a pair with a level statistic beside von Neumann's, both on the
+blocks' ranks, at 10 %, on this family, on other draws than `--seed 0`'s:
+analysis/metrics/longrun.py). `--no-detection`: identical runs only.
 
 The single-row rule alone, before Holm, by the number of paired scenarios (what sets the
 fewest scenarios a verdict is called on, `MIN_PAIRED_SCENARIOS`): `--by-n`, on a normal and a
 discrete null model.
 
     python benchmarks/compare_small_n.py [--sims 200] [--quick] [--only latency] [--seed 0]
+    python benchmarks/compare_small_n.py --only latency --design "14x1 c1 3+3" --no-detection
     python benchmarks/compare_small_n.py --by-n [--sims 400]
     python benchmarks/compare_small_n.py --only latency --held-out   # the held-out servers
 
@@ -64,6 +79,7 @@ import pandas as pd
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import analysis.compare  # noqa: E402
+import benchmarks.compare_heldout_servers as held_out_servers  # noqa: E402
 from analysis.compare import BETTER, REQUEST_KEYS, UNCLEAR, WORSE, compare_table, verdict  # noqa: E402
 from analysis.metrics.base import paired_cluster_bootstrap_diff_ci  # noqa: E402
 from analysis.metrics.quality import PAIRED_KEYS  # noqa: E402
@@ -72,6 +88,9 @@ from benchmarks.compare_drift_courses import MODELS as DRIFT_MODELS  # noqa: E40
 from benchmarks.compare_heldout_servers import COURSES as HELD_OUT_COURSES  # noqa: E402
 from benchmarks.compare_heldout_servers import MODELS as HELD_OUT  # noqa: E402
 from benchmarks.compare_heldout_servers import REQUESTS  # noqa: E402
+from benchmarks.compare_session_courses import MODELS as SESSION_MODELS  # noqa: E402
+from benchmarks.compare_session_courses import SESSIONS as DESIGN_SESSIONS  # noqa: E402
+from benchmarks.compare_session_courses import ar1  # noqa: E402
 
 LEVELS = np.array([0.0, 1 / 3, 0.5, 2 / 3, 1.0])
 QUALITY_KEYS = ("tsq_mean", "tsq_infra0_mean", "solved_mean", "solved_infra0_mean",
@@ -97,41 +116,56 @@ MODELS: dict[str, dict] = {
     "all+drift": {"heavy": True, "spread": True, "trial_sd": 0.3, "counts": True,
                   "p_slow": 0.05, "wave_sd": 0.3, "rho": 0.8},
     **DRIFT_MODELS,  # step, sinusoid, bursts, one drifts, random walk, step+bursts
+    **SESSION_MODELS,  # a course through the whole session: drift, trend, swing, run offsets
+    "run offsets+all": {"heavy": True, "spread": True, "trial_sd": 0.3, "counts": True,
+                        "p_slow": 0.05, "wave_sd": 0.3, "session": "run offsets"},
+    "session drift+drift": {"wave_sd": 0.3, "rho": 0.8, "session": "session drift"},
 }
 COURSES = DRIFT_COURSES | HELD_OUT_COURSES
+# Courses through a whole session of runs; the held-out servers' own, where they have some.
+SESSIONS = DESIGN_SESSIONS | getattr(held_out_servers, "SESSIONS", {})
 SLOWER = 1.5  # the slowdown whose detection is printed
-# (scenarios, attempts, concurrency): the offline sample with one and three attempts (14 and
-# 11 waves of trials run together), the fewest scenarios a verdict is called on (10 waves),
-# and 50 scenarios at concurrency 4 (13 waves); then designs long enough for a latency verdict
-# on one pair of runs (analysis.metrics.longrun.MIN_BLOCKS): the offline sample with three
-# attempts at concurrency 1 (42 waves) and 50 scenarios at concurrency 1 (50 waves).
-DESIGNS = ((14, 1, 1), (10, 1, 1), (14, 3, 4), (50, 1, 4), (14, 3, 1), (50, 1, 1))
+RUN_NS = 10 ** 12  # a run's start after the one before it in a session: after all its trials
+# (scenarios, attempts, concurrency, runs per side). One run per side (the quality half's
+# designs; a latency row of one pair of runs gives no verdict): the offline sample with one
+# and three attempts (14 and 11 waves of trials run together), the fewest scenarios a verdict
+# is called on (10 waves), and 50 scenarios at concurrency 4 (13 waves); then the offline
+# sample with three attempts at concurrency 1 (42 waves) and 50 scenarios at concurrency 1
+# (50 waves), once long enough for a latency verdict on one pair of runs.
+DESIGNS = ((14, 1, 1, 1), (10, 1, 1, 1), (14, 3, 4, 1), (50, 1, 4, 1), (14, 3, 1, 1),
+           (50, 1, 1, 1))
+# Several runs per side, run as a session (the latency half's designs): the offline sample
+# three times on each side, with one and with three attempts, 50 scenarios at concurrency 4,
+# and the offline sample five times on each side.
+SESSION_DESIGNS = ((14, 1, 1, 3), (14, 3, 1, 3), (50, 1, 4, 3), (14, 1, 1, 5))
 
 
-def _waves(rng: np.random.Generator, n: int, model: dict, side: str = "a") -> np.ndarray:
-    """Per wave, the server's load factor (1 when the model has none); a course's (drifting
-    design models, held-out servers) for this side of the compare."""
-    if "course" in model:
-        return np.exp(COURSES[model["course"]](rng, n, side))
-    sd, rho = model.get("wave_sd", 0.0), model.get("rho", 0.0)
-    noise = rng.normal(0, sd, n)
-    level = np.empty(n)
-    for w in range(n):
-        level[w] = noise[w] if w == 0 else rho * level[w - 1] + np.sqrt(1 - rho ** 2) * noise[w]
-    return np.exp(level)
+def _waves(rng: np.random.Generator, n: int, model: dict, side: str = "a",
+           session: np.ndarray | None = None) -> np.ndarray:
+    """Per wave, the server's load factor (1 when the model has none): in log, a course's
+    (drifting design models, held-out servers) for this side of the compare, the model's
+    AR(1) wander, and this run's stretch of the session's course (`session`) add."""
+    level = COURSES[model["course"]](rng, n, side) if "course" in model else np.zeros(n)
+    if "course" not in model or "wave_sd" in model:
+        level = level + ar1(rng, n, model.get("rho", 0.0), model.get("wave_sd", 0.0))
+    return np.exp(level if session is None else level + session)
 
 
 def run_tables(rng: np.random.Generator, source: str, odds: np.ndarray, base_ms: np.ndarray,
                repeats: int, concurrency: int, model: dict, lost: float = 0.0,
                broken: np.ndarray | None = None, slower: float = 1.0,
-               spread: np.ndarray | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
+               spread: np.ndarray | None = None, side: str | None = None, start_ns: int = 0,
+               session: np.ndarray | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
     """One run's trials and requests tables. Harbor's queue order: every scenario's first
     attempt, then every second; `concurrency` trials at a time (a wave). `spread`: each
-    scenario's own sd of request noise in log (heteroscedastic), the same in both runs."""
+    scenario's own sd of request noise in log (heteroscedastic), the same in both runs.
+    `side`: the side of the compare this run is on (its source, for one run per side);
+    `start_ns`: when the run started; `session`: its stretch of the session's course."""
+    side = side or source
     n = len(odds)
     order = [(s, r) for r in range(repeats) for s in range(n)]
     waves = len(order) // concurrency + 1
-    load = _waves(rng, waves, model, source)
+    load = _waves(rng, waves, model, side, session)
     state: dict = {}  # a request shape's, kept through the run
     trials, requests = [], []
     for k, (s, r) in enumerate(order):
@@ -149,7 +183,7 @@ def run_tables(rng: np.random.Generator, source: str, odds: np.ndarray, base_ms:
         calls = int(rng.integers(1, 16)) + (int(rng.integers(0, 21)) if slow else 0) \
             if model.get("counts") else 6
         shaped = REQUESTS[model["requests"]](
-            rng, calls, {"side": source, "scenario": s, "wave": k // concurrency,
+            rng, calls, {"side": side, "scenario": s, "wave": k // concurrency,
                          "waves": waves, "state": state}) if "requests" in model else None
         for j in range(calls):
             if shaped is not None:
@@ -161,8 +195,8 @@ def run_tables(rng: np.random.Generator, source: str, odds: np.ndarray, base_ms:
             ttft = base_ms[s] * factor * noise
             tpot = 20 * np.sqrt(factor) * rng.lognormal(0, 0.15)
             requests.append({"source": source, "level": concurrency, "scenario_id": f"s{s:03d}",
-                             "trial": name, "start_unix_ns": k * 10 ** 9 + j, "measured": True,
-                             "ok": rng.random() > 0.01, "ttft_ms": ttft,
+                             "trial": name, "start_unix_ns": start_ns + k * 10 ** 9 + j,
+                             "measured": True, "ok": rng.random() > 0.01, "ttft_ms": ttft,
                              "e2e_ms": ttft + rng.integers(20, 200) * tpot, "tpot_ms": tpot,
                              "output_tps_per_user": 1000 / tpot})
     return pd.DataFrame(trials), pd.DataFrame(requests)
@@ -178,10 +212,33 @@ def summary_of(trials: pd.DataFrame, requests: pd.DataFrame) -> dict[str, float]
     return row
 
 
-def one_compare(rng: np.random.Generator, design: tuple[int, int, int], model: dict,
+def session(rng: np.random.Generator, design: tuple[int, int, int, int], model: dict,
+            odds: np.ndarray, base_ms: np.ndarray, same: dict, other: dict
+            ) -> dict[str, tuple[pd.DataFrame, pd.DataFrame]]:
+    """Every run of a compare, by source, side a's first: k pairs of runs one after another,
+    each pair "ab" or "ba" by a coin flip (one pair: "ab", sources "a" and "b"; else "a1".."ak",
+    "b1".."bk" in running order), on the session's course where the model has one (drawn once
+    for the whole session). `same`, `other`: run_tables' options for sides a and b."""
+    n, repeats, concurrency, runs = design
+    order = "ab" if runs == 1 else "".join("ab" if rng.random() < 0.5 else "ba"
+                                           for _ in range(runs))
+    waves = n * repeats // concurrency + 1
+    course = (SESSIONS[model["session"]](rng, waves, order) if "session" in model
+              else [None] * len(order))
+    tables = {}
+    for position, side in enumerate(order):
+        source = side if runs == 1 else f"{side}{order[:position + 1].count(side)}"
+        tables[source] = run_tables(rng, source, odds, base_ms, repeats, concurrency, model,
+                                    side=side, start_ns=position * RUN_NS,
+                                    session=course[position],
+                                    **(same if side == "a" else other))
+    return {source: tables[source] for source in sorted(tables, key=lambda s: (s[0], len(s), s))}
+
+
+def one_compare(rng: np.random.Generator, design: tuple[int, int, int, int], model: dict,
                 drop: str | None = None, power: bool = False, keys: tuple[str, ...] = KEYS
                 ) -> pd.DataFrame:
-    n, repeats, concurrency = design
+    n, _, concurrency, _ = design
     odds = rng.dirichlet(np.ones(len(LEVELS)), n)
     base_ms = rng.lognormal(np.log(200), 0.5, n)  # long prompts are slow: a scenario's own
     mean = float((odds @ LEVELS).mean())
@@ -195,18 +252,19 @@ def one_compare(rng: np.random.Generator, design: tuple[int, int, int], model: d
     if model.get("spread"):
         kwargs["spread"] = rng.uniform(0.1, 0.8, n)
     same = {"spread": kwargs["spread"]} if "spread" in kwargs else {}
-    sides = [run_tables(rng, "a", odds, base_ms, repeats, concurrency, model, **same),
-             run_tables(rng, "b", odds, base_ms, repeats, concurrency, model, **kwargs)]
-    trials = pd.concat([t for t, _ in sides], ignore_index=True)
-    requests = pd.concat([r for _, r in sides], ignore_index=True)
+    runs = session(rng, design, model, odds, base_ms, same, kwargs)
+    trials = pd.concat([t for t, _ in runs.values()], ignore_index=True)
+    requests = pd.concat([r for _, r in runs.values()], ignore_index=True)
     summary = pd.DataFrame([{"source": src, "level": concurrency, **summary_of(t, r)}
-                            for src, (t, r) in zip("ab", sides, strict=True)])
-    return compare_table(summary, trials, requests, keys=keys, power=power)
+                            for src, (t, r) in runs.items()])
+    # Each run's source names its side's label: "a2" is the second run of side a.
+    sides = {"sides": {src: src[0] for src in runs}} if len(runs) > 2 else {}
+    return compare_table(summary, trials, requests, keys=keys, power=power, **sides)
 
 
-def label(design: tuple[int, int, int]) -> str:
-    n, repeats, concurrency = design
-    return f"{n}x{repeats} c{concurrency}"
+def label(design: tuple[int, int, int, int]) -> str:
+    n, repeats, concurrency, runs = design
+    return f"{n}x{repeats} c{concurrency}" + (f" {runs}+{runs}" if runs > 1 else "")
 
 
 def called(table: pd.DataFrame, keys: tuple[str, ...]) -> pd.Series:
@@ -230,7 +288,7 @@ def quality(sims: int, designs) -> None:
     for design in designs:
         cells = []
         for drop in (None, "trials", "scenarios"):
-            rng = np.random.default_rng(sum(design))
+            rng = np.random.default_rng(sum(design[:3]))
             hits = 0
             for _ in range(sims):
                 table = one_compare(rng, design, MODELS["iid"], drop)
@@ -269,7 +327,8 @@ def _latency_cells(sims: int, designs, seed: int, models: dict[str, dict], offse
         index = list(MODELS | HELD_OUT).index(name)
         cells = []
         for design in designs:
-            rng = np.random.default_rng(100 * index + sum(design) + offset + 10_000 * seed)
+            start = 100 * index + sum(design[:3]) + offset + 10_000 * seed
+            rng = np.random.default_rng(start if design[3] == 1 else (start, design[3]))
             hits = unsure = 0
             for _ in range(sims):
                 table = one_compare(rng, design, model, drop, keys=LATENCY_KEYS)
@@ -333,11 +392,13 @@ def by_n(sims: int) -> None:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--sims", type=int, default=200)
-    ap.add_argument("--quick", action="store_true", help="the 14x1 c1 design only")
+    ap.add_argument("--quick", action="store_true",
+                    help="the first design of each half only (14x1 c1, 14x1 c1 3+3)")
     ap.add_argument("--by-n", action="store_true", help="only the single-row rule by scenarios")
     ap.add_argument("--only", choices=("quality", "latency"), help="one half only")
     ap.add_argument("--seed", type=int, default=0, help="moves every latency draw")
-    ap.add_argument("--design", choices=[label(d) for d in DESIGNS], help="one design only")
+    ap.add_argument("--design", choices=[label(d) for d in (*DESIGNS, *SESSION_DESIGNS)],
+                    help="one design only (the quality half runs one run per side only)")
     ap.add_argument("--models", help="comma-separated names of latency models (default all)")
     ap.add_argument("--held-out", action="store_true",
                     help="the held-out servers (benchmarks/compare_heldout_servers.py) instead")
@@ -350,15 +411,19 @@ def main() -> None:
     if args.by_n:
         by_n(args.sims)
         return
-    designs = DESIGNS[:1] if args.quick else DESIGNS
-    designs = [d for d in DESIGNS if label(d) == args.design] if args.design else designs
+    # Quality keeps one run per side; latency runs sessions of several runs per side (one
+    # pair of runs gives a latency row no verdict), or one pair when `--design` names one.
+    halves = [DESIGNS[:1], SESSION_DESIGNS[:1]] if args.quick else [DESIGNS, SESSION_DESIGNS]
+    if args.design:
+        chosen = [d for d in (*DESIGNS, *SESSION_DESIGNS) if label(d) == args.design]
+        halves = [[d for d in chosen if d[3] == 1], chosen]
     start = time.monotonic()
-    if args.only != "latency":
-        quality(args.sims, designs)
+    if args.only != "latency" and halves[0]:
+        quality(args.sims, halves[0])
     if args.only != "quality":
         family = HELD_OUT if args.held_out else MODELS
         names = args.models.split(",") if args.models else list(family)
-        latency(args.sims, designs, args.seed, {name: family[name] for name in names},
+        latency(args.sims, halves[1], args.seed, {name: family[name] for name in names},
                 not args.no_detection)
     print(f"\n({time.monotonic() - start:.0f} s)")
 
