@@ -420,6 +420,8 @@ def main() -> None:
     start = time.monotonic()
     if args.only != "latency" and halves[0]:
         quality(args.sims, halves[0])
+    elif args.only != "latency":
+        print(f"quality: not simulated at {args.design} (one run per side only)")
     if args.only != "quality":
         family = HELD_OUT if args.held_out else MODELS
         names = args.models.split(",") if args.models else list(family)
