@@ -162,44 +162,49 @@ def run_tables(rng: np.random.Generator, source: str, odds: np.ndarray, base_ms:
     `side`: the side of the compare this run is on (its source, for one run per side);
     `start_ns`: when the run started; `session`: its stretch of the session's course."""
     side = side or source
-    n = len(odds)
-    order = [(s, r) for r in range(repeats) for s in range(n)]
-    waves = len(order) // concurrency + 1
+    n, count = len(odds), len(odds) * repeats
+    scenario = np.tile(np.arange(n), repeats)  # per trial, in queue order
+    wave = np.arange(count) // concurrency
+    waves = count // concurrency + 1
     load = _waves(rng, waves, model, side, session)
-    state: dict = {}  # a request shape's, kept through the run
-    trials, requests = [], []
-    for k, (s, r) in enumerate(order):
-        name = f"{source}-{s:03d}-{r}"
-        tsq = float(rng.choice(LEVELS, p=odds[s]))
-        if rng.random() < lost or (broken is not None and broken[s]):
-            tsq = 0.0
-        trials.append({"source": source, "level": concurrency, "scenario_id": f"s{s:03d}",
-                       "trial": name, "status": "scored", "in_quality": True, "tsq": tsq,
-                       "precision": tsq, "recall": tsq, "solved": float(tsq == 1.0),
-                       "param_validity": 1.0})
-        slow = rng.random() < model.get("p_slow", 0.0)
-        factor = (rng.uniform(3, 8) if slow else 1.0) * load[k // concurrency] * slower
-        factor *= rng.lognormal(0, model.get("trial_sd", 0.0))  # the trial's own pace
-        calls = int(rng.integers(1, 16)) + (int(rng.integers(0, 21)) if slow else 0) \
-            if model.get("counts") else 6
-        shaped = REQUESTS[model["requests"]](
-            rng, calls, {"side": side, "scenario": s, "wave": k // concurrency,
-                         "waves": waves, "state": state}) if "requests" in model else None
-        for j in range(calls):
-            if shaped is not None:
-                noise = shaped[j]
-            else:
-                noise = rng.lognormal(0, spread[s] if spread is not None else 0.3)
-            if model.get("heavy"):
-                noise = (1 + rng.pareto(1.5)) * 0.6 * (noise if spread is not None else 1.0)
-            ttft = base_ms[s] * factor * noise
-            tpot = 20 * np.sqrt(factor) * rng.lognormal(0, 0.15)
-            requests.append({"source": source, "level": concurrency, "scenario_id": f"s{s:03d}",
-                             "trial": name, "start_unix_ns": start_ns + k * 10 ** 9 + j,
-                             "measured": True, "ok": rng.random() > 0.01, "ttft_ms": ttft,
-                             "e2e_ms": ttft + rng.integers(20, 200) * tpot, "tpot_ms": tpot,
-                             "output_tps_per_user": 1000 / tpot})
-    return pd.DataFrame(trials), pd.DataFrame(requests)
+    ids = np.array([f"s{s:03d}" for s in range(n)], dtype=object)[scenario]
+    names = np.array([f"{source}-{s:03d}-{k // n}" for k, s in enumerate(scenario)],
+                     dtype=object)
+    # A score drawn from each scenario's odds (the first level its cumulative odds pass).
+    passed = (rng.random(count)[:, None] > np.cumsum(odds[scenario], axis=1)).sum(axis=1)
+    tsq = LEVELS[np.minimum(passed, len(LEVELS) - 1)]
+    tsq[(rng.random(count) < lost) | (broken[scenario] if broken is not None else False)] = 0.0
+    trials = pd.DataFrame({
+        "source": source, "level": concurrency, "scenario_id": ids, "trial": names,
+        "status": "scored", "in_quality": True, "tsq": tsq, "precision": tsq, "recall": tsq,
+        "solved": (tsq == 1.0).astype(float), "param_validity": 1.0})
+    slow = rng.random(count) < model.get("p_slow", 0.0)
+    factor = np.where(slow, rng.uniform(3, 8, count), 1.0) * load[wave] * slower
+    factor *= rng.lognormal(0, model.get("trial_sd", 0.0), count)  # the trial's own pace
+    calls = (rng.integers(1, 16, count) + np.where(slow, rng.integers(0, 21, count), 0)
+             if model.get("counts") else np.full(count, 6))
+    of = np.repeat(np.arange(count), calls)  # per request, its trial
+    if "requests" in model:
+        state: dict = {}  # a request shape's, kept through the run
+        noise = np.concatenate([REQUESTS[model["requests"]](
+            rng, int(calls[k]), {"side": side, "scenario": int(scenario[k]),
+                                 "wave": int(wave[k]), "waves": waves, "state": state})
+            for k in range(count)])
+    elif not model.get("heavy") or spread is not None:
+        noise = rng.lognormal(0, (spread[scenario] if spread is not None
+                                  else np.full(count, 0.3))[of])
+    if model.get("heavy"):
+        noise = (1 + rng.pareto(1.5, len(of))) * 0.6 * (noise if spread is not None else 1.0)
+    ttft = base_ms[scenario][of] * factor[of] * noise
+    tpot = 20 * np.sqrt(factor[of]) * rng.lognormal(0, 0.15, len(of))
+    within = np.arange(len(of)) - np.repeat(np.cumsum(calls) - calls, calls)
+    requests = pd.DataFrame({
+        "source": source, "level": concurrency, "scenario_id": ids[of], "trial": names[of],
+        "start_unix_ns": start_ns + of * 10 ** 9 + within, "measured": True,
+        "ok": rng.random(len(of)) > 0.01, "ttft_ms": ttft,
+        "e2e_ms": ttft + rng.integers(20, 200, len(of)) * tpot, "tpot_ms": tpot,
+        "output_tps_per_user": 1000 / tpot})
+    return trials, requests
 
 
 def summary_of(trials: pd.DataFrame, requests: pd.DataFrame) -> dict[str, float]:
