@@ -58,12 +58,13 @@ discrete null model.
 The design family also has the drifting servers of benchmarks/compare_drift_courses.py (a
 step change, a slow swing, heavy bursts, one run drifting, a random walk, step + bursts, a
 two-state regime switch, periodic stalls, heavy tails on a trend, a sawtooth both runs share
-at their own phase, noise growing through the run, one long stall in one run): held out from
-the rule once, looked at since. The held-out servers (benchmarks/compare_heldout_servers.py:
-bimodal requests from prefix-cache hits and misses, preemption in episodes of memory
-pressure, a warm-up, queueing spikes that carry over, a slow swing under heavier tails, a
-fixed offset per scenario and run, requests correlated in running order) were written before
-the drift check was last changed and are reported apart from the family, never tuned on.
+at their own phase, noise growing through the run, one long stall in one run, bimodal
+requests from prefix-cache hits and misses, preemption in episodes of memory pressure, a
+warm-up, queueing spikes that carry over, a slow swing under heavier tails, a fixed offset per
+scenario and run, requests correlated in running order): held out from the rule once, looked
+at since. The held-out servers (`--held-out`, benchmarks/compare_heldout_servers.py, with
+courses through a whole session where it has some) are written before the rule they judge
+and reported apart from the family, never tuned on.
 """
 
 from __future__ import annotations
@@ -85,9 +86,10 @@ from analysis.metrics.base import paired_cluster_bootstrap_diff_ci  # noqa: E402
 from analysis.metrics.quality import PAIRED_KEYS  # noqa: E402
 from benchmarks.compare_drift_courses import COURSES as DRIFT_COURSES  # noqa: E402
 from benchmarks.compare_drift_courses import MODELS as DRIFT_MODELS  # noqa: E402
+from benchmarks.compare_drift_courses import REQUESTS as DRIFT_REQUESTS  # noqa: E402
 from benchmarks.compare_heldout_servers import COURSES as HELD_OUT_COURSES  # noqa: E402
 from benchmarks.compare_heldout_servers import MODELS as HELD_OUT  # noqa: E402
-from benchmarks.compare_heldout_servers import REQUESTS  # noqa: E402
+from benchmarks.compare_heldout_servers import REQUESTS as HELD_OUT_REQUESTS  # noqa: E402
 from benchmarks.compare_session_courses import MODELS as SESSION_MODELS  # noqa: E402
 from benchmarks.compare_session_courses import SESSIONS as DESIGN_SESSIONS  # noqa: E402
 from benchmarks.compare_session_courses import ar1  # noqa: E402
@@ -122,6 +124,7 @@ MODELS: dict[str, dict] = {
     "session drift+drift": {"wave_sd": 0.3, "rho": 0.8, "session": "session drift"},
 }
 COURSES = DRIFT_COURSES | HELD_OUT_COURSES
+REQUESTS = DRIFT_REQUESTS | HELD_OUT_REQUESTS
 # Courses through a whole session of runs; the held-out servers' own, where they have some.
 SESSIONS = DESIGN_SESSIONS | getattr(held_out_servers, "SESSIONS", {})
 SLOWER = 1.5  # the slowdown whose detection is printed
