@@ -212,11 +212,12 @@ def run_tables(rng: np.random.Generator, source: str, odds: np.ndarray, base_ms:
 
 def summary_of(trials: pd.DataFrame, requests: pd.DataFrame) -> dict[str, float]:
     """The summary columns compare_table shows (its verdicts come from the tables)."""
-    ok = requests[requests["ok"]]
-    row = {key: float(np.percentile(ok[REQUEST_KEYS[key][0]], REQUEST_KEYS[key][1]))
+    ok = requests["ok"].to_numpy(dtype=bool)
+    row = {key: float(np.percentile(requests[REQUEST_KEYS[key][0]].to_numpy()[ok],
+                                    REQUEST_KEYS[key][1]))
            for key in LATENCY_KEYS if REQUEST_KEYS[key][1] is not None}
-    row["error_rate"] = float((~requests["ok"]).mean())
-    row |= {key: float(trials[PAIRED_KEYS[key][0]].mean()) for key in QUALITY_KEYS}
+    row["error_rate"] = float(1 - ok.mean())
+    row |= {key: float(trials[PAIRED_KEYS[key][0]].to_numpy().mean()) for key in QUALITY_KEYS}
     return row
 
 
