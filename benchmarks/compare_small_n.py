@@ -44,7 +44,8 @@ of runs long enough to estimate their own drift). `--seed` moves every draw (the
 tests' batch means were set on a plain Gaussian model of the blocks; their drift check, one
 over every latency column of a pair with a level statistic beside von Neumann's, both on the
 blocks' ranks, at 10 %, on this family, on other draws than `--seed 0`'s:
-analysis/metrics/longrun.py). `--no-detection`: identical runs only.
+analysis/metrics/longrun.py). `--no-detection`: identical runs only; `--detection-only`:
+the slower side only.
 
 The single-row rule alone, before Holm, by the number of paired scenarios (what sets the
 fewest scenarios a verdict is called on, `MIN_PAIRED_SCENARIOS`): `--by-n`, on a normal and a
@@ -352,7 +353,21 @@ def _latency_cells(sims: int, designs, seed: int, models: dict[str, dict], offse
 
 
 def latency(sims: int, designs, seed: int = 0, models: dict[str, dict] = MODELS,
-            detection: bool = True) -> None:
+            detection: bool = True, identical: bool = True) -> None:
+    if identical:
+        _identical(sims, designs, seed, models)
+    if not detection:
+        return
+    print(f"\n{SLOWER}x slower server (every request of every run of the other side): share "
+          f"of {sims} compares calling TTFT p50 worse [Wilson 95 %] / share saying cannot tell")
+    least = _latency_cells(
+        sims, designs, seed, models, 7, "slower",
+        lambda table: table.set_index("metric").at["ttft_ms_p50", "verdict"] == WORSE, min)
+    print(f"detection of a {SLOWER}x slower server, worst case over the family: "
+          f"{least[0]:.3f} ({least[1]})", flush=True)
+
+
+def _identical(sims: int, designs, seed: int, models: dict[str, dict]) -> None:
     print(f"\nlatency, identical runs, {sims} simulated compares per cell: share calling any "
           f"of {len(LATENCY_KEYS)} latency rows (Holm over those rows alone: the smallest "
           "family, the most lenient); in brackets its Wilson 95 % interval, then the share of "
@@ -361,15 +376,6 @@ def latency(sims: int, designs, seed: int = 0, models: dict[str, dict] = MODELS,
                            lambda table: called(table, LATENCY_KEYS).any(), max)
     print(f"false-difference rate of latency rows, worst case over the family: "
           f"{worst[0]:.3f} ({worst[1]})", flush=True)
-    if not detection:
-        return
-    print(f"\n{SLOWER}x slower server (every request of the other run): share of {sims} "
-          f"compares calling TTFT p50 worse [Wilson 95 %] / share saying cannot tell")
-    least = _latency_cells(
-        sims, designs, seed, models, 7, "slower",
-        lambda table: table.set_index("metric").at["ttft_ms_p50", "verdict"] == WORSE, min)
-    print(f"detection of a {SLOWER}x slower server, worst case over the family: "
-          f"{least[0]:.3f} ({least[1]})", flush=True)
 
 
 def _null_pair(model: str, n: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
@@ -413,6 +419,8 @@ def main() -> None:
                     help="the held-out servers (benchmarks/compare_heldout_servers.py) instead")
     ap.add_argument("--no-detection", action="store_true",
                     help="identical runs only, not the 1.5x slower server")
+    ap.add_argument("--detection-only", action="store_true",
+                    help="the 1.5x slower server only, not identical runs")
     args = ap.parse_args()
     # A request row's verdict comes from its sign-flip test; the pooled percentile's bootstrap
     # interval beside it is shown, not judged, so fewer resamples change no verdict here.
@@ -435,7 +443,7 @@ def main() -> None:
         family = HELD_OUT if args.held_out else MODELS
         names = args.models.split(",") if args.models else list(family)
         latency(args.sims, halves[1], args.seed, {name: family[name] for name in names},
-                not args.no_detection)
+                not args.no_detection, not args.detection_only)
     print(f"\n({time.monotonic() - start:.0f} s)")
 
 
