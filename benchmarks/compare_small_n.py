@@ -69,9 +69,10 @@ from analysis.metrics.base import paired_cluster_bootstrap_diff_ci  # noqa: E402
 from analysis.metrics.quality import PAIRED_KEYS  # noqa: E402
 from benchmarks.compare_drift_courses import COURSES as DRIFT_COURSES  # noqa: E402
 from benchmarks.compare_drift_courses import MODELS as DRIFT_MODELS  # noqa: E402
+from benchmarks.compare_drift_courses import REQUESTS as DRIFT_REQUESTS  # noqa: E402
 from benchmarks.compare_heldout_servers import COURSES as HELD_OUT_COURSES  # noqa: E402
 from benchmarks.compare_heldout_servers import MODELS as HELD_OUT  # noqa: E402
-from benchmarks.compare_heldout_servers import REQUESTS  # noqa: E402
+from benchmarks.compare_heldout_servers import REQUESTS as HELD_OUT_REQUESTS  # noqa: E402
 
 LEVELS = np.array([0.0, 1 / 3, 0.5, 2 / 3, 1.0])
 QUALITY_KEYS = ("tsq_mean", "tsq_infra0_mean", "solved_mean", "solved_infra0_mean",
@@ -99,6 +100,7 @@ MODELS: dict[str, dict] = {
     **DRIFT_MODELS,  # step, sinusoid, bursts, one drifts, random walk, step+bursts
 }
 COURSES = DRIFT_COURSES | HELD_OUT_COURSES
+REQUESTS = DRIFT_REQUESTS | HELD_OUT_REQUESTS
 SLOWER = 1.5  # the slowdown whose detection is printed
 # (scenarios, attempts, concurrency): the offline sample with one and three attempts (14 and
 # 11 waves of trials run together), the fewest scenarios a verdict is called on (10 waves),
