@@ -198,14 +198,17 @@ def compare_table(summary: pd.DataFrame, trials: pd.DataFrame | None = None,
         measured = _measured(_rows(requests, side, runs_of))
         return {column: _request_side(measured, column) for column in by_column}
 
+    @cache
+    def started(run: str, level: int) -> float:
+        return _start(requests, (run, level))
+
     def by_runs(sides_: tuple[tuple[str, int], ...], key: str) -> tuple[float, float, float, str]:
         """(p, lean, p had other been EFFECT times slower, why no p) of a latency key, over
         the two sides' runs."""
         (b, b_level), (o, o_level) = sides_
         if len(runs_of[b]) < 2 or len(runs_of[o]) < 2:
             return np.nan, 0.0, np.nan, ONE_RUN
-        order = interleaved(*(np.array([_start(requests, (run, level))
-                                        for run in runs_of[name]])
+        order = interleaved(*(np.array([started(run, level) for run in runs_of[name]])
                               for name, level in sides_))
         if order is None:
             return np.nan, 0.0, np.nan, UNKNOWN_ORDER
