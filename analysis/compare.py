@@ -7,24 +7,29 @@ both runs at once. Quality is averaged per scenario first, then differenced
 in both runs, so trials lost to infra failures in one run cannot shift the weights and pass
 for a quality difference. Per-request latency percentiles and the error rate are shown over
 the requests of the drawn scenarios (`paired_cluster_bootstrap_quantile_diff_ci`); those
-intervals are *within-run*: they resample the scenarios of these two runs and hold no
-run-to-run variation of the server (repeat the runs to see that).
+intervals are *within-run*: they resample the scenarios of these runs and hold no run-to-run
+variation of the server.
 
-A compare prints many verdicts (metrics × levels × sources), so they are one family: a row is
-called better or worse only when its interval excludes 0 *and* Holm's step-down procedure over
-every test of the table rejects "no difference" at 5 %; otherwise "no clear difference". Each
-test is counted once: a quality row whose paired values are another's (TSQ and TSQ infra-as-0
-when no trial was lost) shares that row's test (`tested_with`). Quality's p comes from the
-bootstrap standard error (`bootstrap_p`); a request row's p, and its direction, from tests on
-each trial's own figure that hold trials of one scenario, and trials that shared the server at
-one moment, together (`analysis.metrics.signflip`): with requests treated as independent,
-identical runs were called different in 12-20 % of compares (benchmarks/compare_small_n.py
-measures the rule now). The time test estimates the long-run variance of each pair's mean by
-batch means, with a drift check (`analysis.metrics.longrun`): runs too short to estimate their
-own drift (a server whose speed drifts through each run), or that drift within themselves,
-say "cannot tell", never a verdict; so does a request row that calls nothing on a pair that
-would not have called a 1.5x slowdown either, rather than "no clear difference". The request
-row's interval, of the pooled percentile, shows its scale. Beside each quality verdict stand the
+A side may be several runs of one configuration (`sides`): its figure is their mean, its
+trials and requests theirs together. A latency row is judged on the runs: each run's figure,
+in log, by a two-sample t test over the runs of both sides (`analysis.metrics.between_runs`),
+because a server whose speed drifts slower than a run moves a whole run as a real difference
+would, and only other runs of the same configuration show how far that goes (one pair of
+runs of an identical server was called different in up to 27 % of compares,
+benchmarks/compare_small_n.py). So a latency row with one run on a side, or with each side's
+runs back to back rather than interleaved, says it cannot tell.
+
+A compare prints many verdicts (metrics × levels × sides), so they are one family: a row is
+called better or worse only when its test rejects "no difference" under Holm's step-down
+procedure over every test of the table at 5 % (and a quality row's interval excludes 0);
+otherwise "no clear difference". Each test is counted once: a quality row whose paired values
+are another's (TSQ and TSQ infra-as-0 when no trial was lost) shares that row's test
+(`tested_with`). Quality's p comes from the bootstrap standard error (`bootstrap_p`); a
+share's (error rate, integrity classes) from tests on each trial's own figure that hold trials
+of one scenario, and trials that shared the server at one moment, together
+(`analysis.metrics.signflip`). A latency row that calls nothing on runs that would not have
+called a 1.5x slowdown either says "cannot tell", rather than "no clear difference"; its
+interval, of the pooled percentile, shows its scale. Beside each quality verdict stand the
 smallest difference the pair could have detected and "underpowered" where a 10-point one would
 be missed more than 20 % of the time (`analysis.metrics.power`, simulated through this rule).
 Figures with no interval (pooled ITL gaps, throughput and concurrency over a run's window,
@@ -33,6 +38,7 @@ token shares) show the delta and are not called.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from functools import cache
 
 import numpy as np
@@ -44,11 +50,12 @@ from analysis.metrics.base import (
     paired_cluster_bootstrap_diff_ci,
     paired_cluster_bootstrap_quantile_diff_ci,
 )
+from analysis.metrics.between_runs import EFFECT, effect_p, interleaved, run_t_test
 from analysis.metrics.integrity import COLUMNS as INTEGRITY_COLUMNS
 from analysis.metrics.integrity import summary_key
 from analysis.metrics.power import DETECT, GRID, detectable, power_curve
 from analysis.metrics.quality import PAIRED_KEYS, view, with_solved
-from analysis.metrics.signflip import EFFECT, paired_request_tests
+from analysis.metrics.signflip import paired_request_tests
 from analysis.metrics.throughput import failed_and_counted
 
 COMPARE_KEYS = (
@@ -64,15 +71,15 @@ COMPARE_KEYS = (
 INTEGRITY_KEYS = {summary_key(c): c for c in INTEGRITY_COLUMNS}
 COLUMNS = ["level", "metric", "unit", "baseline", "source", "value", "delta", "delta_pct",
            "delta_ci_low", "delta_ci_high", "n_paired", "interval", "p_value", "holm_reject",
-           "verdict", "better", "tested_with", "detectable", "power_at", "power_note"]
+           "verdict", "better", "tested_with", "detectable", "power_at", "power_note", "runs"]
 POWER_AT = 0.10  # the difference a quality verdict should see: 10 points of TSQ
 FAMILY_ALPHA = 0.05  # Holm, over every verdict-bearing row of one compare table
 QUALITY_INTERVAL = "per-scenario means, scenario bootstrap"
 REQUEST_INTERVAL = "within-run scenario bootstrap"
 BETTER, WORSE, UNCLEAR = "better", "worse", "no clear difference"
-# A request row that did not call a difference, on a pair that would not have called one of
-# EFFECT either (its trials spread as widely), or whose runs are too short to estimate their
-# own drift or drift within themselves (analysis.metrics.longrun).
+# A latency row that did not call a difference on runs that would not have called one of
+# EFFECT either, or that has no test (one run on a side, runs not interleaved), or a share
+# row whose runs are too short to test or drift within themselves (analysis.metrics.longrun).
 CANNOT_TELL = "cannot tell"
 # Fewer paired scenarios than this: the delta and interval are shown, no verdict is called.
 # Under the null the rule above calls a difference 16-40 % of the time from 2-5 scenarios,
@@ -92,6 +99,13 @@ REQUEST_KEYS: dict[str, tuple[str, float | None]] = {
 # for means keeps a 100k-request comparison to seconds; the interval ends move by < 1 %.
 QUANTILE_RESAMPLES = 1000
 NO_PAIRED_TRIALS = "no paired trials"
+# Why a latency row has no verdict (analysis.metrics.between_runs).
+ONE_RUN = ("one run on a side: a drift of the server slower than a run moves a whole run as a "
+           "real difference would; give each side 3 or more interleaved runs "
+           "(a1,a2,a3 --compare b1,b2,b3)")
+BACK_TO_BACK = ("each side's runs ran back to back: a drift across runs reads as a difference; "
+                "interleave them (A B B A ...)")
+UNKNOWN_ORDER = "the runs' order in time is unknown (no request start times)"
 
 
 def metric_of(column: str):
@@ -102,14 +116,21 @@ def metric_of(column: str):
     return BY_KEY.get(base)
 
 
-def _pairs(summary: pd.DataFrame, baseline: str, other: str) -> list[tuple[int, int, str]]:
-    """(baseline level, other level, label): same levels; two single jobs pair up directly."""
-    base_levels = sorted(summary.loc[summary["source"] == baseline, "level"])
-    other_levels = sorted(summary.loc[summary["source"] == other, "level"])
+def _pairs(summary: pd.DataFrame, baseline: list[str], other: list[str]
+           ) -> list[tuple[int, int, str]]:
+    """(baseline level, other level, label) for two sides (each its runs): the levels every
+    run has; two sides of single jobs pair up directly, whatever their levels."""
+    base_levels, other_levels = _levels(summary, baseline), _levels(summary, other)
     if len(base_levels) == 1 and len(other_levels) == 1:
         a, b = base_levels[0], other_levels[0]
         return [(a, b, f"c{a}" if a == b else f"c{a} vs c{b}")]
     return [(lv, lv, f"c{lv}") for lv in base_levels if lv in other_levels]
+
+
+def _levels(summary: pd.DataFrame, runs: list[str]) -> list[int]:
+    """The levels every run of a side has."""
+    found = [set(summary.loc[summary["source"] == run, "level"]) for run in runs]
+    return sorted(set.intersection(*found))
 
 
 def verdict(low: float, high: float, larger_is_better: bool | None) -> tuple[str, bool | None]:
@@ -124,34 +145,44 @@ def verdict(low: float, high: float, larger_is_better: bool | None) -> tuple[str
 
 def compare_table(summary: pd.DataFrame, trials: pd.DataFrame | None = None,
                   requests: pd.DataFrame | None = None,
-                  keys: tuple[str, ...] = COMPARE_KEYS, power: bool = True) -> pd.DataFrame:
-    """Long table, one row per (level pair, metric, other source); see `COLUMNS`.
+                  keys: tuple[str, ...] = COMPARE_KEYS, power: bool = True,
+                  sides: Mapping[str, str] | None = None) -> pd.DataFrame:
+    """Long table, one row per (level pair, metric, other side); see `COLUMNS`.
 
-    With `trials` and `requests` (the tables behind `summary`), quality and request keys get a
-    paired interval and a verdict; without, or for other keys, the verdict stays empty. A
-    quality row whose paired values are another row's (TSQ and TSQ infra-as-0 when nothing was
-    lost) is tested once, with that row (`tested_with`). With `power`, each quality verdict
-    gets the smallest difference the pair could have detected and its power at `POWER_AT`
-    (`analysis.metrics.power`)."""
-    sources = list(dict.fromkeys(summary["source"]))
-    if len(sources) < 2:
+    A side is one configuration: by default each source (run) is its own; `sides` maps
+    each source to its side's name, so several runs of one configuration form one side (the
+    first source's side is the baseline). A side's figure is the mean of its runs'; its trials
+    and requests are its runs' together. With `trials` and `requests` (the tables behind
+    `summary`), quality and request keys get a paired interval and a verdict; without, or for
+    other keys, the verdict stays empty. Latency rows are judged on the runs
+    (`analysis.metrics.between_runs`): with one run on a side they say they cannot tell. A
+    quality row whose paired values are another row's (TSQ and TSQ infra-as-0 when nothing
+    was lost) is tested once, with that row (`tested_with`). With `power`, each quality
+    verdict gets the smallest difference the pair could have detected and its power at
+    `POWER_AT` (`analysis.metrics.power`)."""
+    runs_of: dict[str, list[str]] = {}
+    for run in dict.fromkeys(summary["source"]):
+        runs_of.setdefault((sides or {}).get(run, run), []).append(run)
+    names = list(runs_of)
+    if len(names) < 2:
         return pd.DataFrame(columns=COLUMNS)
-    baseline, rows = sources[0], []
+    baseline, rows = names[0], []
     spreads: dict[int, np.ndarray] = {}  # row → per-scenario differences (quality rows)
     seen: dict[int, tuple[float, str]] = {}  # row → (p of the pair made EFFECT times slower,
     # why it has no p)
     indexed = summary.set_index(["source", "level"])
     by_column = _request_columns(keys)
 
-    # A side (source, level) is read once: the baseline's serves every other source, and a
+    # A side (name, level) is read once: the baseline's serves every other side, and a
     # side's rows every key that reads them.
     @cache
-    def figures(side: tuple[str, int]) -> pd.Series:
-        return indexed.loc[side]
+    def figure(side: tuple[str, int], key: str) -> float:
+        name, level = side
+        return float(np.mean([float(indexed.loc[(run, level)][key]) for run in runs_of[name]]))
 
     @cache
     def solved(side: tuple[str, int]) -> pd.DataFrame:
-        return with_solved(_rows(trials, side))[0]
+        return with_solved(_rows(trials, side, runs_of))[0]
 
     @cache
     def viewed(side: tuple[str, int], which: str) -> pd.DataFrame:
@@ -164,21 +195,46 @@ def compare_table(summary: pd.DataFrame, trials: pd.DataFrame | None = None,
 
     @cache
     def columns(side: tuple[str, int]) -> dict[str, pd.DataFrame]:
-        measured = _measured(_rows(requests, side))
+        measured = _measured(_rows(requests, side, runs_of))
         return {column: _request_side(measured, column) for column in by_column}
 
-    for other in sources[1:]:
-        for base_level, other_level, label in _pairs(summary, baseline, other):
-            sides = ((baseline, base_level), (other, other_level))
-            per_request = (_paired_requests(*(columns(side) for side in sides), by_column,
-                                            max(base_level, other_level))
+    @cache
+    def started(run: str, level: int) -> float:
+        return _start(requests, (run, level))
+
+    def by_runs(sides_: tuple[tuple[str, int], ...], key: str) -> tuple[float, float, float, str]:
+        """(p, lean, p had other been EFFECT times slower, why no p) of a latency key, over
+        the two sides' runs."""
+        (b, b_level), (o, o_level) = sides_
+        if len(runs_of[b]) < 2 or len(runs_of[o]) < 2:
+            return np.nan, 0.0, np.nan, ONE_RUN
+        order = interleaved(*(np.array([started(run, level) for run in runs_of[name]])
+                              for name, level in sides_))
+        if order is None:
+            return np.nan, 0.0, np.nan, UNKNOWN_ORDER
+        if not order:
+            return np.nan, 0.0, np.nan, BACK_TO_BACK
+        base, other = (np.array([float(indexed.loc[(run, level)][key]) for run in runs_of[name]])
+                       for name, level in sides_)
+        if not ((base > 0).all() and (other > 0).all()):
+            return np.nan, 0.0, np.nan, "a run has no such figure"
+        p, lean, _ = run_t_test(base, other)
+        return p, lean, effect_p(base, other, EFFECT), ""
+
+    for other in names[1:]:
+        runs = f"{len(runs_of[baseline])} vs {len(runs_of[other])}"
+        for base_level, other_level, label in _pairs(summary, runs_of[baseline],
+                                                     runs_of[other]):
+            pair = ((baseline, base_level), (other, other_level))
+            per_request = (_paired_requests(*(columns(side) for side in pair), by_column,
+                                            max(base_level, other_level),
+                                            lambda key, pair=pair: by_runs(pair, key))
                            if requests is not None else {})
             tested: dict[bytes, str] = {}  # paired values → the metric that tested them
             for key in keys:
                 if key not in indexed.columns:
                     continue
-                a = float(figures(sides[0])[key])
-                b = float(figures(sides[1])[key])
+                a, b = figure(pair[0], key), figure(pair[1], key)
                 if key in INTEGRITY_KEYS and not (a > 0 or b > 0):
                     continue
                 metric = metric_of(key)
@@ -187,17 +243,18 @@ def compare_table(summary: pd.DataFrame, trials: pd.DataFrame | None = None,
                        "delta_ci_low": np.nan, "delta_ci_high": np.nan, "n_paired": np.nan,
                        "interval": "", "p_value": np.nan, "holm_reject": False,
                        "verdict": "", "better": None, "tested_with": "",
-                       "detectable": np.nan, "power_at": np.nan, "power_note": ""}
+                       "detectable": np.nan, "power_at": np.nan, "power_note": "",
+                       "runs": runs}
                 direction = metric.larger_is_better if metric else None
                 if trials is not None and key in PAIRED_KEYS:
-                    result, pair = _paired(*(means(side, key) for side in sides))
+                    result, paired = _paired(*(means(side, key) for side in pair))
                     row |= _row(*result, direction) | {"interval": QUALITY_INTERVAL}
-                    fingerprint = pair.to_numpy().tobytes() + str(list(pair.index)).encode()
+                    fingerprint = paired.to_numpy().tobytes() + str(list(paired.index)).encode()
                     if fingerprint in tested:
                         row["tested_with"] = tested[fingerprint]
                     elif row["verdict"]:
                         tested[fingerprint] = key
-                        spreads[len(rows)] = (pair["other"] - pair["base"]).to_numpy()
+                        spreads[len(rows)] = (paired["other"] - paired["base"]).to_numpy()
                 elif key in per_request:
                     result, lean, seen_p, why = per_request[key]
                     row |= _row(*result, direction, lean=lean) | {"interval": REQUEST_INTERVAL}
@@ -252,8 +309,8 @@ def _cannot_tell(table: pd.DataFrame, seen: dict[int, tuple[float, str]]) -> pd.
                 and not np.isnan(p) and p > bound:
             table.at[index, "verdict"] = CANNOT_TELL
             table.at[index, "power_note"] = (
-                f"cannot tell: a {EFFECT}x slower run would not be called on this pair "
-                "(its trials spread as widely)")
+                f"cannot tell: a {EFFECT}x slower side would not be called on these runs "
+                "(they spread as widely)")
         elif table.at[index, "verdict"] == UNCLEAR and np.isnan(table.at[index, "p_value"]):
             table.at[index, "verdict"] = CANNOT_TELL
             table.at[index, "power_note"] = "cannot tell: too few trials to test"
@@ -290,9 +347,19 @@ def _with_power(table: pd.DataFrame, spreads: dict[int, np.ndarray]) -> pd.DataF
     return table
 
 
-def _rows(table: pd.DataFrame, side: tuple[str, int]) -> pd.DataFrame:
-    source, level = side
-    return table[(table["source"] == source) & (table["level"] == level)]
+def _rows(table: pd.DataFrame, side: tuple[str, int],
+          runs_of: Mapping[str, list[str]] | None = None) -> pd.DataFrame:
+    """The rows of a side's runs at its level (a run's own, without `runs_of`)."""
+    name, level = side
+    runs = (runs_of or {}).get(name, [name])
+    return table[table["source"].isin(runs) & (table["level"] == level)]
+
+
+def _start(requests: pd.DataFrame, run: tuple[str, int]) -> float:
+    """When a run's level started: its first request's start (NaN without start stamps)."""
+    if "start_unix_ns" not in requests:
+        return np.nan
+    return float(_rows(requests, run)["start_unix_ns"].min())
 
 
 def _scenario_means(trials: pd.DataFrame, column: str) -> pd.Series:
@@ -349,38 +416,42 @@ def _request_columns(keys: tuple[str, ...]) -> dict[str, list[str]]:
 
 
 def _paired_requests(base: dict[str, pd.DataFrame], other: dict[str, pd.DataFrame],
-                     by_column: dict[str, list[str]], wave: int
+                     by_column: dict[str, list[str]], wave: int,
+                     by_runs: Callable[[str], tuple[float, float, float, str]]
                      ) -> dict[str, tuple[tuple[float, float, float, int, float], float, float,
                                           str]]:
     """Paired differences of every `REQUEST_KEYS` key asked for (`by_column`; each side's
     frame per column, `_request_side`): the difference of the pooled figures with its
-    scenario-bootstrap interval (its scale, within-run), and p with the direction it leans
-    from the trial and time-block tests (`analysis.metrics.signflip`), which hold their level
-    where the bootstrap's p does not (a few scenarios, heavy tails, a few slow trials,
-    co-running trials: benchmarks/compare_small_n.py). The percentiles of one column share one
-    bootstrap pass. `wave`: how many trials ran together."""
+    scenario-bootstrap interval (its scale, within-run), and p with the direction it leans.
+    A latency key's p comes from the sides' runs (`by_runs`: key → p, lean, p of a pair
+    EFFECT times slower, why no p); a share's (error rate, integrity classes) from the trial
+    and time-block tests over the sides' requests (`analysis.metrics.signflip`), which hold
+    their level where the bootstrap's p does not (a few scenarios, a few slow trials,
+    co-running trials: benchmarks/compare_small_n.py). The percentiles of one column share
+    one bootstrap pass. `wave`: how many trials ran together."""
     qs = {column: tuple(REQUEST_KEYS[k][1] for k in wanted)
           for column, wanted in by_column.items()}
     # A column one side has no value of (no request, or none classified for an integrity
-    # class) pairs no trial: no test, and nothing to add to the pair's drift check.
-    paired = [column for column in by_column
-              if base[column]["value"].notna().any() and other[column]["value"].notna().any()]
-    # One drift check over every latency column of the pair (analysis.metrics.signflip).
-    all_tested = dict(zip(paired, paired_request_tests(
-        [(base[column], other[column], qs[column]) for column in paired], wave), strict=True))
+    # class) pairs no trial: no test.
+    shares = [column for column in by_column if qs[column][0] is None
+              and base[column]["value"].notna().any() and other[column]["value"].notna().any()]
+    all_tested = dict(zip(shares, paired_request_tests(
+        [(base[column], other[column], qs[column]) for column in shares], wave), strict=True))
     out: dict[str, tuple[tuple[float, float, float, int, float], float, float, str]] = {}
     for column, wanted in by_column.items():
         b, o = base[column], other[column]
-        tested = all_tested.get(column, [(np.nan, 0.0, 0, np.nan, NO_PAIRED_TRIALS)] * len(wanted))
         data = (b["value"].to_numpy(), b["scenario_id"].to_numpy(), o["value"].to_numpy(),
                 o["scenario_id"].to_numpy())
         if qs[column][0] is None:  # a share: the mean of 0/1 per request
             found = [paired_cluster_bootstrap_diff_ci(*data)]
+            tested = [(p, lean, np.nan, why) for p, lean, _, why in all_tested.get(
+                column, [(np.nan, 0.0, 0, NO_PAIRED_TRIALS)])]
         else:
             found = paired_cluster_bootstrap_quantile_diff_ci(
                 *data, tuple(float(q or 0) for q in qs[column]), resamples=QUANTILE_RESAMPLES)
+            tested = [by_runs(key) for key in wanted]
         out.update(zip(wanted, [((d, lo, hi, n, p), lean, seen, why)
-                                for (d, lo, hi, n, _), (p, lean, _, seen, why)
+                                for (d, lo, hi, n, _), (p, lean, seen, why)
                                 in zip(found, tested, strict=True)], strict=True))
     return out
 

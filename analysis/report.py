@@ -24,7 +24,6 @@ from analysis.metrics.base import DISTRIBUTION_STATS
 from analysis.metrics.goodput import SLO
 from analysis.metrics.latency import METRICS as LATENCY
 from analysis.metrics.latency import SERVER_TTFT, TTFT
-from analysis.metrics.longrun import MIN_BLOCKS
 from analysis.metrics.quality import per_scenario, with_solved
 from analysis.provenance import STATED, check_comparable, mixed_fields
 from analysis.quality_report import judge_section, measured_against, quality_section
@@ -38,7 +37,7 @@ from analysis.report_sections import (
 )
 from analysis.request_trace import server_view_section
 from analysis.summary import summarize
-from analysis.tables import Tables, is_sweep_dir, load_many
+from analysis.tables import Tables, is_sweep_dir, load_many, source_labels
 from analysis.validity import validity_section
 from contracts.host_load import SATURATED
 
@@ -48,20 +47,28 @@ def default_out_dir(path: Path) -> Path:
     return path if is_sweep_dir(path) else path.parent / f"{path.name}-report"
 
 
-def write_report(path: Path, out: Path | None = None, compare: Sequence[Path] = (),
-                 slo: SLO | None = None, *, draw: bool = True, allow_mixed: bool = False,
+def write_report(path: Path | Sequence[Path], out: Path | None = None,
+                 compare: Sequence[Path | Sequence[Path]] = (), slo: SLO | None = None, *,
+                 draw: bool = True, allow_mixed: bool = False,
                  log: Callable[[str], None] | None = None) -> Path:
     """Read `path` (and `compare`), write every report file into `out`; returns report.md.
 
-    Runs made against different datasets, labels or instruction modes are refused
+    `path` and each entry of `compare` is one configuration: a job or sweep, or a list of
+    several runs of it (compared on their run-to-run spread: `analysis.compare`). Runs made
+    against different datasets, labels or instruction modes are refused
     (`provenance.MixedRunsError`, nothing written) unless `allow_mixed`; then the report
     states the difference (a mode difference as a comparison of protocols). `log`, when
     given, receives one line per stage (the CLI prints them as progress).
     """
     say = log or (lambda _line: None)
-    path = Path(path)
-    out = Path(out) if out is not None else default_out_dir(path)
-    inputs = [path, *(Path(p) for p in compare)]
+    sides_in = [_runs(path), *(_runs(p) for p in compare)]
+    inputs = [run for runs in sides_in for run in runs]
+    out = Path(out) if out is not None else default_out_dir(inputs[0])
+    labels = iter(source_labels(inputs))
+    sides: dict[str, str] = {}
+    for runs in sides_in:
+        names = [next(labels) for _ in runs]
+        sides |= {name: "+".join(names) for name in names}
     tables = load_many(inputs)
     counts = tables.trials["status"].value_counts().to_dict()
     say(f"read {len(tables.jobs)} job(s): {len(tables.trials):,} trials "
@@ -70,7 +77,7 @@ def write_report(path: Path, out: Path | None = None, compare: Sequence[Path] = 
     summary = summarize(tables, slo)
     mixed = check_comparable(summary, allow_mixed) if len(inputs) > 1 else []
     modes = mixed_fields(summary, STATED) if len(inputs) > 1 else []
-    comparison = compare_table(summary, tables.trials, tables.requests)
+    comparison = compare_table(summary, tables.trials, tables.requests, sides=sides)
     out.mkdir(parents=True, exist_ok=True)
     write_data_files(tables, summary, comparison, out, inputs, slo, mixed, modes)
     say(f"wrote summary ({len(summary)} rows) and data files to {out}")
@@ -85,10 +92,14 @@ def write_report(path: Path, out: Path | None = None, compare: Sequence[Path] = 
         tables, summary, comparison, inputs, slo, figures, out, mixed,
         extra_sections=[*turns.section(tables.requests, tables.trials, tables.sweeps),
                         *consistency, *integrity, *server_view_section(tables),
-                        *shards.section(tables)], modes=modes)
+                        *shards.section(tables)], modes=modes, sides=sides)
     report = out / "report.md"
     report.write_text(text, encoding="utf-8")
     return report
+
+
+def _runs(side: Path | Sequence[Path]) -> list[Path]:
+    return [Path(side)] if isinstance(side, (str, Path)) else [Path(p) for p in side]
 
 
 def _records(frame: pd.DataFrame) -> list[dict[str, Any]]:
@@ -186,7 +197,8 @@ def _group_labels(frame: pd.DataFrame) -> pd.Series | None:
 def render_markdown(tables: Tables, summary: pd.DataFrame, comparison: pd.DataFrame,
                     inputs: list[Path], slo: SLO | None, figures: list[tuple[str, Path]],
                     out: Path, mixed: Sequence[str] = (),
-                    extra_sections: Sequence[str] = (), modes: Sequence[str] = ()) -> str:
+                    extra_sections: Sequence[str] = (), modes: Sequence[str] = (),
+                    sides: dict[str, str] | None = None) -> str:
     parts = [f"# bankbench report: {', '.join(p.name for p in inputs)}", "",
              f"Generated {datetime.now(UTC):%Y-%m-%d %H:%M} UTC. Definitions of every figure: "
              "see *Metric definitions* at the end.", "",
@@ -242,7 +254,9 @@ def render_markdown(tables: Tables, summary: pd.DataFrame, comparison: pd.DataFr
         "## Tokens per scenario", "", section(summary, labels(
             *(m.key for m in usage.PER_SCENARIO))), ""]
     if len(comparison):
-        parts += _comparison(comparison, inputs[0].name, [*mixed, *modes])
+        baseline = next(iter(dict.fromkeys(summary["source"])), inputs[0].name)
+        parts += _comparison(comparison, sides.get(baseline, baseline) if sides else baseline,
+                             [*mixed, *modes])
     parts += list(extra_sections)
     if figures:
         parts += ["## Figures", ""]
@@ -266,14 +280,18 @@ def _comparison(comparison: pd.DataFrame, baseline: str, mixed: Sequence[str]) -
                                               comparison["delta_ci_high"],
                                               comparison["verdict"] != "", strict=True)])
     shown = shown.assign(sees=[_could_see(row) for _, row in comparison.iterrows()])
-    shown = shown[["level", "metric", "unit", "baseline", "source", "value", "delta",
-                   "delta_pct", "ci", "interval", "n_paired", "verdict", "sees"]]
+    several = bool((comparison.get("runs", pd.Series(dtype=str)).fillna("1 vs 1")
+                    != "1 vs 1").any())
+    shown = shown[["level", "metric", "unit", "baseline", "source", *(["runs"] * several),
+                   "value", "delta", "delta_pct", "ci", "interval", "n_paired", "verdict",
+                   "sees"]]
     tests = comparison["p_value"].notna()
     if "tested_with" in comparison:
         tests &= comparison["tested_with"].fillna("") == ""
     n_family = int(tests.sum())
     return [f"## Comparison against {baseline}", "",
-            table(shown, ["level", "metric", "unit", baseline, "source", "value", "Δ", "Δ %",
+            table(shown, ["level", "metric", "unit", baseline, "source", *(["runs"] * several),
+                          "value", "Δ", "Δ %",
                           "Δ 95% CI (paired)", "interval", "paired scenarios", "verdict",
                           "could detect (80 %)"]), "",
             "Rows are paired by scenario (and level): Δ is over the scenarios both "
@@ -295,13 +313,19 @@ def _comparison(comparison: pd.DataFrame, baseline: str, mixed: Sequence[str]) -
             "calls a difference that is not there far more often than 5 % "
             "(benchmarks/compare_small_n.py). A quality row whose paired values are another "
             "row's (TSQ with infra failures as 0 when none was lost) is that row's test, counted "
-            "once. Latency, error-rate and integrity verdicts come from two tests on each "
-            "trial's own figure that must both reject: trial against trial, and blocks of the "
-            "trials that ran together in running order, by batch means with a drift check "
-            "(docs/analysis.md); their interval only shows the scale. *cannot tell* where "
-            f"the runs are too short to estimate their own drift (< {MIN_BLOCKS} blocks), "
-            "drift within themselves, or would not have called a 1.5x slowdown either (their "
-            "trials spread as widely). *could detect (80 %)*: beside each "
+            "once. A latency row is judged on whole runs: each run's own figure, in log, "
+            "by a two-sample t test over the runs of both sides — a server whose speed "
+            "drifts slower than a run moves a whole run as a real difference would, and only "
+            "other runs of the same configuration show how far (docs/analysis.md). Give a "
+            "side several runs by joining them with commas (`a1,a2,a3 --compare b1,b2,b3`), "
+            "3 or more each, run interleaved (A B B A ...). Latency rows say *cannot tell* "
+            "with one run on a side, with each side's runs back to back, or where the runs "
+            "would not have called a 1.5x slowdown either (they spread as widely); their "
+            "interval only shows the scale. Error-rate and integrity verdicts come from two "
+            "tests on each trial's own figure that must both reject: trial against trial, "
+            "and blocks of the trials that ran together in running order, by batch means "
+            "with a drift check (*cannot tell* where those drift or are too short). "
+            "*could detect (80 %)*: beside each "
             "quality verdict, the "
             "smallest difference this pair would have called 80 % of the time, simulated "
             "through the same rule from the pair's own scenario-to-scenario spread, and "

@@ -88,16 +88,24 @@ def load(path: Path | str, label: str | None = None) -> Tables:
 def load_many(paths: list[Path], labels: list[str] | None = None) -> Tables:
     """Read several jobs/sweeps side by side; each gets a distinct `source` label."""
     sink = _Sink()
+    for path, label in zip(paths, source_labels(paths, labels), strict=True):
+        _read_root(Path(path), label, sink)
+    return _build(sink)
+
+
+def source_labels(paths: list[Path], labels: list[str] | None = None) -> list[str]:
+    """The `source` label of each path `load_many` reads: its folder's name (or `labels`),
+    `#2`, `#3`... after a name already taken."""
     used: set[str] = set()
+    out = []
     for i, path in enumerate(paths):
-        path = Path(path)
-        base = labels[i] if labels else path.resolve().name
+        base = labels[i] if labels else Path(path).resolve().name
         label, n = base, 2
         while label in used:
             label, n = f"{base}#{n}", n + 1
         used.add(label)
-        _read_root(path, label, sink)
-    return _build(sink)
+        out.append(label)
+    return out
 
 
 def is_sweep_dir(path: Path) -> bool:

@@ -1,5 +1,11 @@
 """Whether two runs' paired figures differ when the server's speed may drift through each run.
 
+The compare uses it for shares (error rate, tool-call integrity classes, `BATCHES` blocks or
+more). Latency rows were judged by it on one pair of runs, and its figures below are of that
+use, until a drift slower than a run was shown to defeat any rule on one pair (what nothing
+inside either run shows cannot be told from a difference): latency is judged on whole runs
+now (`analysis.metrics.between_runs`).
+
 The paired figures (each trial's log ratio, other over base, averaged per block of the trials
 that ran together, in running order) are a time series. A server whose speed drifts makes
 neighbouring blocks lean together, so their mean varies far more than their scatter says and

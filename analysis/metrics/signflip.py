@@ -1,28 +1,26 @@
-"""Whether two runs' request figures differ, tested on trials and on stretches of time.
+"""Whether two sides' request shares differ (the error rate, a tool-call integrity class),
+tested on trials and on stretches of time. (Latency rows are judged on whole runs:
+`analysis.metrics.between_runs`.)
 
-Each run's figure is first taken within each trial (its requests' q-th percentile, or their
-mean, e.g. the share that failed). Two tests then ask "do the runs differ?", and a
-difference is called only when both say so (p is the larger of the two: an intersection-union
-test, so whichever of them is exact under the run's real noise holds the level):
+Each side's figure is first taken within each trial (the share of its requests that failed,
+or fell in the class). Two tests then ask "do the sides differ?", and a difference is called
+only when both say so (p is the larger of the two: an intersection-union test, so whichever
+of them is exact under the run's real noise holds the level):
 
-- **trials, paired**: the r-th trial of a scenario in one run with the r-th in the other (start
-  order); their difference's sign is a coin toss when the runs do not differ, so the signed
-  ranks of the differences (Wilcoxon's statistic: a few very slow trials weigh by their rank)
-  are compared with every pattern of signs (all 2^n up to EXACT_UP_TO pairs, else SWAPS drawn).
-  Exact when trials are independent: heavy tails, a few slow trials, uneven request counts and
-  repeats keep it so. Not when trials share the server's moments or its drift;
-- **the long run**: the pairs' log ratios averaged per block of as many trials as ran together
-  (the concurrency), in running order, tested by batch means on Student's t with a drift
-  check (`analysis.metrics.longrun`): trials that ran together, and a server whose speed
-  drifts through each run, count as the few independent stretches they are. Runs too short
-  to estimate their own drift, or that drift within themselves, get no p: the compare says it
-  cannot tell.
+- **trials, paired**: the r-th trial of a scenario on one side with the r-th on the other
+  (start order); their difference's sign is a coin toss when the sides do not differ, so the
+  signed ranks of the differences (Wilcoxon's statistic) are compared with every pattern of
+  signs (all 2^n up to EXACT_UP_TO pairs, else SWAPS drawn). Exact when trials are
+  independent: uneven request counts and repeats keep it so. Not when trials share the
+  server's moments or its drift;
+- **the long run**: the pairs' differences averaged per block of as many trials as ran
+  together (the concurrency), in running order, tested by batch means on Student's t with a
+  drift check (`analysis.metrics.longrun`): trials that ran together, and a server whose
+  state drifts through a run, count as the few independent stretches they are. Runs too short
+  to test, or that drift within themselves, get no p: the compare says it cannot tell.
 
-Why per trial: a percentile of the two runs' pooled requests, swapped unit by unit, is moved
-only by the units whose requests sit near that percentile, so a shift of every request would
-read as nothing; per-trial figures weigh every trial the same and see it (a p99 row is each
-trial's p99, tested like any other figure: no bootstrap over requests, which would count them
-as independent).
+Why per trial: a share over the two sides' pooled requests would count requests as
+independent, and a trial's requests are not (one broken conversation fails throughout).
 """
 
 from __future__ import annotations
@@ -33,16 +31,13 @@ from functools import cache
 import numpy as np
 import pandas as pd
 
-from analysis.metrics.longrun import BATCHES, MIN_BLOCKS, block_means, drift_p, long_run_test
+from analysis.metrics.longrun import BATCHES, block_means, long_run_test
 
 EXACT_UP_TO = 16
 SWAPS = 20_000
 CHUNK = 1000
 ENOUGH = 50  # patterns at least as extreme as the observed one: p is clearly not small
 SEED = 0
-# The slowdown a latency verdict must be able to see: a run that would not call it says it
-# cannot tell (analysis/compare.py), rather than "no clear difference".
-EFFECT = 1.5
 # What a side of the tests reads: one row per request.
 COLUMNS = ("scenario_id", "trial", "start_unix_ns", "value")
 
@@ -104,45 +99,21 @@ def signed_rank_test(differences: np.ndarray, swaps: int = SWAPS, seed: int = SE
 
 
 def paired_request_tests(columns: list[tuple[pd.DataFrame, pd.DataFrame, tuple[float | None, ...]]],
-                         wave: int) -> list[list[tuple[float, float, int, float, str]]]:
+                         wave: int) -> list[list[tuple[float, float, int, str]]]:
     """Per column (its base and other requests, its qs), per q in qs (None: the mean): (p,
-    the direction other − base leans, trial pairs, p of the same run made EFFECT times slower,
-    why no p). p is the larger of the paired trials' and the time blocks' long-run test (both
-    must reject; 1 when they lean opposite ways); NaN when the runs are too short to estimate
-    their own drift, 1 when they drift within themselves, with the reason
-    (`analysis.metrics.longrun`). The drift check of latency figures (all positive) is one
-    check over every such figure of the pair: a server's drift moves all its latencies, and
-    the column that shows it most clearly sets every latency row of the pair aside. The
-    fourth figure is p of the other run's figures rescaled so they are EFFECT times the
-    base's on average (log ratios; what the run could have called): NaN for figures that
-    are not all positive (shares), which have no such scale."""
+    the direction other − base leans, trial pairs, why no p). p is the larger of the paired
+    trials' and the time blocks' long-run test (both must reject; 1 when they lean opposite
+    ways); NaN when the runs are too short to test, 1 when they drift within themselves, with
+    the reason (`analysis.metrics.longrun`)."""
     size = max(1, int(wave))
-    figures = [_paired_figures(base, other, qs) for base, other, qs in columns]
-    # Block for block: the columns of the trials every latency figure has (a column some
-    # trials lack, e.g. no TPOT for one-token replies, keeps its own check).
-    timed = [block_means(np.log(o / b), size) for pairs in figures for b, o in pairs
-             if _positive(b, o)]
-    blocks = max((len(t) for t in timed), default=0)
-    drift = (drift_p(*[t for t in timed if len(t) == blocks]) if blocks >= MIN_BLOCKS
-             else None)
     out = []
-    for pairs in figures:
+    for base, other, qs in columns:
         tests = []
-        for base_k, other_k in pairs:
-            positive = _positive(base_k, other_k)
-            joint = positive and len(block_means(base_k, size)) == blocks
-            p, lean, why = _called(base_k, other_k, size, drift if joint else None)
-            seen = np.nan
-            if positive and not why:
-                scale = EFFECT / np.exp(np.mean(np.log(other_k / base_k)))
-                seen, _, _ = _called(base_k, other_k * scale, size, drift if joint else None)
-            tests.append((p, lean, len(base_k), seen, why))
+        for base_k, other_k in _paired_figures(base, other, qs):
+            p, lean, why = _called(base_k, other_k, size)
+            tests.append((p, lean, len(base_k), why))
         out.append(tests)
     return out
-
-
-def _positive(base: np.ndarray, other: np.ndarray) -> bool:
-    return bool(len(base)) and bool((base > 0).all() and (other > 0).all())
 
 
 def _paired_figures(base: pd.DataFrame, other: pd.DataFrame, qs: tuple[float | None, ...]
@@ -156,16 +127,11 @@ def _paired_figures(base: pd.DataFrame, other: pd.DataFrame, qs: tuple[float | N
             for k in range(len(qs))]
 
 
-def _called(base: np.ndarray, other: np.ndarray, size: int, drift: float | None = None
-            ) -> tuple[float, float, str]:
+def _called(base: np.ndarray, other: np.ndarray, size: int) -> tuple[float, float, str]:
     """(p, lean, why no p) of the paired figures `base`/`other` in running order: the
-    long-run test of their blocks' log ratios (differences when a figure is not positive;
-    `drift`: the pair's drift check, None for these blocks' own) and the trial test."""
+    long-run test of their blocks' differences and the trial test."""
     d = other - base
-    positive = _positive(base, other)
-    relative = np.log(other / base) if positive else d
-    timed, timed_lean, why = long_run_test(block_means(relative, size),
-                                           MIN_BLOCKS if positive else BATCHES, drift)
+    timed, timed_lean, why = long_run_test(block_means(d, size), BATCHES)
     if why:  # no verdict whatever the trials say: spare their test
         return timed, 0.0, why
     p, lean = signed_rank_test(d)

@@ -17,16 +17,23 @@ def register(sub: argparse._SubParsersAction) -> None:
             "summary.json, trials.csv, requests.csv and requests.jsonl. Running or failed "
             "trials are counted and shown; quality is given with infra failures excluded and "
             "with them counted as 0. Quality intervals resample scenarios (all repeats "
-            "together); --compare pairs runs by scenario and level."
+            "together); --compare pairs runs by scenario and level. A configuration run "
+            "several times is given as its runs joined by commas (a1,a2,a3 --compare "
+            "b1,b2,b3): latency is then judged on the runs' spread (one run per side gives "
+            "latency deltas, no latency verdict)."
         ),
     )
-    p.add_argument("path", type=Path, metavar="JOB_OR_SWEEP",
-                   help="Harbor job directory (jobs/<job>) or sweep directory (jobs/<sweep>).")
-    p.add_argument("--compare", type=Path, nargs="+", default=[], metavar="OTHER",
+    p.add_argument("path", type=runs_of, metavar="JOB_OR_SWEEP",
+                   help="Harbor job directory (jobs/<job>) or sweep directory (jobs/<sweep>); "
+                        "several runs of one configuration joined by commas.")
+    p.add_argument("--compare", type=runs_of, nargs="+", default=[], metavar="OTHER",
                    help="Other jobs/sweeps to put side by side, with deltas against JOB_OR_SWEEP "
                         "(quality and latency deltas paired by scenario with a 95%% interval; "
                         "called better/worse only when it excludes 0). Refused when the runs used "
-                        "different datasets, labels or instruction modes (see --allow-mixed).")
+                        "different datasets, labels or instruction modes (see --allow-mixed). "
+                        "Each OTHER is one configuration: a job/sweep, or its runs joined by "
+                        "commas; latency verdicts need 2 or more (best 3 or more) runs per "
+                        "side, run interleaved (A B B A ...).")
     p.add_argument("--allow-mixed", action="store_true",
                    help="Compare runs even when their dataset, labels or instruction mode "
                         "differ (the report states the difference; goals vs conversation mode "
@@ -43,6 +50,17 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=_run)
 
 
+def runs_of(text: str) -> list[Path]:
+    """A configuration's runs: one path, or several joined by commas (a folder whose own
+    name holds a comma is taken whole)."""
+    if "," not in text or Path(text).exists():
+        return [Path(text)]
+    runs = [Path(part) for part in text.split(",") if part]
+    if not runs:
+        raise argparse.ArgumentTypeError(f"{text!r}: no run named")
+    return runs
+
+
 def _run(args: argparse.Namespace) -> int:
     from analysis.report import write_report
     from analysis.tables import AnalysisInputError
@@ -55,7 +73,7 @@ def _run(args: argparse.Namespace) -> int:
         return 2
     try:
         slo = request_slo(args.slo)
-        print(f"bankbench report: reading {args.path}"
+        print(f"bankbench report: reading {','.join(map(str, args.path))}"
               + (f" and {len(args.compare)} to compare" if args.compare else ""), file=sys.stderr)
         report = write_report(args.path, out, args.compare, slo, draw=not args.no_plots,
                               allow_mixed=args.allow_mixed,
@@ -83,13 +101,14 @@ def _writable_out(args: argparse.Namespace) -> Path | None:
         if why := unwritable(Path(args.out)):
             raise ValueError(f"--out {args.out}: cannot write there ({why})")
         return Path(args.out)
-    if not Path(args.path).is_dir():
+    first = Path(args.path[0])
+    if not first.is_dir():
         return None  # the reader names the missing folder
-    default = default_out_dir(Path(args.path))
+    default = default_out_dir(first)
     why = unwritable(default)
     if why is None:
         return None
-    here = Path.cwd() / f"{Path(args.path).resolve().name}-report"
+    here = Path.cwd() / f"{first.resolve().name}-report"
     if unwritable(here):
         raise ValueError(f"{default}: cannot write there ({why}), nor in {Path.cwd()}; "
                          "give --out DIR")

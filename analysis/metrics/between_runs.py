@@ -1,0 +1,84 @@
+"""Whether two configurations' latency differs, judged on whole runs of each.
+
+A server's speed drifts: with load from other tenants, temperature, cache state, a neighbour's
+job. A drift slower than one run shifts the whole run, so two runs of one server differ by as
+much as a real slowdown, and nothing inside either run shows it (one pair of runs was called
+different in up to 27 % of compares of identical servers: benchmarks/compare_small_n.py). The
+only evidence of how far a run's figure moves from one run to the next is several runs of the
+same configuration. So a latency row is judged on the runs themselves:
+
+- each run gives one figure, the row's own (its pooled percentile over the run's requests at
+  that level), taken in log: a slowdown is a ratio, and run-to-run noise of a latency scales
+  with it;
+- the two sides' log figures are compared by Student's two-sample t with the variance pooled
+  over both sides (`n_a + n_b - 2` degrees of freedom; the runs are the independent units, so
+  whatever correlation lives inside a run, between its requests, trials or waves, is in each
+  run's figure and counted once). Exact when run figures are independent and normal with one
+  spread on both sides, which is what "no difference" says of the spread. With two runs a side
+  it has 2 degrees of freedom and sees little; three or more per side are what a verdict needs;
+- the runs of the two sides must have been interleaved in time (A B B A ..., or A B A B): a
+  drift slower than several runs then falls on both sides alike. Run back to back (A A A B B B),
+  the same drift reads as a difference between the sides, so such runs get no verdict
+  (`interleaved`).
+
+A single run that is much slower than its side's others (a bad node, a cache flush) inflates
+that side's spread as much as it moves its mean, so it cannot by itself make a difference: with
+one outlying run among three, whatever its size, the t statistic is 1 when the other runs
+agree, and about 1 when they scatter a little.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from analysis.metrics.student_t import t_two_sided
+
+# The slowdown a latency verdict must be able to see: runs that would not call it say they
+# cannot tell (analysis/compare.py), rather than "no clear difference".
+EFFECT = 1.5
+# The most the sides' mean running positions may differ (in runs) for their runs to count as
+# interleaved: A B A B and A B B A pass, A A B B and A A A B B B do not.
+MAX_ORDER_GAP = 1.0
+
+
+def run_t_test(base: np.ndarray, other: np.ndarray) -> tuple[float, float, int]:
+    """(two-sided p of "same mean log figure", the direction other - base leans (+1, -1, 0),
+    degrees of freedom) of two sides' run figures (all > 0). p NaN with fewer than two runs
+    on a side, 1 when no run differs from its side's others and the sides agree."""
+    b, o = np.log(np.asarray(base, dtype=float)), np.log(np.asarray(other, dtype=float))
+    df = len(b) + len(o) - 2
+    if len(b) < 2 or len(o) < 2:
+        return np.nan, 0.0, max(df, 0)
+    diff = float(o.mean() - b.mean())
+    return _p(diff, b, o, df), float(np.sign(diff)), df
+
+
+def effect_p(base: np.ndarray, other: np.ndarray, effect: float) -> float:
+    """p of the same runs had the other side been `effect` times slower on average: what the
+    runs' spread lets them call (NaN with fewer than two runs on a side)."""
+    b, o = np.log(np.asarray(base, dtype=float)), np.log(np.asarray(other, dtype=float))
+    if len(b) < 2 or len(o) < 2:
+        return np.nan
+    return _p(math.log(effect), b, o, len(b) + len(o) - 2)
+
+
+def _p(diff: float, b: np.ndarray, o: np.ndarray, df: int) -> float:
+    pooled = (((b - b.mean()) ** 2).sum() + ((o - o.mean()) ** 2).sum()) / df
+    se = math.sqrt(pooled * (1 / len(b) + 1 / len(o)))
+    if se == 0:
+        return 1.0 if diff == 0 else 0.0
+    return t_two_sided(diff / se, df)
+
+
+def interleaved(base_starts: np.ndarray, other_starts: np.ndarray) -> bool | None:
+    """Whether the two sides' runs alternated in time: their mean running positions (ranked
+    over both sides' runs) differ by at most `MAX_ORDER_GAP`. None when the order is unknown
+    (a start time missing, or every run starting at one moment)."""
+    starts = np.concatenate([np.asarray(base_starts, float), np.asarray(other_starts, float)])
+    if np.isnan(starts).any() or len(np.unique(starts)) < 2:
+        return None
+    ranks = np.argsort(np.argsort(starts, kind="stable"), kind="stable") + 1.0
+    gap = abs(ranks[:len(base_starts)].mean() - ranks[len(base_starts):].mean())
+    return bool(gap <= MAX_ORDER_GAP)

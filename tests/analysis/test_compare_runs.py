@@ -1,0 +1,161 @@
+"""Latency verdicts judged on whole runs: several runs per side, interleaved, compared by a
+two-sample t over the runs' own figures; one run on a side, or runs back to back, say they
+cannot tell; `bankbench report a1,a2 --compare b1,b2` groups runs into sides."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from analysis.compare import BACK_TO_BACK, CANNOT_TELL, ONE_RUN, UNCLEAR, WORSE, compare_table
+from analysis.metrics.between_runs import effect_p, interleaved, run_t_test
+from analysis.metrics.student_t import t_two_sided
+from bankbench.cli import main
+from tests.support import quality_jobs
+
+
+def test_the_t_test_over_runs_on_a_known_answer():
+    base, other = np.exp([0.0, 0.1, 0.2]), np.exp([0.3, 0.4, 0.5])
+    # pooled variance (0.02 + 0.02) / 4, standard error sqrt(0.01 * (1/3 + 1/3))
+    t = 0.3 / math.sqrt(0.01 * 2 / 3)
+    p, lean, df = run_t_test(base, other)
+    assert p == pytest.approx(t_two_sided(t, 4)) and lean == 1.0 and df == 4
+    assert run_t_test(other, base)[1] == -1.0
+    assert effect_p(base, base, 1.5) == pytest.approx(t_two_sided(math.log(1.5) / math.sqrt(
+        0.01 * 2 / 3), 4))
+    assert np.isnan(run_t_test(base[:1], other)[0])  # one run on a side: no test
+    assert run_t_test(base, base)[0] == 1.0
+
+
+def test_one_outlying_run_cannot_make_a_difference_alone():
+    """One run up to 100x slower among three: its side's spread grows with its mean, so |t|
+    is 1 when the other runs agree, and about 1 when they scatter a little."""
+    for size in (2.0, 10.0, 100.0):
+        assert run_t_test(np.ones(3), np.array([1.0, 1.0, size]))[0] == pytest.approx(
+            t_two_sided(1.0, 4))
+        jitter = np.exp([0.0, 0.01, -0.01])
+        assert run_t_test(jitter, np.array([1.0, 1.0, size]) * jitter)[0] >= t_two_sided(1.1, 4)
+
+
+def test_interleaved_runs_and_runs_back_to_back():
+    def order(text: str) -> bool | None:
+        starts = {side: [i for i, s in enumerate(text) if s == side] for side in "ab"}
+        return interleaved(np.array(starts["a"], float), np.array(starts["b"], float))
+
+    assert order("abab") and order("abba") and order("abbaab") and order("ababa")
+    assert not order("aabb") and not order("aaabbb") and not order("aaab")
+    assert interleaved(np.zeros(2), np.zeros(2)) is None  # no start times
+    assert interleaved(np.array([0.0, np.nan]), np.array([1.0, 2.0])) is None
+
+
+def _side(name: str, runs: int, offsets: list[float], positions: list[int], slower: float = 1.0,
+          seed: int = 0) -> tuple[list[dict], list[dict]]:
+    """`runs` runs of 20 scenarios, one trial each, 3 calls; run r `offsets[r]` times slower
+    (the server's speed that run), starting at running position `positions[r]`."""
+    rng = np.random.default_rng(seed)
+    summary, requests = [], []
+    for r in range(runs):
+        source = f"{name}{r + 1}"
+        rows = [{"source": source, "level": 1, "scenario_id": f"s{i:02d}",
+                 "trial": f"{source}-{i}", "measured": True, "ok": True,
+                 "start_unix_ns": (positions[r] * 1000 + 3 * i + j) * 10 ** 9,
+                 "ttft_ms": 20.0 * (i + 1) * offsets[r] * slower * rng.lognormal(0, 0.05),
+                 "failed": False}
+                for i in range(20) for j in range(3)]
+        requests += rows
+        summary.append({"source": source, "level": 1,
+                        "ttft_ms_p50": float(np.median([x["ttft_ms"] for x in rows])),
+                        "error_rate": 0.0})
+    return summary, requests
+
+
+def _compare(a, b, sides=True) -> pd.Series:
+    summary = pd.DataFrame(a[0] + b[0])
+    requests = pd.DataFrame(a[1] + b[1])
+    names = {s: s[0] for s in summary["source"]} if sides else None
+    return compare_table(summary, None, requests, keys=("ttft_ms_p50", "error_rate"),
+                         sides=names).set_index("metric")
+
+
+def test_a_clear_slowdown_over_interleaved_runs_is_called():
+    steady = [1.0, 1.02, 0.98]
+    rows = _compare(_side("a", 3, steady, [0, 3, 4], seed=1),
+                    _side("b", 3, steady, [1, 2, 5], slower=1.5, seed=2))
+    assert rows.at["ttft_ms_p50", "verdict"] == WORSE
+    assert rows.at["ttft_ms_p50", "runs"] == "3 vs 3" and rows.at["ttft_ms_p50", "source"] == "b"
+    # the side's figure is its runs' mean
+    assert rows.at["ttft_ms_p50", "value"] > 1.4 * rows.at["ttft_ms_p50", "baseline"]
+
+
+def test_a_server_that_drifts_between_runs_is_not_called_different():
+    """Identical server, its speed moving from run to run by up to 40 %: one pair of its runs
+    would differ by 30 %; over the runs of both sides, no difference is called, and a 1.5x
+    slowdown would not have been called either: the row says it cannot tell."""
+    a = _side("a", 3, [1.0, 1.3, 0.8], [0, 3, 4], seed=3)
+    b = _side("b", 3, [1.3, 0.9, 1.15], [1, 2, 5], seed=4)
+    rows = _compare(a, b)
+    assert rows.at["ttft_ms_p50", "verdict"] in (UNCLEAR, CANNOT_TELL)
+    assert "spread as widely" in rows.at["ttft_ms_p50", "power_note"]
+
+
+def test_one_run_a_side_or_runs_back_to_back_get_no_latency_verdict():
+    one = _compare(_side("a", 1, [1.0], [0], seed=5), _side("b", 1, [1.0], [1], 1.5, seed=6))
+    assert one.at["ttft_ms_p50", "verdict"] == CANNOT_TELL
+    assert one.at["ttft_ms_p50", "power_note"] == f"cannot tell: {ONE_RUN}"
+    assert not np.isnan(one.at["ttft_ms_p50", "delta_ci_low"])  # the scale is still shown
+    steady = [1.0, 1.02, 0.98]
+    back = _compare(_side("a", 3, steady, [0, 1, 2], seed=7),
+                    _side("b", 3, steady, [3, 4, 5], 1.5, seed=8))
+    assert back.at["ttft_ms_p50", "verdict"] == CANNOT_TELL
+    assert back.at["ttft_ms_p50", "power_note"] == f"cannot tell: {BACK_TO_BACK}"
+    # a share keeps its own test over the sides' pooled trials
+    assert back.at["error_rate", "verdict"] == UNCLEAR
+
+
+def _job(job_dir, start_s: int, slower: float, seed: int):
+    """24 scenarios, one trial each at concurrency 1, 3 calls of 20-480 ms, each `slower`
+    times slower; its calls start from `start_s`."""
+    from analysis.synthetic import record, write_job, write_trial
+
+    rng = np.random.default_rng(seed)
+    write_job(job_dir, 1, n_total_trials=24)
+    for i in range(24):
+        scenario = f"banking-{i:03d}"
+        calls = [record(request_id=f"{i}-{n}", scenario_id=scenario,
+                        start_unix_ns=(start_s + 10 * i + n) * 10 ** 9,
+                        ttft_ms=20.0 * (i + 1) * rng.lognormal(0, 0.1) * slower,
+                        e2e_ms=400.0 * slower, completion_tokens=3)
+                 for n in range(3)]
+        write_trial(job_dir, f"{scenario}__0", scenario_id=scenario, records=calls,
+                    rewards=quality_jobs.rewards(1.0), agent_status=quality_jobs.OK)
+    return job_dir
+
+
+def test_the_cli_takes_runs_joined_by_commas(tmp_path, capsys):
+    """Three runs a side, interleaved (A B B A A B): the slower side is called worse on
+    latency; the report shows the runs per side and writes the sides' rows."""
+    runs = {name: _job(tmp_path / name, start, 1.5 if name[0] == "b" else 1.0, seed)
+            for seed, (name, start) in enumerate((("a1", 0), ("b1", 1000), ("b2", 2000),
+                                                  ("a2", 3000), ("a3", 4000), ("b3", 5000)))}
+    out = tmp_path / "r"
+    assert main(["report", ",".join(str(runs[f"a{i}"]) for i in (1, 2, 3)), "--compare",
+                 ",".join(str(runs[f"b{i}"]) for i in (1, 2, 3)), "--out", str(out),
+                 "--no-plots"]) == 0
+    rows = pd.DataFrame(json.loads((out / "summary.json").read_text())["comparison"])
+    row = rows[rows["metric"] == "ttft_ms_p50"].iloc[0]
+    assert row["verdict"] == "worse" and row["runs"] == "3 vs 3"
+    assert row["source"] == "b1+b2+b3"
+    text = (out / "report.md").read_text()
+    assert "## Comparison against a1+a2+a3" in text and "| runs |" in text
+    capsys.readouterr()
+    # one run a side: the delta, no latency verdict
+    assert main(["report", str(runs["a1"]), "--compare", str(runs["b1"]), "--out",
+                 str(tmp_path / "one"), "--no-plots"]) == 0
+    rows = pd.DataFrame(json.loads((tmp_path / "one" / "summary.json").read_text())
+                        ["comparison"])
+    row = rows[rows["metric"] == "ttft_ms_p50"].iloc[0]
+    assert row["verdict"] == "cannot tell" and row["delta"] > 0
