@@ -268,8 +268,8 @@ def one_compare(rng: np.random.Generator, design: tuple[int, int, int, int], mod
     summary = pd.DataFrame([{"source": src, "level": concurrency, **summary_of(t, r)}
                             for src, (t, r) in runs.items()])
     # Each run's source names its side's label: "a2" is the second run of side a.
-    sides = {"sides": {src: src[0] for src in runs}} if len(runs) > 2 else {}
-    return compare_table(summary, trials, requests, keys=keys, power=power, **sides)
+    return compare_table(summary, trials, requests, keys=keys, power=power,
+                         sides={src: src[0] for src in runs})
 
 
 def label(design: tuple[int, int, int, int]) -> str:
