@@ -64,7 +64,8 @@ from __future__ import annotations
 import numpy as np
 
 
-def _ar1(rng: np.random.Generator, n: int, rho: float, sd: float) -> np.ndarray:
+def ar1(rng: np.random.Generator, n: int, rho: float, sd: float) -> np.ndarray:
+    """A stationary AR(1) of `n` steps, correlation `rho` between neighbours, marginal `sd`."""
     noise = rng.normal(0, sd, n)
     level = np.empty(n)
     for w in range(n):
@@ -91,7 +92,7 @@ def bursts(rng: np.random.Generator, n: int, side: str) -> np.ndarray:
 
 
 def one_drifts(rng: np.random.Generator, n: int, side: str) -> np.ndarray:
-    return np.zeros(n) if side == "a" else _ar1(rng, n, 0.85, 0.3)
+    return np.zeros(n) if side == "a" else ar1(rng, n, 0.85, 0.3)
 
 
 def random_walk(rng: np.random.Generator, n: int, side: str) -> np.ndarray:

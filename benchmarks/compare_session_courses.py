@@ -30,14 +30,7 @@ from __future__ import annotations
 
 import numpy as np
 
-
-def ar1(rng: np.random.Generator, n: int, rho: float, sd: float) -> np.ndarray:
-    """A stationary AR(1) of `n` steps, correlation `rho` between neighbours, marginal `sd`."""
-    noise = rng.normal(0, sd, n)
-    level = np.empty(n)
-    for w in range(n):
-        level[w] = noise[w] if w == 0 else rho * level[w - 1] + np.sqrt(1 - rho ** 2) * noise[w]
-    return level
+from benchmarks.compare_drift_courses import ar1
 
 
 def _runs(course: np.ndarray, order: str) -> list[np.ndarray]:

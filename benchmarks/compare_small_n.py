@@ -81,19 +81,19 @@ import pandas as pd
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import analysis.compare  # noqa: E402
-import benchmarks.compare_heldout_servers as held_out_servers  # noqa: E402
 from analysis.compare import BETTER, REQUEST_KEYS, UNCLEAR, WORSE, compare_table, verdict  # noqa: E402
 from analysis.metrics.base import paired_cluster_bootstrap_diff_ci  # noqa: E402
 from analysis.metrics.quality import PAIRED_KEYS  # noqa: E402
 from benchmarks.compare_drift_courses import COURSES as DRIFT_COURSES  # noqa: E402
 from benchmarks.compare_drift_courses import MODELS as DRIFT_MODELS  # noqa: E402
 from benchmarks.compare_drift_courses import REQUESTS as DRIFT_REQUESTS  # noqa: E402
+from benchmarks.compare_drift_courses import ar1  # noqa: E402
 from benchmarks.compare_heldout_servers import COURSES as HELD_OUT_COURSES  # noqa: E402
 from benchmarks.compare_heldout_servers import MODELS as HELD_OUT  # noqa: E402
 from benchmarks.compare_heldout_servers import REQUESTS as HELD_OUT_REQUESTS  # noqa: E402
+from benchmarks.compare_heldout_servers import SESSIONS as HELD_OUT_SESSIONS  # noqa: E402
 from benchmarks.compare_session_courses import MODELS as SESSION_MODELS  # noqa: E402
 from benchmarks.compare_session_courses import SESSIONS as DESIGN_SESSIONS  # noqa: E402
-from benchmarks.compare_session_courses import ar1  # noqa: E402
 
 LEVELS = np.array([0.0, 1 / 3, 0.5, 2 / 3, 1.0])
 QUALITY_KEYS = ("tsq_mean", "tsq_infra0_mean", "solved_mean", "solved_infra0_mean",
@@ -126,8 +126,7 @@ MODELS: dict[str, dict] = {
 }
 COURSES = DRIFT_COURSES | HELD_OUT_COURSES
 REQUESTS = DRIFT_REQUESTS | HELD_OUT_REQUESTS
-# Courses through a whole session of runs; the held-out servers' own, where they have some.
-SESSIONS = DESIGN_SESSIONS | getattr(held_out_servers, "SESSIONS", {})
+SESSIONS = DESIGN_SESSIONS | HELD_OUT_SESSIONS  # courses through a whole session of runs
 SLOWER = 1.5  # the slowdown whose detection is printed
 RUN_NS = 10 ** 12  # a run's start after the one before it in a session: after all its trials
 # (scenarios, attempts, concurrency, runs per side). One run per side (the quality half's
