@@ -55,6 +55,11 @@ discrete null model.
     python benchmarks/compare_small_n.py --only latency --design "14x1 c1 3+3" --no-detection
     python benchmarks/compare_small_n.py --by-n [--sims 400]
     python benchmarks/compare_small_n.py --only latency --held-out   # the held-out servers
+    python benchmarks/compare_small_n.py --only latency --sims 60 --no-detection --confirm 400
+
+`--confirm N`: the largest of ~200 cells of 60 compares overstates its own rate (a rule at
+0.03 everywhere shows ~0.08 somewhere), so the worst cells (`--worst-cells`, 8) are run again
+on N fresh draws and the worst case is reported from those.
 
 The design family also has the drifting servers of benchmarks/compare_drift_courses.py (a
 step change, a slow swing, heavy bursts, one run drifting, a random walk, step + bursts, a
@@ -140,6 +145,8 @@ DESIGNS = ((14, 1, 1, 1), (10, 1, 1, 1), (14, 3, 4, 1), (50, 1, 4, 1), (14, 3, 1
 # Several runs per side, run as a session (the latency half's designs): the offline sample
 # three times on each side, with one and with three attempts, 50 scenarios at concurrency 4,
 # and the offline sample five times on each side.
+# Seeds of the confirming draws: no screening cell's (100 x model + design + 0 or 7) reaches it.
+CONFIRM_OFFSET = 5_000
 SESSION_DESIGNS = ((14, 1, 1, 3), (14, 3, 1, 3), (50, 1, 4, 3), (14, 1, 1, 5))
 
 
@@ -331,56 +338,84 @@ def undecided(table: pd.DataFrame, keys: tuple[str, ...]) -> pd.Series:
     return ~rows.set_index("metric")["verdict"].isin([BETTER, WORSE, UNCLEAR, ""])
 
 
+def _cell(sims: int, design, seed: int, name: str, model: dict, offset: int,
+          drop: str | None, hit) -> tuple[int, int]:
+    """(compares `hit` counts, compares whose TTFT p50 row cannot tell) of `sims` compares."""
+    index = list(MODELS | HELD_OUT).index(name)
+    start = 100 * index + sum(design[:3]) + offset + 10_000 * seed
+    rng = np.random.default_rng(start if design[3] == 1 else (start, design[3]))
+    hits = unsure = 0
+    for _ in range(sims):
+        table = one_compare(rng, design, model, drop, keys=LATENCY_KEYS)
+        hits += bool(hit(table))
+        unsure += bool(undecided(table, ("ttft_ms_p50",)).any())
+    return hits, unsure
+
+
 def _latency_cells(sims: int, designs, seed: int, models: dict[str, dict], offset: int,
-                   drop: str | None, hit, worst_is) -> tuple[float, str]:
+                   drop: str | None, hit, worst_is) -> tuple[tuple[float, str],
+                                                             list[tuple[float, str, tuple]]]:
     """One table of the latency half: a row per model, a cell per design (the share of `sims`
     compares `hit` counts, then the share whose TTFT p50 row cannot tell); returns the worst
-    cell by `worst_is` (max for false differences, min for detection)."""
+    cell by `worst_is` (max for false differences, min for detection) and every cell (rate,
+    model, design)."""
     print(f"{'model':<26}" + "".join(f"{label(d):>34}" for d in designs))
     worst: tuple[float, str] | None = None
+    every: list[tuple[float, str, tuple]] = []
     for name, model in models.items():
-        index = list(MODELS | HELD_OUT).index(name)
         cells = []
         for design in designs:
-            start = 100 * index + sum(design[:3]) + offset + 10_000 * seed
-            rng = np.random.default_rng(start if design[3] == 1 else (start, design[3]))
-            hits = unsure = 0
-            for _ in range(sims):
-                table = one_compare(rng, design, model, drop, keys=LATENCY_KEYS)
-                hits += bool(hit(table))
-                unsure += bool(undecided(table, ("ttft_ms_p50",)).any())
+            hits, unsure = _cell(sims, design, seed, name, model, offset, drop, hit)
             cells.append(f"{rate(hits, sims)} / {unsure / sims:.2f}")
+            every.append((hits / sims, name, design))
             # Ties go to the later cell, as the report of the worst case always did.
             if worst is None or worst_is(hits / sims, worst[0]) == hits / sims:
                 worst = (hits / sims, f"{name} at {label(design)}")
         print(f"{name:<26}" + "".join(f"{c:>34}" for c in cells), flush=True)
-    return worst if worst is not None else (float("nan"), "")
+    return (worst if worst is not None else (float("nan"), "")), every
 
 
 def latency(sims: int, designs, seed: int = 0, models: dict[str, dict] = MODELS,
-            detection: bool = True, identical: bool = True) -> None:
+            detection: bool = True, identical: bool = True, confirm: int = 0,
+            worst_cells: int = 8) -> None:
     if identical:
-        _identical(sims, designs, seed, models)
+        _identical(sims, designs, seed, models, confirm, worst_cells)
     if not detection:
         return
     print(f"\n{SLOWER}x slower server (every request of every run of the other side): share "
           f"of {sims} compares calling TTFT p50 worse [Wilson 95 %] / share saying cannot tell")
-    least = _latency_cells(
+    least, _ = _latency_cells(
         sims, designs, seed, models, 7, "slower",
         lambda table: table.set_index("metric").at["ttft_ms_p50", "verdict"] == WORSE, min)
     print(f"detection of a {SLOWER}x slower server, worst case over the family: "
           f"{least[0]:.3f} ({least[1]})", flush=True)
 
 
-def _identical(sims: int, designs, seed: int, models: dict[str, dict]) -> None:
+def _identical(sims: int, designs, seed: int, models: dict[str, dict], confirm: int = 0,
+               worst_cells: int = 8) -> None:
     print(f"\nlatency, identical runs, {sims} simulated compares per cell: share calling any "
           f"of {len(LATENCY_KEYS)} latency rows (Holm over those rows alone: the smallest "
           "family, the most lenient); in brackets its Wilson 95 % interval, then the share of "
           "compares whose TTFT p50 row said the runs cannot tell")
-    worst = _latency_cells(sims, designs, seed, models, 0, None,
-                           lambda table: called(table, LATENCY_KEYS).any(), max)
-    print(f"false-difference rate of latency rows, worst case over the family: "
-          f"{worst[0]:.3f} ({worst[1]})", flush=True)
+    hit = lambda table: called(table, LATENCY_KEYS).any()  # noqa: E731
+    worst, every = _latency_cells(sims, designs, seed, models, 0, None, hit, max)
+    if not confirm:
+        print(f"false-difference rate of latency rows, worst case over the family: "
+              f"{worst[0]:.3f} ({worst[1]})", flush=True)
+        return
+    # The largest of many noisy cells overstates its own rate (with ~200 cells of 60
+    # compares, a rule at 0.03 everywhere shows 0.08 somewhere): the worst cells are chosen
+    # on the table above and measured again on fresh draws, whose rate is not so chosen.
+    print(f"screen's worst cell: {worst[0]:.3f} ({worst[1]}); the {worst_cells} worst cells "
+          f"again, {confirm} fresh compares each:")
+    confirmed = []
+    for _, name, design in sorted(every, key=lambda cell: -cell[0])[:worst_cells]:
+        hits, _ = _cell(confirm, design, seed, name, models[name], CONFIRM_OFFSET, None, hit)
+        confirmed.append((hits, f"{name} at {label(design)}"))
+        print(f"  {name + ' at ' + label(design):<48} {rate(hits, confirm)}", flush=True)
+    hits, where = max(confirmed)
+    print(f"false-difference rate of latency rows, worst case over the family (confirmed on "
+          f"{confirm} fresh compares): {rate(hits, confirm)} ({where})", flush=True)
 
 
 def _null_pair(model: str, n: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
@@ -426,6 +461,12 @@ def main() -> None:
                     help="identical runs only, not the 1.5x slower server")
     ap.add_argument("--detection-only", action="store_true",
                     help="the 1.5x slower server only, not identical runs")
+    ap.add_argument("--confirm", type=int, default=0, metavar="N",
+                    help="re-run the worst cells of identical runs with N fresh compares each "
+                         "and report the worst case from those (the screen's largest cell "
+                         "overstates its rate)")
+    ap.add_argument("--worst-cells", type=int, default=8, metavar="K",
+                    help="how many of the worst cells --confirm re-runs (default 8)")
     args = ap.parse_args()
     # A request row's verdict comes from its sign-flip test; the pooled percentile's bootstrap
     # interval beside it is shown, not judged, so fewer resamples change no verdict here.
@@ -448,7 +489,7 @@ def main() -> None:
         family = HELD_OUT if args.held_out else MODELS
         names = args.models.split(",") if args.models else list(family)
         latency(args.sims, halves[1], args.seed, {name: family[name] for name in names},
-                not args.no_detection, not args.detection_only)
+                not args.no_detection, not args.detection_only, args.confirm, args.worst_cells)
     print(f"\n({time.monotonic() - start:.0f} s)")
 
 
