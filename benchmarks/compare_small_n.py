@@ -169,7 +169,8 @@ def run_tables(rng: np.random.Generator, source: str, odds: np.ndarray, base_ms:
     """One run's trials and requests tables. Harbor's queue order: every scenario's first
     attempt, then every second; `concurrency` trials at a time (a wave). `spread`: each
     scenario's own sd of request noise in log (heteroscedastic), the same in both runs.
-    `side`: the side of the compare this run is on (its source, for one run per side);
+    `side`: the part the run plays for a course or request shape that treats runs apart ("a"
+    steady, "b" the one that drifts or stalls; its source when not given);
     `start_ns`: when the run started; `session`: its stretch of the session's course."""
     side = side or source
     n, count = len(odds), len(odds) * repeats
@@ -234,10 +235,14 @@ def session(rng: np.random.Generator, design: tuple[int, int, int, int], model: 
     """Every run of a compare, by source, side a's first: k pairs of runs one after another,
     each pair "ab" or "ba" by a coin flip (one pair: "ab", sources "a" and "b"; else "a1".."ak",
     "b1".."bk" in running order), on the session's course where the model has one (drawn once
-    for the whole session). `same`, `other`: run_tables' options for sides a and b."""
+    for the whole session). `same`, `other`: run_tables' options for sides a and b. A course
+    that treats runs apart (one run drifts, one stalls: run_tables' `side`) gives the part of
+    the odd run to one run of the session drawn at random, whatever its side: given by side,
+    every run of side b would stall, a real difference between the sides, not one server."""
     n, repeats, concurrency, runs = design
     order = "ab" if runs == 1 else "".join("ab" if rng.random() < 0.5 else "ba"
                                            for _ in range(runs))
+    odd = 1 if runs == 1 else int(rng.integers(len(order)))
     waves = n * repeats // concurrency + 1
     course = (SESSIONS[model["session"]](rng, waves, order) if "session" in model
               else [None] * len(order))
@@ -245,7 +250,8 @@ def session(rng: np.random.Generator, design: tuple[int, int, int, int], model: 
     for position, side in enumerate(order):
         source = side if runs == 1 else f"{side}{order[:position + 1].count(side)}"
         tables[source] = run_tables(rng, source, odds, base_ms, repeats, concurrency, model,
-                                    side=side, start_ns=position * RUN_NS,
+                                    side="b" if position == odd else "a",
+                                    start_ns=position * RUN_NS,
                                     session=course[position],
                                     **(same if side == "a" else other))
     return {source: tables[source] for source in sorted(tables, key=lambda s: (s[0], len(s), s))}
