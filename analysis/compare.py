@@ -16,8 +16,9 @@ in log, by a two-sample t test over the runs of both sides (`analysis.metrics.be
 because a server whose speed drifts slower than a run moves a whole run as a real difference
 would, and only other runs of the same configuration show how far that goes (one pair of
 runs of an identical server was called different in up to 27 % of compares,
-benchmarks/compare_small_n.py). So a latency row with one run on a side, or with each side's
-runs back to back rather than interleaved, says it cannot tell.
+benchmarks/compare_small_n.py). So a latency row with fewer than 5 runs on a side (`MIN_RUNS`:
+over fewer, a t test is too easily fooled by run figures that are not normal), or with each
+side's runs back to back rather than interleaved, says it cannot tell.
 
 A compare prints many verdicts (metrics × levels × sides), so they are one family: a row is
 called better or worse only when its test rejects "no difference" under Holm's step-down
@@ -50,7 +51,7 @@ from analysis.metrics.base import (
     paired_cluster_bootstrap_diff_ci,
     paired_cluster_bootstrap_quantile_diff_ci,
 )
-from analysis.metrics.between_runs import EFFECT, effect_p, interleaved, run_t_test
+from analysis.metrics.between_runs import EFFECT, MIN_RUNS, effect_p, interleaved, run_t_test
 from analysis.metrics.integrity import COLUMNS as INTEGRITY_COLUMNS
 from analysis.metrics.integrity import summary_key
 from analysis.metrics.power import DETECT, GRID, detectable, power_curve
@@ -101,8 +102,11 @@ QUANTILE_RESAMPLES = 1000
 NO_PAIRED_TRIALS = "no paired trials"
 # Why a latency row has no verdict (analysis.metrics.between_runs).
 ONE_RUN = ("one run on a side: a drift of the server slower than a run moves a whole run as a "
-           "real difference would; give each side 3 or more interleaved runs "
-           "(a1,a2,a3 --compare b1,b2,b3)")
+           f"real difference would; give each side {MIN_RUNS} or more interleaved runs "
+           "(a1,...,a5 --compare b1,...,b5)")
+FEW_RUNS = (f"fewer than {MIN_RUNS} runs on a side: the t test over so few runs calls "
+            "differences that are not there too often on servers whose run figures are not "
+            "normal")
 BACK_TO_BACK = ("each side's runs ran back to back: a drift across runs reads as a difference; "
                 "interleave them (A B B A ...)")
 UNKNOWN_ORDER = "the runs' order in time is unknown (no request start times)"
@@ -206,8 +210,9 @@ def compare_table(summary: pd.DataFrame, trials: pd.DataFrame | None = None,
         """(p, lean, p had other been EFFECT times slower, why no p) of a latency key, over
         the two sides' runs."""
         (b, b_level), (o, o_level) = sides_
-        if len(runs_of[b]) < 2 or len(runs_of[o]) < 2:
-            return np.nan, 0.0, np.nan, ONE_RUN
+        fewest = min(len(runs_of[b]), len(runs_of[o]))
+        if fewest < MIN_RUNS:
+            return np.nan, 0.0, np.nan, ONE_RUN if fewest == 1 else FEW_RUNS
         order = interleaved(*(np.array([started(run, level) for run in runs_of[name]])
                               for name, level in sides_))
         if order is None:

@@ -11,14 +11,15 @@ run per side):
 - then one compare of each design with its power figures: the smallest difference it could
   have detected and "underpowered" where a 10-point one is missed > 20 % of the time.
 
-Latency: a compare is a *session* of several runs per side (a design such as `14x1 c1 3+3`:
-14 scenarios, 1 attempt, concurrency 1, 3 runs on each side), run one after another in pairs,
+Latency: a compare is a *session* of several runs per side (a design such as `14x1 c1 5+5`:
+14 scenarios, 1 attempt, concurrency 1, 5 runs on each side), run one after another in pairs,
 each pair AB or BA by a coin flip, each run's requests stamped with its place in the session;
 one summary row per run, and `compare_table(..., sides=...)` maps each run to its side.
-Designs: the offline sample three times per side with one and with three attempts, 50
-scenarios at concurrency 4 three times per side, and the offline sample five times per side.
-One pair of runs (`--design "14x3 c1"` and the quality half's other designs) stays available:
-there a latency row calls nothing, so false calls ~0 and "cannot tell" ~1.0 are what it shows.
+Designs: the offline sample five times per side (the fewest runs a latency verdict is given
+on, `MIN_RUNS`) with one and with three attempts, 50 scenarios at concurrency 4 five times per
+side, and the offline sample three times per side. Three runs a side, and one pair of runs
+(`--design "14x3 c1"` and the quality half's other designs), get no latency verdict: false
+calls 0 and "cannot tell" 1.0 are what they show.
 The family of servers the rule is judged on, written down before the rule was tuned to it
 (identical runs; share of compares calling any latency row), hard cases named:
 `iid` (lognormal per request), `heavy` (Pareto tails, alpha 1.5), `heteroscedastic` (each
@@ -52,7 +53,7 @@ fewest scenarios a verdict is called on, `MIN_PAIRED_SCENARIOS`): `--by-n`, on a
 discrete null model.
 
     python benchmarks/compare_small_n.py [--sims 200] [--quick] [--only latency] [--seed 0]
-    python benchmarks/compare_small_n.py --only latency --design "14x1 c1 3+3" --no-detection
+    python benchmarks/compare_small_n.py --only latency --design "14x1 c1 5+5" --no-detection
     python benchmarks/compare_small_n.py --by-n [--sims 400]
     python benchmarks/compare_small_n.py --only latency --held-out   # the held-out servers
     python benchmarks/compare_small_n.py --only latency --sims 60 --no-detection --confirm 400
@@ -143,11 +144,12 @@ RUN_NS = 10 ** 12  # a run's start after the one before it in a session: after a
 DESIGNS = ((14, 1, 1, 1), (10, 1, 1, 1), (14, 3, 4, 1), (50, 1, 4, 1), (14, 3, 1, 1),
            (50, 1, 1, 1))
 # Several runs per side, run as a session (the latency half's designs): the offline sample
-# three times on each side, with one and with three attempts, 50 scenarios at concurrency 4,
-# and the offline sample five times on each side.
+# five times on each side (MIN_RUNS, the fewest a latency verdict is given on), with one and
+# with three attempts, 50 scenarios at concurrency 4; and the offline sample three times on
+# each side, which gets no latency verdict (shown so).
 # Seeds of the confirming draws: no screening cell's (100 x model + design + 0 or 7) reaches it.
 CONFIRM_OFFSET = 5_000
-SESSION_DESIGNS = ((14, 1, 1, 3), (14, 3, 1, 3), (50, 1, 4, 3), (14, 1, 1, 5))
+SESSION_DESIGNS = ((14, 1, 1, 5), (14, 3, 1, 5), (50, 1, 4, 5), (14, 1, 1, 3))
 
 
 def _waves(rng: np.random.Generator, n: int, model: dict, side: str = "a",
@@ -448,7 +450,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--sims", type=int, default=200)
     ap.add_argument("--quick", action="store_true",
-                    help="the first design of each half only (14x1 c1, 14x1 c1 3+3)")
+                    help="the first design of each half only (14x1 c1, 14x1 c1 5+5)")
     ap.add_argument("--by-n", action="store_true", help="only the single-row rule by scenarios")
     ap.add_argument("--only", choices=("quality", "latency"), help="one half only")
     ap.add_argument("--seed", type=int, default=0, help="moves every latency draw")

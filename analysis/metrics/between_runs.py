@@ -14,8 +14,13 @@ same configuration. So a latency row is judged on the runs themselves:
   over both sides (`n_a + n_b - 2` degrees of freedom; the runs are the independent units, so
   whatever correlation lives inside a run, between its requests, trials or waves, is in each
   run's figure and counted once). Exact when run figures are independent and normal with one
-  spread on both sides, which is what "no difference" says of the spread. With two runs a side
-  it has 2 degrees of freedom and sees little; three or more per side are what a verdict needs;
+  spread on both sides, which is what "no difference" says of the spread. A verdict needs
+  `MIN_RUNS` runs on each side: run figures are not always normal (a server that switches
+  between a fast and a slow state gives a few distinct run levels), and with fewer runs the t
+  reference is too lenient at the levels Holm asks of it (3 and 4 runs a side: ~0.05 false
+  calls of some latency row on such a server in the design family of
+  benchmarks/compare_small_n.py, ~0.01-0.03 with 5; 5 runs also see a 1.5x slowdown far more
+  often);
 - the runs of the two sides must have been interleaved in time (A B B A ..., or A B A B): a
   drift slower than several runs then falls on both sides alike. Run back to back (A A A B B B),
   the same drift reads as a difference between the sides, so such runs get no verdict
@@ -35,6 +40,8 @@ import numpy as np
 
 from analysis.metrics.student_t import t_two_sided
 
+# Runs a side needs for a latency verdict (above).
+MIN_RUNS = 5
 # The slowdown a latency verdict must be able to see: runs that would not call it say they
 # cannot tell (analysis/compare.py), rather than "no clear difference".
 EFFECT = 1.5

@@ -18,9 +18,9 @@ def register(sub: argparse._SubParsersAction) -> None:
             "trials are counted and shown; quality is given with infra failures excluded and "
             "with them counted as 0. Quality intervals resample scenarios (all repeats "
             "together); --compare pairs runs by scenario and level. A configuration run "
-            "several times is given as its runs joined by commas (a1,a2,a3 --compare "
-            "b1,b2,b3): latency is then judged on the runs' spread (one run per side gives "
-            "latency deltas, no latency verdict)."
+            "several times is given as its runs joined by commas (a1,a2,a3,a4,a5 --compare "
+            "b1,b2,b3,b4,b5): latency is then judged on the runs' spread (fewer than 5 runs "
+            "per side give latency deltas, no latency verdict)."
         ),
     )
     p.add_argument("path", type=runs_of, metavar="JOB_OR_SWEEP",
@@ -32,7 +32,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "called better/worse only when it excludes 0). Refused when the runs used "
                         "different datasets, labels or instruction modes (see --allow-mixed). "
                         "Each OTHER is one configuration: a job/sweep, or its runs joined by "
-                        "commas; latency verdicts need 2 or more (best 3 or more) runs per "
+                        "commas; latency verdicts need 5 or more runs per "
                         "side, run interleaved (A B B A ...).")
     p.add_argument("--allow-mixed", action="store_true",
                    help="Compare runs even when their dataset, labels or instruction mode "

@@ -1,6 +1,6 @@
-"""Latency verdicts judged on whole runs: several runs per side, interleaved, compared by a
-two-sample t over the runs' own figures; one run on a side, or runs back to back, say they
-cannot tell; `bankbench report a1,a2 --compare b1,b2` groups runs into sides."""
+"""Latency verdicts judged on whole runs: several runs per side (5 or more), interleaved,
+compared by a two-sample t over the runs' own figures; fewer runs on a side, or runs back to
+back, say they cannot tell; `bankbench report a1,a2 --compare b1,b2` groups runs into sides."""
 
 from __future__ import annotations
 
@@ -11,7 +11,15 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from analysis.compare import BACK_TO_BACK, CANNOT_TELL, ONE_RUN, UNCLEAR, WORSE, compare_table
+from analysis.compare import (
+    BACK_TO_BACK,
+    CANNOT_TELL,
+    FEW_RUNS,
+    ONE_RUN,
+    UNCLEAR,
+    WORSE,
+    compare_table,
+)
 from analysis.metrics.between_runs import effect_p, interleaved, run_t_test
 from analysis.metrics.student_t import t_two_sided
 from bankbench.cli import main
@@ -81,22 +89,25 @@ def _compare(a, b, sides=True) -> pd.Series:
                          sides=names).set_index("metric")
 
 
+A_FIRST, B_FIRST = [0, 3, 4, 7, 8], [1, 2, 5, 6, 9]  # A B B A A B B A A B
+STEADY = [1.0, 1.02, 0.98, 1.01, 0.99]
+
+
 def test_a_clear_slowdown_over_interleaved_runs_is_called():
-    steady = [1.0, 1.02, 0.98]
-    rows = _compare(_side("a", 3, steady, [0, 3, 4], seed=1),
-                    _side("b", 3, steady, [1, 2, 5], slower=1.5, seed=2))
+    rows = _compare(_side("a", 5, STEADY, A_FIRST, seed=1),
+                    _side("b", 5, STEADY, B_FIRST, slower=1.5, seed=2))
     assert rows.at["ttft_ms_p50", "verdict"] == WORSE
-    assert rows.at["ttft_ms_p50", "runs"] == "3 vs 3" and rows.at["ttft_ms_p50", "source"] == "b"
+    assert rows.at["ttft_ms_p50", "runs"] == "5 vs 5" and rows.at["ttft_ms_p50", "source"] == "b"
     # the side's figure is its runs' mean
     assert rows.at["ttft_ms_p50", "value"] > 1.4 * rows.at["ttft_ms_p50", "baseline"]
 
 
 def test_a_server_that_drifts_between_runs_is_not_called_different():
-    """Identical server, its speed moving from run to run by up to 40 %: one pair of its runs
+    """Identical server, its speed moving from run to run by up to 2x: one pair of its runs
     would differ by 30 %; over the runs of both sides, no difference is called, and a 1.5x
     slowdown would not have been called either: the row says it cannot tell."""
-    a = _side("a", 3, [1.0, 1.3, 0.8], [0, 3, 4], seed=3)
-    b = _side("b", 3, [1.3, 0.9, 1.15], [1, 2, 5], seed=4)
+    a = _side("a", 5, [1.0, 1.3, 0.8, 1.6, 0.7], A_FIRST, seed=3)
+    b = _side("b", 5, [1.3, 0.9, 1.15, 0.75, 1.5], B_FIRST, seed=4)
     rows = _compare(a, b)
     assert rows.at["ttft_ms_p50", "verdict"] in (UNCLEAR, CANNOT_TELL)
     assert "spread as widely" in rows.at["ttft_ms_p50", "power_note"]
@@ -107,9 +118,11 @@ def test_one_run_a_side_or_runs_back_to_back_get_no_latency_verdict():
     assert one.at["ttft_ms_p50", "verdict"] == CANNOT_TELL
     assert one.at["ttft_ms_p50", "power_note"] == f"cannot tell: {ONE_RUN}"
     assert not np.isnan(one.at["ttft_ms_p50", "delta_ci_low"])  # the scale is still shown
-    steady = [1.0, 1.02, 0.98]
-    back = _compare(_side("a", 3, steady, [0, 1, 2], seed=7),
-                    _side("b", 3, steady, [3, 4, 5], 1.5, seed=8))
+    few = _compare(_side("a", 3, STEADY, [0, 3, 4], seed=5),
+                   _side("b", 3, STEADY, [1, 2, 5], 1.5, seed=6))
+    assert few.at["ttft_ms_p50", "power_note"] == f"cannot tell: {FEW_RUNS}"
+    back = _compare(_side("a", 5, STEADY, [0, 1, 2, 3, 4], seed=7),
+                    _side("b", 5, STEADY, [5, 6, 7, 8, 9], 1.5, seed=8))
     assert back.at["ttft_ms_p50", "verdict"] == CANNOT_TELL
     assert back.at["ttft_ms_p50", "power_note"] == f"cannot tell: {BACK_TO_BACK}"
     # a share keeps its own test over the sides' pooled trials
@@ -136,21 +149,22 @@ def _job(job_dir, start_s: int, slower: float, seed: int):
 
 
 def test_the_cli_takes_runs_joined_by_commas(tmp_path, capsys):
-    """Three runs a side, interleaved (A B B A A B): the slower side is called worse on
+    """Five runs a side, interleaved (A B B A A B B A A B): the slower side is called worse on
     latency; the report shows the runs per side and writes the sides' rows."""
-    runs = {name: _job(tmp_path / name, start, 1.5 if name[0] == "b" else 1.0, seed)
-            for seed, (name, start) in enumerate((("a1", 0), ("b1", 1000), ("b2", 2000),
-                                                  ("a2", 3000), ("a3", 4000), ("b3", 5000)))}
+    order = "abbaabbaab"
+    names = [f"{side}{order[:i + 1].count(side)}" for i, side in enumerate(order)]
+    runs = {name: _job(tmp_path / name, 1000 * i, 1.5 if name[0] == "b" else 1.0, i)
+            for i, name in enumerate(names)}
     out = tmp_path / "r"
-    assert main(["report", ",".join(str(runs[f"a{i}"]) for i in (1, 2, 3)), "--compare",
-                 ",".join(str(runs[f"b{i}"]) for i in (1, 2, 3)), "--out", str(out),
+    assert main(["report", ",".join(str(runs[f"a{i}"]) for i in range(1, 6)), "--compare",
+                 ",".join(str(runs[f"b{i}"]) for i in range(1, 6)), "--out", str(out),
                  "--no-plots"]) == 0
     rows = pd.DataFrame(json.loads((out / "summary.json").read_text())["comparison"])
     row = rows[rows["metric"] == "ttft_ms_p50"].iloc[0]
-    assert row["verdict"] == "worse" and row["runs"] == "3 vs 3"
-    assert row["source"] == "b1+b2+b3"
+    assert row["verdict"] == "worse" and row["runs"] == "5 vs 5"
+    assert row["source"] == "b1+b2+b3+b4+b5"
     text = (out / "report.md").read_text()
-    assert "## Comparison against a1+a2+a3" in text and "| runs |" in text
+    assert "## Comparison against a1+a2+a3+a4+a5" in text and "| runs |" in text
     capsys.readouterr()
     # one run a side: the delta, no latency verdict
     assert main(["report", str(runs["a1"]), "--compare", str(runs["b1"]), "--out",
