@@ -10,17 +10,20 @@ same configuration. So a latency row is judged on the runs themselves:
 - each run gives one figure, the row's own (its pooled percentile over the run's requests at
   that level), taken in log: a slowdown is a ratio, and run-to-run noise of a latency scales
   with it;
-- the two sides' log figures are compared by Student's two-sample t with the variance pooled
-  over both sides (`n_a + n_b - 2` degrees of freedom; the runs are the independent units, so
-  whatever correlation lives inside a run, between its requests, trials or waves, is in each
-  run's figure and counted once). Exact when run figures are independent and normal with one
-  spread on both sides, which is what "no difference" says of the spread. A verdict needs
-  `MIN_RUNS` runs on each side: run figures are not always normal (a server that switches
-  between a fast and a slow state gives a few distinct run levels), and with fewer runs the t
-  reference is too lenient at the levels Holm asks of it (3 and 4 runs a side: ~0.05 false
-  calls of some latency row on such a server in the design family of
-  benchmarks/compare_small_n.py, ~0.01-0.03 with 5; 5 runs also see a 1.5x slowdown far more
-  often);
+- the two sides' log figures are compared by Welch's two-sample t: each side's own variance
+  of its mean, Satterthwaite's degrees of freedom rounded down (the runs are the independent
+  units, so whatever correlation lives inside a run, between its requests, trials or waves,
+  is in each run's figure and counted once). Welch's, not Student's pooled t: run figures are
+  not normal (a server whose speed swings or switches between a fast and a slow state gives
+  bounded or few-valued run levels), and at the levels Holm asks of a row (0.05 / 7 and
+  below) the pooled t was too lenient for them: identical runs of such servers were called
+  different in 0.038-0.039 of 1,500 compares at 5 runs a side, the rule's nominal 0.05 with
+  nothing to spare for the worst server; Welch's reference, with its fewer degrees of
+  freedom, 0.021-0.023 (benchmarks/compare_small_n.py's design family). It also holds when
+  one configuration's runs spread more than the other's, which the pooled variance assumes
+  away. A verdict needs `MIN_RUNS` runs on each side: over 3 or 4 runs a side some latency
+  row of such servers was called different in ~0.05-0.06 of compares even by the pooled t;
+  5 runs also see a 1.5x slowdown far more often;
 - the runs of the two sides must have been interleaved in time (A B B A ..., or A B A B): a
   drift slower than several runs then falls on both sides alike. Run back to back (A A A B B B),
   the same drift reads as a difference between the sides, so such runs get no verdict
@@ -28,8 +31,8 @@ same configuration. So a latency row is judged on the runs themselves:
 
 A single run that is much slower than its side's others (a bad node, a cache flush) inflates
 that side's spread as much as it moves its mean, so it cannot by itself make a difference: with
-one outlying run among three, whatever its size, the t statistic is 1 when the other runs
-agree, and about 1 when they scatter a little.
+one outlying run among n, whatever its size, the t statistic is 1 when the other runs agree,
+and about 1 when they scatter a little.
 """
 
 from __future__ import annotations
@@ -52,14 +55,15 @@ MAX_ORDER_GAP = 1.0
 
 def run_t_test(base: np.ndarray, other: np.ndarray) -> tuple[float, float, int]:
     """(two-sided p of "same mean log figure", the direction other - base leans (+1, -1, 0),
-    degrees of freedom) of two sides' run figures (all > 0). p NaN with fewer than two runs
-    on a side, 1 when no run differs from its side's others and the sides agree."""
+    Welch's degrees of freedom, rounded down) of two sides' run figures (all > 0). p NaN with
+    fewer than two runs on a side, 1 when no run differs from its side's others and the sides
+    agree."""
     b, o = np.log(np.asarray(base, dtype=float)), np.log(np.asarray(other, dtype=float))
-    df = len(b) + len(o) - 2
     if len(b) < 2 or len(o) < 2:
-        return np.nan, 0.0, max(df, 0)
+        return np.nan, 0.0, 0
     diff = float(o.mean() - b.mean())
-    return _p(diff, b, o, df), float(np.sign(diff)), df
+    p, df = _welch(diff, b, o)
+    return p, float(np.sign(diff)), df
 
 
 def effect_p(base: np.ndarray, other: np.ndarray, effect: float) -> float:
@@ -68,15 +72,17 @@ def effect_p(base: np.ndarray, other: np.ndarray, effect: float) -> float:
     b, o = np.log(np.asarray(base, dtype=float)), np.log(np.asarray(other, dtype=float))
     if len(b) < 2 or len(o) < 2:
         return np.nan
-    return _p(math.log(effect), b, o, len(b) + len(o) - 2)
+    return _welch(math.log(effect), b, o)[0]
 
 
-def _p(diff: float, b: np.ndarray, o: np.ndarray, df: int) -> float:
-    pooled = (((b - b.mean()) ** 2).sum() + ((o - o.mean()) ** 2).sum()) / df
-    se = math.sqrt(pooled * (1 / len(b) + 1 / len(o)))
-    if se == 0:
-        return 1.0 if diff == 0 else 0.0
-    return t_two_sided(diff / se, df)
+def _welch(diff: float, b: np.ndarray, o: np.ndarray) -> tuple[float, int]:
+    """(p, degrees of freedom) of a difference `diff` of mean log figures by Welch's t."""
+    vb, vo = b.var(ddof=1) / len(b), o.var(ddof=1) / len(o)
+    if vb + vo == 0:
+        return (1.0 if diff == 0 else 0.0), len(b) + len(o) - 2
+    df = (vb + vo) ** 2 / (vb ** 2 / (len(b) - 1) + vo ** 2 / (len(o) - 1))
+    df = max(1, math.floor(df + 1e-9))  # rounded down: the conservative side
+    return t_two_sided(diff / math.sqrt(vb + vo), df), df
 
 
 def interleaved(base_starts: np.ndarray, other_starts: np.ndarray) -> bool | None:

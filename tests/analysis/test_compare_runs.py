@@ -28,25 +28,30 @@ from tests.support import quality_jobs
 
 def test_the_t_test_over_runs_on_a_known_answer():
     base, other = np.exp([0.0, 0.1, 0.2]), np.exp([0.3, 0.4, 0.5])
-    # pooled variance (0.02 + 0.02) / 4, standard error sqrt(0.01 * (1/3 + 1/3))
-    t = 0.3 / math.sqrt(0.01 * 2 / 3)
+    # each side's variance of its mean 0.01 / 3; Satterthwaite's df (2v)^2 / (2 v^2 / 2) = 4
+    t = 0.3 / math.sqrt(0.02 / 3)
     p, lean, df = run_t_test(base, other)
     assert p == pytest.approx(t_two_sided(t, 4)) and lean == 1.0 and df == 4
     assert run_t_test(other, base)[1] == -1.0
     assert effect_p(base, base, 1.5) == pytest.approx(t_two_sided(math.log(1.5) / math.sqrt(
-        0.01 * 2 / 3), 4))
+        0.02 / 3), 4))
+    # one side four times as spread: fewer degrees of freedom, rounded down
+    spread = np.exp([0.0, 0.4, 0.8])
+    assert run_t_test(base, spread)[2] == 2
     assert np.isnan(run_t_test(base[:1], other)[0])  # one run on a side: no test
     assert run_t_test(base, base)[0] == 1.0
 
 
 def test_one_outlying_run_cannot_make_a_difference_alone():
-    """One run up to 100x slower among three: its side's spread grows with its mean, so |t|
+    """One run up to 100x slower among five: its side's spread grows with its mean, so |t|
     is 1 when the other runs agree, and about 1 when they scatter a little."""
     for size in (2.0, 10.0, 100.0):
-        assert run_t_test(np.ones(3), np.array([1.0, 1.0, size]))[0] == pytest.approx(
-            t_two_sided(1.0, 4))
-        jitter = np.exp([0.0, 0.01, -0.01])
-        assert run_t_test(jitter, np.array([1.0, 1.0, size]) * jitter)[0] >= t_two_sided(1.1, 4)
+        slow = np.array([1.0, 1.0, 1.0, 1.0, size])
+        p, _, df = run_t_test(np.ones(5), slow)
+        assert p == pytest.approx(t_two_sided(1.0, df))
+        jitter = np.exp([0.0, 0.01, -0.01, 0.02, -0.02])
+        p, _, df = run_t_test(jitter, slow * jitter)
+        assert p >= t_two_sided(1.1, df)
 
 
 def test_interleaved_runs_and_runs_back_to_back():
