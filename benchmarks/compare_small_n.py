@@ -411,10 +411,17 @@ def _identical(sims: int, designs, seed: int, models: dict[str, dict], confirm: 
     print(f"screen's worst cell: {worst[0]:.3f} ({worst[1]}); the {worst_cells} worst cells "
           f"again, {confirm} fresh compares each:")
     confirmed = []
-    for _, name, design in sorted(every, key=lambda cell: -cell[0])[:worst_cells]:
+    ranked = sorted(every, key=lambda cell: -cell[0])
+    for _, name, design in ranked[:worst_cells]:
         hits, _ = _cell(confirm, design, seed, name, models[name], CONFIRM_OFFSET, None, hit)
         confirmed.append((hits, f"{name} at {label(design)}"))
         print(f"  {name + ' at ' + label(design):<48} {rate(hits, confirm)}", flush=True)
+    # Cells the screen ranks as high as the last one run again are as likely to be the worst.
+    tied = [f"{name} at {label(design)}" for share, name, design in ranked[worst_cells:]
+            if ranked[:worst_cells] and share == ranked[worst_cells - 1][0]]
+    if tied:
+        print(f"  not run again though tied at the cut ({ranked[worst_cells - 1][0]:.3f}): "
+              + ", ".join(tied), flush=True)
     hits, where = max(confirmed)
     print(f"false-difference rate of latency rows, worst case over the family (confirmed on "
           f"{confirm} fresh compares): {rate(hits, confirm)} ({where})", flush=True)
