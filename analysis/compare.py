@@ -79,7 +79,8 @@ QUALITY_INTERVAL = "per-scenario means, scenario bootstrap"
 REQUEST_INTERVAL = "within-run scenario bootstrap"
 BETTER, WORSE, UNCLEAR = "better", "worse", "no clear difference"
 # A latency row that did not call a difference on runs that would not have called one of
-# EFFECT either, or that has no test (one run on a side, runs not interleaved), or a share
+# EFFECT either, or that has no test (fewer than MIN_RUNS runs on a side, runs not
+# interleaved, their order unknown), or a share
 # row whose runs are too short to test or drift within themselves (analysis.metrics.longrun).
 CANNOT_TELL = "cannot tell"
 # Fewer paired scenarios than this: the delta and interval are shown, no verdict is called.
@@ -159,7 +160,8 @@ def compare_table(summary: pd.DataFrame, trials: pd.DataFrame | None = None,
     and requests are its runs' together. With `trials` and `requests` (the tables behind
     `summary`), quality and request keys get a paired interval and a verdict; without, or for
     other keys, the verdict stays empty. Latency rows are judged on the runs
-    (`analysis.metrics.between_runs`): with one run on a side they say they cannot tell. A
+    (`analysis.metrics.between_runs`): with fewer than `MIN_RUNS` on a side, or runs not
+    interleaved, they say they cannot tell. A
     quality row whose paired values are another row's (TSQ and TSQ infra-as-0 when nothing
     was lost) is tested once, with that row (`tested_with`). With `power`, each quality
     verdict gets the smallest difference the pair could have detected and its power at
