@@ -80,8 +80,8 @@ REQUEST_INTERVAL = "within-run scenario bootstrap"
 BETTER, WORSE, UNCLEAR = "better", "worse", "no clear difference"
 # A latency row that did not call a difference on runs that would not have called one of
 # EFFECT either, or that has no test (fewer than MIN_RUNS runs on a side, runs not
-# interleaved, their order unknown), or a share
-# row whose runs are too short to test or drift within themselves (analysis.metrics.longrun).
+# interleaved, their order unknown), or a share row whose runs are too short to test or drift
+# within themselves (analysis.metrics.longrun).
 CANNOT_TELL = "cannot tell"
 # Fewer paired scenarios than this: the delta and interval are shown, no verdict is called.
 # Under the null the rule above calls a difference 16-40 % of the time from 2-5 scenarios,
