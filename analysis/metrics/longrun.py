@@ -161,19 +161,16 @@ def batch_means_test(blocks: np.ndarray, batches: int = BATCHES) -> tuple[float,
     return t_two_sided(centre / error, batches - 1), float(np.sign(centre))
 
 
-def long_run_test(blocks: np.ndarray, least: int = MIN_BLOCKS, drift: float | None = None
-                  ) -> tuple[float, float, str]:
+def long_run_test(blocks: np.ndarray, least: int = MIN_BLOCKS) -> tuple[float, float, str]:
     """(p, lean, why no verdict) for the blocks' mean being 0. Runs too short to estimate
     their own drift: NaN (fixed by the design, so the row is no test of the family). Runs
     that drift within themselves: p 1 — the data set the row aside, so it still counts in
     the family's correction, or the rows left would each be tested at a looser level.
-    `least`: the bound on length (MIN_BLOCKS for latency; shares pass BATCHES). `drift`: the
-    drift check's p when it was taken over more than these blocks (every latency column of
-    the pair, `drift_p`); None: these blocks' own."""
+    `least`: the bound on length (MIN_BLOCKS, set for latency; shares pass BATCHES)."""
     x = np.asarray(blocks, dtype=float)
     if len(x) < least:
         return np.nan, 0.0, f"too short (< {least} blocks) to estimate its own drift"
-    if (drift_p(x) if drift is None else drift) <= DRIFT_ALPHA:
+    if drift_p(x) <= DRIFT_ALPHA:
         return 1.0, 0.0, "its server drifted within a run"
     p, lean = batch_means_test(x)
     return p, lean, ""
