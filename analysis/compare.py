@@ -182,9 +182,11 @@ def compare_table(summary: pd.DataFrame, trials: pd.DataFrame | None = None,
     # A side (name, level) is read once: the baseline's serves every other side, and a
     # side's rows every key that reads them.
     @cache
-    def figure(side: tuple[str, int], key: str) -> float:
+    def per_run(side: tuple[str, int], key: str) -> np.ndarray:
+        """The side's runs' own figures of `key` at its level (a latency row's test reads
+        them; the side's figure is their mean)."""
         name, level = side
-        return float(np.mean([float(indexed.loc[(run, level)][key]) for run in runs_of[name]]))
+        return np.array([float(indexed.loc[(run, level)][key]) for run in runs_of[name]])
 
     @cache
     def solved(side: tuple[str, int]) -> pd.DataFrame:
@@ -221,8 +223,7 @@ def compare_table(summary: pd.DataFrame, trials: pd.DataFrame | None = None,
             return np.nan, 0.0, np.nan, UNKNOWN_ORDER
         if not order:
             return np.nan, 0.0, np.nan, BACK_TO_BACK
-        base, other = (np.array([float(indexed.loc[(run, level)][key]) for run in runs_of[name]])
-                       for name, level in sides_)
+        base, other = (per_run(side, key) for side in sides_)
         if not ((base > 0).all() and (other > 0).all()):
             return np.nan, 0.0, np.nan, "a run has no such figure"
         p, lean, _ = run_t_test(base, other)
@@ -241,7 +242,7 @@ def compare_table(summary: pd.DataFrame, trials: pd.DataFrame | None = None,
             for key in keys:
                 if key not in indexed.columns:
                     continue
-                a, b = figure(pair[0], key), figure(pair[1], key)
+                a, b = (float(np.mean(per_run(side, key))) for side in pair)
                 if key in INTEGRITY_KEYS and not (a > 0 or b > 0):
                     continue
                 metric = metric_of(key)
