@@ -51,7 +51,16 @@ from analysis.metrics.base import (
     paired_cluster_bootstrap_diff_ci,
     paired_cluster_bootstrap_quantile_diff_ci,
 )
-from analysis.metrics.between_runs import EFFECT, MIN_RUNS, effect_p, interleaved, run_t_test
+from analysis.metrics.between_runs import (
+    EFFECT,
+    MIN_RUNS,
+    crossover_effect_p,
+    crossover_test,
+    effect_p,
+    in_pairs,
+    interleaved,
+    run_t_test,
+)
 from analysis.metrics.integrity import COLUMNS as INTEGRITY_COLUMNS
 from analysis.metrics.integrity import summary_key
 from analysis.metrics.power import DETECT, GRID, detectable, power_curve
@@ -111,6 +120,11 @@ FEW_RUNS = (f"fewer than {MIN_RUNS} runs on a side: the t test over so few runs 
 BACK_TO_BACK = ("each side's runs ran back to back: a drift across runs reads as a difference; "
                 "interleave them (A B B A ...)")
 UNKNOWN_ORDER = "the runs' order in time is unknown (no request start times)"
+NOT_PAIRED = ("the runs did not run in pairs of one run of each side (A B or B A, pair after "
+              "pair), which the test over pairs needs")
+SAME_ORDER = ("every pair of runs ran in the same order: a run's place in its pair (a cache the "
+              "run before warmed, a compaction every other run, replicas taken in turn) cannot "
+              "be told from its side; choose each pair's order by a coin flip")
 
 
 def metric_of(column: str):
@@ -217,17 +231,30 @@ def compare_table(summary: pd.DataFrame, trials: pd.DataFrame | None = None,
         fewest = min(len(runs_of[b]), len(runs_of[o]))
         if fewest < MIN_RUNS:
             return np.nan, 0.0, np.nan, ONE_RUN if fewest == 1 else FEW_RUNS
-        order = interleaved(*(np.array([started(run, level) for run in runs_of[name]])
-                              for name, level in sides_))
+        starts = [np.array([started(run, level) for run in runs_of[name]])
+                  for name, level in sides_]
+        order = interleaved(*starts)
         if order is None:
             return np.nan, 0.0, np.nan, UNKNOWN_ORDER
         if not order:
             return np.nan, 0.0, np.nan, BACK_TO_BACK
+        pairs = in_pairs(*starts)
+        if pairs is None:
+            return np.nan, 0.0, np.nan, NOT_PAIRED
         base, other = (per_run(side, key) for side in sides_)
         if not ((base > 0).all() and (other > 0).all()):
             return np.nan, 0.0, np.nan, "a run has no such figure"
+        figures = np.concatenate([base, other])
+        crossed, crossed_lean = crossover_test(figures, pairs, len(base))
+        if np.isnan(crossed):
+            return np.nan, 0.0, np.nan, SAME_ORDER
+        # Both tests must call it, the same way (an intersection-union test: its false rate
+        # is at most either's): Welch's over the runs, and the crossover's over the pairs.
         p, lean, _ = run_t_test(base, other)
-        return p, lean, effect_p(base, other, EFFECT), ""
+        p = max(p, crossed) if lean == crossed_lean else 1.0
+        slower = max(effect_p(base, other, EFFECT),
+                     crossover_effect_p(figures, pairs, len(base), EFFECT))
+        return p, lean, slower, ""
 
     for other in names[1:]:
         runs = f"{len(runs_of[baseline])} vs {len(runs_of[other])}"
