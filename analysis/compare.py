@@ -12,13 +12,15 @@ variation of the server.
 
 A side may be several runs of one configuration (`sides`): its figure is their mean, its
 trials and requests theirs together. A latency row is judged on the runs: each run's figure,
-in log, by a two-sample t test over the runs of both sides (`analysis.metrics.between_runs`),
-because a server whose speed drifts slower than a run moves a whole run as a real difference
-would, and only other runs of the same configuration show how far that goes (one pair of
-runs of an identical server was called different in up to 27 % of compares,
-benchmarks/compare_small_n.py). So a latency row with fewer than 5 runs on a side (`MIN_RUNS`:
-over fewer, a t test is too easily fooled by run figures that are not normal), or with each
-side's runs back to back rather than interleaved, says it cannot tell.
+in log, by Welch's t over the runs of both sides and the crossover's test over the pairs
+they ran in (one run of each side, each pair's order by a coin flip), both to call it
+(`analysis.metrics.between_runs`), because a server whose speed drifts slower than a run
+moves a whole run as a real difference would, and only other runs of the same configuration
+show how far that goes (one pair of runs of an identical server was called different in up
+to 27 % of compares, benchmarks/compare_small_n.py). So a latency row with fewer than 5 runs
+on a side (`MIN_RUNS`: over fewer, a t test is too easily fooled by run figures that are not
+normal), with each side's runs back to back rather than interleaved, not in pairs, or every
+pair in one order, says it cannot tell.
 
 A compare prints many verdicts (metrics × levels × sides), so they are one family: a row is
 called better or worse only when its test rejects "no difference" under Holm's step-down
@@ -89,8 +91,8 @@ REQUEST_INTERVAL = "within-run scenario bootstrap"
 BETTER, WORSE, UNCLEAR = "better", "worse", "no clear difference"
 # A latency row that did not call a difference on runs that would not have called one of
 # EFFECT either, or that has no test (fewer than MIN_RUNS runs on a side, runs not
-# interleaved, their order unknown), or a share row whose runs are too short to test or drift
-# within themselves (analysis.metrics.longrun).
+# interleaved or not in pairs, every pair in one order, their order unknown), or a share row
+# whose runs are too short to test or drift within themselves (analysis.metrics.longrun).
 CANNOT_TELL = "cannot tell"
 # Fewer paired scenarios than this: the delta and interval are shown, no verdict is called.
 # Under the null the rule above calls a difference 16-40 % of the time from 2-5 scenarios,
@@ -112,8 +114,8 @@ QUANTILE_RESAMPLES = 1000
 NO_PAIRED_TRIALS = "no paired trials"
 # Why a latency row has no verdict (analysis.metrics.between_runs).
 ONE_RUN = ("one run on a side: a drift of the server slower than a run moves a whole run as a "
-           f"real difference would; give each side {MIN_RUNS} or more interleaved runs "
-           "(a1,...,a5 --compare b1,...,b5)")
+           f"real difference would; give each side {MIN_RUNS} or more runs, run in pairs "
+           "(one of each side, each pair's order by a coin flip; a1,...,a5 --compare b1,...,b5)")
 FEW_RUNS = (f"fewer than {MIN_RUNS} runs on a side: the t test over so few runs calls "
             "differences that are not there too often on servers whose run figures are not "
             "normal")
@@ -174,8 +176,8 @@ def compare_table(summary: pd.DataFrame, trials: pd.DataFrame | None = None,
     and requests are its runs' together. With `trials` and `requests` (the tables behind
     `summary`), quality and request keys get a paired interval and a verdict; without, or for
     other keys, the verdict stays empty. Latency rows are judged on the runs
-    (`analysis.metrics.between_runs`): with fewer than `MIN_RUNS` on a side, or runs not
-    interleaved, they say they cannot tell. A
+    (`analysis.metrics.between_runs`): with fewer than `MIN_RUNS` on a side, runs not
+    interleaved, not in pairs, or every pair in one order, they say they cannot tell. A
     quality row whose paired values are another row's (TSQ and TSQ infra-as-0 when nothing
     was lost) is tested once, with that row (`tested_with`). With `power`, each quality
     verdict gets the smallest difference the pair could have detected and its power at

@@ -16,23 +16,26 @@ same configuration. So a latency row is judged on the runs themselves:
   is in each run's figure and counted once). Welch's, not Student's pooled t: run figures are
   not normal (a server whose speed swings or switches between a fast and a slow state gives
   bounded or few-valued run levels), and at the levels Holm asks of a row (0.05 / 7 and
-  below) the pooled t was too lenient for them: identical runs of such servers were called
-  different in 0.038-0.039 of 1,500 compares at 5 runs a side, the rule's nominal 0.05 with
-  nothing to spare for the worst server; Welch's reference, with its fewer degrees of
-  freedom, 0.021-0.023 (benchmarks/compare_small_n.py's design family). It also holds when
-  one configuration's runs spread more than the other's, which the pooled variance assumes
-  away. A verdict needs `MIN_RUNS` runs on each side: over 3 or 4 runs a side some latency
-  row of such servers was called different in ~0.05-0.06 of compares even by the pooled t;
-  5 runs also see a 1.5x slowdown far more often;
-- the runs of the two sides must have been interleaved in time (A B B A ..., or A B A B): a
-  drift slower than several runs then falls on both sides alike. Run back to back (A A A B B B),
-  the same drift reads as a difference between the sides, so such runs get no verdict
-  (`interleaved`).
+  below) the pooled t was too lenient for them (0.038-0.039 of 1,500 compares of identical
+  runs at 5 runs a side; Welch's 0.021-0.023). It also holds when one configuration's runs
+  spread more than the other's. A verdict needs `MIN_RUNS` runs on each side: over 3 or 4
+  some latency row of such servers was called different in ~0.05-0.06 of compares;
+- the runs run in pairs, one of each side, each pair's order by a coin flip (A B B A A B ...,
+  `in_pairs`), and the crossover's own test (`crossover_test`) must agree with Welch's. A
+  server can treat a pair's second run apart from its first (a cache the first warmed, a
+  compaction every other run, two replicas taken in turn): when the coin flips fall alike,
+  one side gets every run of one kind, and Welch's t calls it (0.04-0.06 of compares of such
+  identical runs). The crossover removes the place effect; it alone, with pairs - 2 degrees
+  of freedom, is fooled by one outlying run and by two-state servers, which Welch's spread
+  absorbs, so a row is called only when both call it (benchmarks/compare_small_n.py). Every
+  pair in one order gives the crossover nothing to tell place from side: no verdict;
+- runs back to back (A A A B B B) are not interleaved (`interleaved`): a drift slower than
+  several runs would read as a difference between the sides; they get no verdict.
 
 A single run that is much slower than its side's others (a bad node, a cache flush) inflates
-that side's spread as much as it moves its mean, so it cannot by itself make a difference: with
-one outlying run among n, whatever its size, the t statistic is 1 when the other runs agree,
-and about 1 when they scatter a little.
+that side's spread as much as it moves its mean, so it cannot by itself make a difference
+through Welch's t: with one outlying run among n, whatever its size, the t statistic is 1
+when the other runs agree, and about 1 when they scatter a little.
 """
 
 from __future__ import annotations

@@ -192,7 +192,7 @@ def test_runs_slower_in_their_pair_s_second_place_are_not_a_difference():
     assert rows.at["ttft_ms_p50", "verdict"] == CANNOT_TELL
     assert rows.at["ttft_ms_p50", "power_note"] == f"cannot tell: {SAME_ORDER}"
     assert run_t_test(*(np.array([place[i] for i in at]) for at in (a_at, b_at)))[0] < 1e-6
-    offsets = [p * s for p, s in zip(place, [1.0, 1.02, 0.98, 1.01, 0.99] * 2)]
+    offsets = [p * s for p, s in zip(place, [1.0, 1.02, 0.98, 1.01, 0.99] * 2, strict=True)]
     a = [offsets[i] for i in A_FIRST]
     b = [offsets[i] for i in B_FIRST]
     same = _compare(_side("a", 5, a, A_FIRST, seed=13), _side("b", 5, b, B_FIRST, seed=14))
