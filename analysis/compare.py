@@ -12,13 +12,15 @@ variation of the server.
 
 A side may be several runs of one configuration (`sides`): its figure is their mean, its
 trials and requests theirs together. A latency row is judged on the runs: each run's figure,
-in log, by a two-sample t test over the runs of both sides (`analysis.metrics.between_runs`),
-because a server whose speed drifts slower than a run moves a whole run as a real difference
-would, and only other runs of the same configuration show how far that goes (one pair of
-runs of an identical server was called different in up to 27 % of compares,
-benchmarks/compare_small_n.py). So a latency row with fewer than 5 runs on a side (`MIN_RUNS`:
-over fewer, a t test is too easily fooled by run figures that are not normal), or with each
-side's runs back to back rather than interleaved, says it cannot tell.
+in log, by Welch's t over the runs of both sides and the crossover's test over the pairs
+they ran in (one run of each side, each pair's order by a coin flip), both to call it
+(`analysis.metrics.between_runs`), because a server whose speed drifts slower than a run
+moves a whole run as a real difference would, and only other runs of the same configuration
+show how far that goes (one pair of runs of an identical server was called different in up
+to 27 % of compares, benchmarks/compare_small_n.py). So a latency row with fewer than 5 runs
+on a side (`MIN_RUNS`: over fewer, a t test is too easily fooled by run figures that are not
+normal), with each side's runs back to back rather than interleaved, not in pairs, or every
+pair in one order, says it cannot tell.
 
 A compare prints many verdicts (metrics × levels × sides), so they are one family: a row is
 called better or worse only when its test rejects "no difference" under Holm's step-down
@@ -51,7 +53,16 @@ from analysis.metrics.base import (
     paired_cluster_bootstrap_diff_ci,
     paired_cluster_bootstrap_quantile_diff_ci,
 )
-from analysis.metrics.between_runs import EFFECT, MIN_RUNS, effect_p, interleaved, run_t_test
+from analysis.metrics.between_runs import (
+    EFFECT,
+    MIN_RUNS,
+    crossover_effect_p,
+    crossover_test,
+    effect_p,
+    in_pairs,
+    interleaved,
+    run_t_test,
+)
 from analysis.metrics.integrity import COLUMNS as INTEGRITY_COLUMNS
 from analysis.metrics.integrity import summary_key
 from analysis.metrics.power import DETECT, GRID, detectable, power_curve
@@ -80,8 +91,8 @@ REQUEST_INTERVAL = "within-run scenario bootstrap"
 BETTER, WORSE, UNCLEAR = "better", "worse", "no clear difference"
 # A latency row that did not call a difference on runs that would not have called one of
 # EFFECT either, or that has no test (fewer than MIN_RUNS runs on a side, runs not
-# interleaved, their order unknown), or a share row whose runs are too short to test or drift
-# within themselves (analysis.metrics.longrun).
+# interleaved or not in pairs, every pair in one order, their order unknown), or a share row
+# whose runs are too short to test or drift within themselves (analysis.metrics.longrun).
 CANNOT_TELL = "cannot tell"
 # Fewer paired scenarios than this: the delta and interval are shown, no verdict is called.
 # Under the null the rule above calls a difference 16-40 % of the time from 2-5 scenarios,
@@ -103,14 +114,19 @@ QUANTILE_RESAMPLES = 1000
 NO_PAIRED_TRIALS = "no paired trials"
 # Why a latency row has no verdict (analysis.metrics.between_runs).
 ONE_RUN = ("one run on a side: a drift of the server slower than a run moves a whole run as a "
-           f"real difference would; give each side {MIN_RUNS} or more interleaved runs "
-           "(a1,...,a5 --compare b1,...,b5)")
+           f"real difference would; give each side {MIN_RUNS} or more runs, run in pairs "
+           "(one of each side, each pair's order by a coin flip; a1,...,a5 --compare b1,...,b5)")
 FEW_RUNS = (f"fewer than {MIN_RUNS} runs on a side: the t test over so few runs calls "
             "differences that are not there too often on servers whose run figures are not "
             "normal")
 BACK_TO_BACK = ("each side's runs ran back to back: a drift across runs reads as a difference; "
                 "interleave them (A B B A ...)")
 UNKNOWN_ORDER = "the runs' order in time is unknown (no request start times)"
+NOT_PAIRED = ("the runs did not run in pairs of one run of each side (A B or B A, pair after "
+              "pair), which the test over pairs needs")
+SAME_ORDER = ("every pair of runs ran in the same order: a run's place in its pair (a cache the "
+              "run before warmed, a compaction every other run, replicas taken in turn) cannot "
+              "be told from its side; choose each pair's order by a coin flip")
 
 
 def metric_of(column: str):
@@ -160,8 +176,8 @@ def compare_table(summary: pd.DataFrame, trials: pd.DataFrame | None = None,
     and requests are its runs' together. With `trials` and `requests` (the tables behind
     `summary`), quality and request keys get a paired interval and a verdict; without, or for
     other keys, the verdict stays empty. Latency rows are judged on the runs
-    (`analysis.metrics.between_runs`): with fewer than `MIN_RUNS` on a side, or runs not
-    interleaved, they say they cannot tell. A
+    (`analysis.metrics.between_runs`): with fewer than `MIN_RUNS` on a side, runs not
+    interleaved, not in pairs, or every pair in one order, they say they cannot tell. A
     quality row whose paired values are another row's (TSQ and TSQ infra-as-0 when nothing
     was lost) is tested once, with that row (`tested_with`). With `power`, each quality
     verdict gets the smallest difference the pair could have detected and its power at
@@ -217,17 +233,30 @@ def compare_table(summary: pd.DataFrame, trials: pd.DataFrame | None = None,
         fewest = min(len(runs_of[b]), len(runs_of[o]))
         if fewest < MIN_RUNS:
             return np.nan, 0.0, np.nan, ONE_RUN if fewest == 1 else FEW_RUNS
-        order = interleaved(*(np.array([started(run, level) for run in runs_of[name]])
-                              for name, level in sides_))
+        starts = [np.array([started(run, level) for run in runs_of[name]])
+                  for name, level in sides_]
+        order = interleaved(*starts)
         if order is None:
             return np.nan, 0.0, np.nan, UNKNOWN_ORDER
         if not order:
             return np.nan, 0.0, np.nan, BACK_TO_BACK
+        pairs = in_pairs(*starts)
+        if pairs is None:
+            return np.nan, 0.0, np.nan, NOT_PAIRED
         base, other = (per_run(side, key) for side in sides_)
         if not ((base > 0).all() and (other > 0).all()):
             return np.nan, 0.0, np.nan, "a run has no such figure"
+        figures = np.concatenate([base, other])
+        crossed, crossed_lean = crossover_test(figures, pairs, len(base))
+        if np.isnan(crossed):
+            return np.nan, 0.0, np.nan, SAME_ORDER
+        # Both tests must call it, the same way (an intersection-union test: its false rate
+        # is at most either's): Welch's over the runs, and the crossover's over the pairs.
         p, lean, _ = run_t_test(base, other)
-        return p, lean, effect_p(base, other, EFFECT), ""
+        p = max(p, crossed) if lean == crossed_lean else 1.0
+        slower = max(effect_p(base, other, EFFECT),
+                     crossover_effect_p(figures, pairs, len(base), EFFECT))
+        return p, lean, slower, ""
 
     for other in names[1:]:
         runs = f"{len(runs_of[baseline])} vs {len(runs_of[other])}"

@@ -1,213 +1,219 @@
 """Held-out servers for the latency half of benchmarks/compare_small_n.py (`--held-out`):
-written and committed before the latency verdict on several runs per side (a t test over the
-runs' own figures, each side's runs interleaved with the other's in pairs, each pair AB or BA
-by a coin flip), never run while choosing or tuning it, run at the end and reported apart from
-the design family.
+written and committed before the latency rule that knows each run's place in its pair (first
+or second) and its pair, never run while choosing or tuning it, run once at the end and
+reported apart from the design family.
 
 Each is something a GPU deployment does across a benchmarking session that the design family
-(benchmarks/compare_small_n.py's models, with the courses of compare_drift_courses.py and those
-through a whole session) does not: discrete rather than Gaussian run levels, structure that
-lines up with the pairs of the running order, drifts that heat and cool, carry-over from one
-run to the next, heavy-tailed trouble that hits one run in ten, a spread that moves while the
-level does not. Several aim at what a t test over two to five runs per side assumes: runs
-independent and normal, with one variance. Every server is the same for both sides: it may
-depend on the time and on the running order, never on which side a run is on but through that
-order.
+(compare_small_n.py's models, with the courses of compare_drift_courses.py,
+compare_session_courses.py and compare_deployment_courses.py) does not. A rule that takes a
+run's place and its pair into account removes a speed that alternates with a pair's two runs
+and one that moves whole pairs; these aim at what is left: cycles of three runs or of a clock
+that keeps no step with the pairs, trouble that spans the boundary of two pairs, a spread (not
+only a level) that depends on the place, speeds that depend on the running order through the
+switches of configuration (so a server's run figures are not the same whichever way the coins
+fell), and heavy-tailed run figures. Every server is the same for both sides: it may depend on
+the time and on the running order, never on which side a run is on but through that order.
 
-A server's keys are those of the design models, and add in log: a `course` (COURSES, per wave
-of one run, drawn afresh for each run), a *session* course (SESSIONS: `f(rng, waves, order)`,
-`waves` per run, `order` the running order as side letters such as "abbaab"; one array of log
-load factors per run, in running order, drawn once per compare), and the family's request
-options (`heavy`, `counts`). Times are in waves: trials that ran together; a run lasts `waves`.
-Between two runs the harness pauses for 5-30 % of a run (it writes the run's results, starts
-the next), and what moves with the clock moves through the pause too.
+The interface is compare_deployment_courses.py's: a *session* course (SESSIONS: `f(rng,
+waves, order)`, `waves` per run, `order` the running order as side letters such as "abbaab",
+pairs of runs one after another; one array of log load factors per run, in running order,
+drawn once per compare), and the family's request options (`heavy`, `counts`). Times are in
+waves, trials that ran together; a run lasts `waves`. Between two runs the harness pauses for
+5-30 % of a run; where said, before a pair's first run for longer (it writes the pair's
+results, the operator's script takes its turn).
 
-- `round-robin replicas`: two replicas behind a balancer that pins each run's client to the
-  next replica in turn, one of them 5-25 % slower (another power cap, PCIe generation or
-  driver); between two runs another client takes a turn with probability 0.2. Mostly the
-  runs alternate, a period of two runs, which lines up with a pair's two runs;
-- `node lottery`: each run is scheduled onto one of 2-4 nodes at random, each node a fixed
-  speed for the session (sd 0.1 in log: GPUs of one SKU differed in speed by 8 % on average and
-  up to 22 % over five large clusters, Sinha et al. 2022, arXiv:2208.11035). Run levels are a
-  few discrete values with little spread within each, so one side can land on the slow node
-  every time and look steady;
-- `compaction`: a store under the server (a KV cache offloaded to disk, a log-structured
-  prefix store) compacts whenever its writes pass a threshold; each run writes 45-80 % of it,
-  so about every other run compacts, from the wave the threshold is crossed, for 20-40 % of a
-  run (into the pause and the next run if it has not finished), 1.3-2x slower meanwhile.
-  Neighbouring runs lean apart: the one after a compaction starts clean;
-- `thermal build-up`: the GPUs heat while serving (time constant 1-4 runs) and cool in the
-  pauses (time constant 0.1-0.5 run), throttling by up to 5-25 % when hot: within each run a
-  rise, across the session a climb that saturates;
-- `neighbour tenant`: another tenant's load on the same GPUs comes and goes, on and off in
-  stretches of 1-3 runs each (mean, exponential), 1.15-1.6x slower while on (per stretch);
-  it switches at any wave, so neighbouring runs, of either side, share it;
-- `rare bad runs`: one run in ten hits trouble of heavy-tailed severity (1 + 0.5 Pareto(2):
-  median 1.2x, one in ten 2x, one in a hundred 5x): a bad node (the whole run), a prefix
-  cache flushed mid-run (from a random wave on), or a hiccup (1-3 waves, 5-20x: a swap storm,
-  a collective's time-out and retry); besides, each run its own speed, sd 0.03 in log;
-- `spread drifts`: each wave's log factor iid, with an sd that walks across runs (from
-  0.05-0.3, times e^N(0, 0.5) per run, kept within 0.02-1): the spread moves (mixes of
-  co-running requests, fragmentation), the level does not;
-- `restart on switch`: the harness restarts the server whenever the configuration changes
-  from one run to the next (a run after one of its own side's keeps a warm server): the
-  session's first run starts 2-4x slower for 20-60 % of it (weights into the page cache,
-  kernels tuned, graphs captured), every other restart 1.3-2.5x for a random share of the run
-  (exponential, mean 15 %, at most 60 %), easing off linearly; warm-ups fall unevenly on the
-  sides (by at most one run for any running order of pairs);
-- `everything`: node lottery, thermal build-up, neighbour tenant, restart on switch and rare
-  bad runs at once, under agent-like requests (the family's `heavy` and `counts`).
+- `three replicas`: a balancer that pins each run's client to the next of three replicas in
+  turn (one connection a run, balanced per connection), each replica at its own speed for the
+  session (sd 0.1 in log, as GPUs of one SKU differ: 8 % on average and up to 22 % over five
+  large clusters, Sinha et al. 2022, arXiv:2208.11035), each run 2 % of its own; another
+  client takes a turn between two runs with probability 0.15. A period of three runs keeps
+  no step with the pairs: over five pairs, one replica's runs mostly fall first, second,
+  first, second in four of them, and in one session in eight all four go to one side;
+- `cache cycle`: a cache that outlives the runs (a KV tier offloaded to host memory, a prefix
+  store) warms while the server serves, hits saving 10-40 % in log when full (it fills with a
+  time constant of 1-3 runs of serving), and is emptied on the clock (a TTL, a cron flush)
+  every 2.5-4.5 runs' time at a random phase: a sawtooth over about three runs, each run
+  faster than the one before until the flush;
+- `idle warm-up`: the harness pauses 30-150 % of a run before each pair (5-30 % within one),
+  and a server idle past its timeout (0.2-0.8 run, per session) has gone cold: past it, the
+  GPU clocks dropped (1.1-1.4x slower, for an exponential share of the run, mean 10 %); past
+  three times it, the platform scaled it in and brings it back (1.5-3x, mean share 25 %,
+  at most 60 %), both easing off linearly; the session's first run starts cold. Warm-ups,
+  and so a run's spread, fall mostly on a pair's first runs, by how long the pause was;
+- `ageing`: the harness restarts the server whenever the configuration changes (a run after
+  one of its own side's keeps it), and a server slows with its uptime once it has served for
+  0.5-1.2 runs (memory fragmentation, a host-memory KV tier starting to spill to disk), by
+  0.05-0.25 in log per run of uptime beyond that; with pairs, a restart comes before every
+  second run of a pair, so the runs it hits are the second ones after a switch: a pair's
+  first runs when the pair before ended on the same side;
+- `cron job`: another tenant's job on the same GPUs starts on a schedule, every 3-5 runs'
+  time (pauses included) at a random phase, and lasts 1-2 runs, 1.2-1.8x slower meanwhile:
+  trouble of about a pair's length that mostly straddles two pairs;
+- `heavy-tailed runs`: each run its own slowdown, |Cauchy| of scale 0.03 in log, at most
+  10x: half the runs within 3 %, one in ten 1.2x or more, one in 36 2x or more, one in 120
+  at 10x (a run's path through shared storage, network and placement; other tenants move
+  performance a long way on some clouds, Leitner and Cito 2016, doi:10.1145/2885497);
+- `moved between pairs`: in the long pause before each pair (as `idle warm-up`'s) the
+  platform reclaims the idle server with probability 0.5 and places it anew, on one of 2-4
+  nodes at the session's own speeds (sd 0.1 in log): jumps at pairs' boundaries, under a
+  slow drift through the session (AR(1), correlation time three runs, sd 0.1 in log);
+- `everything`: three replicas, idle warm-up, ageing, the cron job and heavy-tailed runs at
+  once, on one clock, under agent-like requests (the family's `heavy` and `counts`).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from benchmarks.compare_drift_courses import ar1
 
-def _starts(rng: np.random.Generator, waves: int, runs: int) -> np.ndarray:
+WITHIN_PAIRS = (0.05, 0.3)  # the pause before a run, as a share of a run
+BEFORE_PAIRS = (0.3, 1.5)  # before a pair's first run, where the harness takes longer
+
+
+def _starts(rng: np.random.Generator, waves: int, order: str,
+            before_pairs: tuple[float, float] = WITHIN_PAIRS) -> np.ndarray:
     """The wave of the session at which each run starts: back to back, but for a pause of
-    5-30 % of a run between two (whole waves, at least one)."""
-    pauses = np.maximum(1, np.round(rng.uniform(0.05, 0.3, runs) * waves)).astype(int)
+    5-30 % of a run before each run (`before_pairs` before a pair's first run; whole waves, at
+    least one), none before the first."""
+    pauses = rng.uniform(*WITHIN_PAIRS, len(order))
+    pauses[::2] = rng.uniform(*before_pairs, len(pauses[::2]))
+    pauses = np.maximum(1, np.round(pauses * waves)).astype(int)
     pauses[0] = 0
-    return np.cumsum(pauses) + waves * np.arange(runs)
+    return np.cumsum(pauses) + waves * np.arange(len(order))
 
 
 def _cut(course: np.ndarray, starts: np.ndarray, waves: int) -> list[np.ndarray]:
     return [course[start:start + waves] for start in starts]
 
 
-def round_robin_replicas(rng: np.random.Generator, waves: int, order: str) -> list[np.ndarray]:
-    slower = np.log(rng.uniform(1.05, 1.25))
-    replica = int(rng.integers(2))
-    out = []
-    for _ in order:
-        out.append(np.full(waves, slower * replica))
-        if rng.random() >= 0.2:  # else another client's connection took the turn
-            replica = 1 - replica
-    return out
-
-
-def node_lottery(rng: np.random.Generator, waves: int, order: str) -> list[np.ndarray]:
-    speeds = rng.normal(0, 0.1, int(rng.integers(2, 5)))
-    return [np.full(waves, rng.choice(speeds)) for _ in order]
-
-
-def compaction(rng: np.random.Generator, waves: int, order: str) -> list[np.ndarray]:
-    starts = _starts(rng, waves, len(order))
-    fill, left, cost = rng.uniform(0, 1), 0, 0.0
-    out = []
-    for i, start in enumerate(starts):
-        if i:  # the compaction goes on through the pause
-            left = max(0, left - int(start - starts[i - 1] - waves))
-        per_wave = rng.uniform(0.45, 0.8) / waves
-        run = np.zeros(waves)
-        for w in range(waves):
-            fill += per_wave
-            if fill >= 1 and left == 0:
-                fill, left = 0.0, int(np.ceil(rng.uniform(0.2, 0.4) * waves))
-                cost = np.log(rng.uniform(1.3, 2.0))
-            if left > 0:
-                run[w], left = cost, left - 1
-        out.append(run)
-    return out
-
-
-def _heat(rng: np.random.Generator, waves: int, starts: np.ndarray) -> np.ndarray:
-    """Per wave of the session, how hot the GPUs are (0 cold, 1 at the throttling limit)."""
-    heat_up, cool = rng.uniform(1, 4) * waves, rng.uniform(0.1, 0.5) * waves
+def _busy(starts: np.ndarray, waves: int) -> np.ndarray:
+    """Per wave of the session, whether a run is being served."""
     busy = np.zeros(starts[-1] + waves, dtype=bool)
     for start in starts:
         busy[start:start + waves] = True
-    out, h = np.empty(len(busy)), 0.0
-    for t, serving in enumerate(busy):
-        h = h + (1 - h) / heat_up if serving else h * np.exp(-1 / cool)
-        out[t] = h
-    return out
+    return busy
 
 
-def thermal_build_up(rng: np.random.Generator, waves: int, order: str) -> list[np.ndarray]:
-    starts = _starts(rng, waves, len(order))
-    return _cut(np.log(rng.uniform(1.05, 1.25)) * _heat(rng, waves, starts), starts, waves)
-
-
-def _neighbour(rng: np.random.Generator, waves: int, length: int) -> np.ndarray:
-    """Per wave, the log slowdown another tenant's load puts on the server."""
-    mean_on, mean_off = rng.uniform(1, 3) * waves, rng.uniform(1, 3) * waves
-    on = rng.random() < mean_on / (mean_on + mean_off)
-    out, t = np.zeros(length), 0
-    while t < length:
-        stretch = max(1, int(round(rng.exponential(mean_on if on else mean_off))))
-        if on:
-            out[t:t + stretch] = np.log(rng.uniform(1.15, 1.6))
-        t, on = t + stretch, not on
-    return out
-
-
-def neighbour_tenant(rng: np.random.Generator, waves: int, order: str) -> list[np.ndarray]:
-    starts = _starts(rng, waves, len(order))
-    return _cut(_neighbour(rng, waves, starts[-1] + waves), starts, waves)
-
-
-def rare_bad_runs(rng: np.random.Generator, n: int, side: str) -> np.ndarray:
-    out = np.full(n, rng.normal(0, 0.03))
-    if rng.random() < 0.1:
-        kind, at = rng.integers(3), int(rng.integers(n))
-        if kind == 0:  # a bad node
-            out += np.log1p(0.5 * rng.pareto(2))
-        elif kind == 1:  # the prefix cache flushed
-            out[at:] += np.log1p(0.5 * rng.pareto(2))
-        else:  # a hiccup
-            out[at:at + int(rng.integers(1, 4))] += np.log(rng.uniform(5, 20))
-    return out
-
-
-def spread_drifts(rng: np.random.Generator, waves: int, order: str) -> list[np.ndarray]:
-    sd = rng.uniform(0.05, 0.3) * np.exp(np.cumsum(rng.normal(0, 0.5, len(order))))
-    return [rng.normal(0, s, waves) for s in np.clip(sd, 0.02, 1.0)]
-
-
-def restart_on_switch(rng: np.random.Generator, waves: int, order: str) -> list[np.ndarray]:
+def three_replicas(rng: np.random.Generator, waves: int, order: str) -> list[np.ndarray]:
+    speeds = rng.normal(0, 0.1, 3)
+    replica = int(rng.integers(3))
     out = []
-    for i, side in enumerate(order):
-        run = np.zeros(waves)
-        if i == 0:
-            cold, share = rng.uniform(2, 4), rng.uniform(0.2, 0.6)
-        elif side != order[i - 1]:
-            cold, share = rng.uniform(1.3, 2.5), min(0.6, rng.exponential(0.15))
-        else:
-            out.append(run)
-            continue
-        length = max(1, int(round(share * waves)))
-        run[:length] = np.log(cold) * np.linspace(1, 0, length, endpoint=False)
-        out.append(run)
+    for _ in order:
+        out.append(np.full(waves, speeds[replica] + rng.normal(0, 0.02)))
+        # The next replica, or the one after when another client's connection took a turn.
+        replica = (replica + 1 + int(rng.random() < 0.15)) % 3
     return out
+
+
+def cache_cycle(rng: np.random.Generator, waves: int, order: str) -> list[np.ndarray]:
+    starts = _starts(rng, waves, order)
+    busy = _busy(starts, waves)
+    period = rng.uniform(2.5, 4.5) * waves
+    flushes = {int(t) for t in rng.uniform(0, period) + period * np.arange(len(busy) / period)}
+    fill_time, gain = rng.uniform(1, 3) * waves, rng.uniform(0.1, 0.4)
+    course, fill = np.empty(len(busy)), 0.0
+    for t, serving in enumerate(busy):
+        if t in flushes:
+            fill = 0.0
+        if serving:
+            fill += (1 - fill) / fill_time
+        course[t] = -gain * fill
+    return _cut(course, starts, waves)
+
+
+def _warm_up(waves: int, cold: float, share: float) -> np.ndarray:
+    """A run's log slowdown from a cold start `cold` times slower, easing off linearly over
+    `share` of the run (at least one wave)."""
+    run = np.zeros(waves)
+    length = max(1, int(round(min(share, 1.0) * waves)))
+    run[:length] = np.log(cold) * np.linspace(1, 0, length, endpoint=False)
+    return run
+
+
+def _idle_warm_up(rng: np.random.Generator, waves: int, starts: np.ndarray
+                  ) -> list[np.ndarray]:
+    timeout = rng.uniform(0.2, 0.8) * waves
+    out = []
+    for i, start in enumerate(starts):
+        idle = np.inf if i == 0 else start - starts[i - 1] - waves
+        if idle > 3 * timeout:  # scaled in: brought back on a cold replica
+            out.append(_warm_up(waves, rng.uniform(1.5, 3),
+                                min(0.6, rng.exponential(0.25))))
+        elif idle > timeout:  # clocks dropped
+            out.append(_warm_up(waves, rng.uniform(1.1, 1.4), rng.exponential(0.1)))
+        else:
+            out.append(np.zeros(waves))
+    return out
+
+
+def idle_warm_up(rng: np.random.Generator, waves: int, order: str) -> list[np.ndarray]:
+    return _idle_warm_up(rng, waves, _starts(rng, waves, order, BEFORE_PAIRS))
+
+
+def _ageing(rng: np.random.Generator, waves: int, order: str, starts: np.ndarray
+            ) -> list[np.ndarray]:
+    onset, rate = rng.uniform(0.5, 1.2) * waves, rng.uniform(0.05, 0.25) / waves
+    out, up_since = [], 0
+    for i, start in enumerate(starts):
+        if i == 0 or order[i] != order[i - 1]:  # restarted with the other configuration
+            up_since = start
+        uptime = start + np.arange(waves) - up_since
+        out.append(rate * np.maximum(0.0, uptime - onset))
+    return out
+
+
+def ageing(rng: np.random.Generator, waves: int, order: str) -> list[np.ndarray]:
+    return _ageing(rng, waves, order, _starts(rng, waves, order))
+
+
+def _cron_job(rng: np.random.Generator, waves: int, starts: np.ndarray) -> np.ndarray:
+    """Per wave of the session, the log slowdown another tenant's scheduled job puts on it."""
+    period, length = rng.uniform(3, 5) * waves, rng.uniform(1, 2) * waves
+    t = np.arange(starts[-1] + waves)
+    return np.where((t + rng.uniform(0, period)) % period < length,
+                    np.log(rng.uniform(1.2, 1.8)), 0.0)
+
+
+def cron_job(rng: np.random.Generator, waves: int, order: str) -> list[np.ndarray]:
+    starts = _starts(rng, waves, order)
+    return _cut(_cron_job(rng, waves, starts), starts, waves)
+
+
+def heavy_tailed_runs(rng: np.random.Generator, waves: int, order: str) -> list[np.ndarray]:
+    return [np.full(waves, min(np.log(10), 0.03 * abs(rng.standard_cauchy()))) for _ in order]
+
+
+def moved_between_pairs(rng: np.random.Generator, waves: int, order: str) -> list[np.ndarray]:
+    starts = _starts(rng, waves, order, BEFORE_PAIRS)
+    nodes = rng.normal(0, 0.1, int(rng.integers(2, 5)))
+    node, out = rng.choice(nodes), []
+    for i in range(len(order)):
+        if i % 2 == 0 and i and rng.random() < 0.5:  # reclaimed while idle, placed anew
+            node = rng.choice(nodes)
+        out.append(np.full(waves, node))
+    drift = ar1(rng, starts[-1] + waves, np.exp(-1 / (3 * waves)), 0.1)
+    return [run + part for run, part in zip(out, _cut(drift, starts, waves), strict=True)]
 
 
 def everything(rng: np.random.Generator, waves: int, order: str) -> list[np.ndarray]:
-    starts = _starts(rng, waves, len(order))
-    session = (np.log(rng.uniform(1.05, 1.25)) * _heat(rng, waves, starts)
-               + _neighbour(rng, waves, starts[-1] + waves))
-    return [a + b + c for a, b, c in zip(_cut(session, starts, waves),
-                                         node_lottery(rng, waves, order),
-                                         restart_on_switch(rng, waves, order), strict=True)]
+    starts = _starts(rng, waves, order, BEFORE_PAIRS)
+    parts = (three_replicas(rng, waves, order), _idle_warm_up(rng, waves, starts),
+             _ageing(rng, waves, order, starts),
+             _cut(_cron_job(rng, waves, starts), starts, waves),
+             heavy_tailed_runs(rng, waves, order))
+    return [np.sum(runs, axis=0) for runs in zip(*parts, strict=True)]
 
 
-COURSES = {"rare bad runs": rare_bad_runs}
+COURSES: dict = {}
 REQUESTS: dict = {}
-SESSIONS = {"round-robin replicas": round_robin_replicas, "node lottery": node_lottery,
-            "compaction": compaction, "thermal build-up": thermal_build_up,
-            "neighbour tenant": neighbour_tenant, "spread drifts": spread_drifts,
-            "restart on switch": restart_on_switch, "everything": everything}
+# Named as their models, so no key clashes with the design family's courses in
+# compare_small_n.py's merged SESSIONS (it has an `everything` of its own).
+SESSIONS = {"held-out three replicas": three_replicas, "held-out cache cycle": cache_cycle,
+            "held-out idle warm-up": idle_warm_up, "held-out ageing": ageing,
+            "held-out cron job": cron_job, "held-out heavy-tailed runs": heavy_tailed_runs,
+            "held-out moved between pairs": moved_between_pairs,
+            "held-out everything": everything}
 # The models compare_small_n.py runs with --held-out.
-MODELS: dict[str, dict] = {
-    "held-out round-robin replicas": {"session": "round-robin replicas"},
-    "held-out node lottery": {"session": "node lottery"},
-    "held-out compaction": {"session": "compaction"},
-    "held-out thermal build-up": {"session": "thermal build-up"},
-    "held-out neighbour tenant": {"session": "neighbour tenant"},
-    "held-out rare bad runs": {"course": "rare bad runs"},
-    "held-out spread drifts": {"session": "spread drifts"},
-    "held-out restart on switch": {"session": "restart on switch"},
-    "held-out everything": {"session": "everything", "course": "rare bad runs",
-                            "heavy": True, "counts": True},
-}
+MODELS: dict[str, dict] = {name: {"session": name} for name in SESSIONS}
+MODELS["held-out everything"] |= {"heavy": True, "counts": True}

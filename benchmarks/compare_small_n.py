@@ -69,9 +69,14 @@ at their own phase, noise growing through the run, one long stall in one run, bi
 requests from prefix-cache hits and misses, preemption in episodes of memory pressure, a
 warm-up, queueing spikes that carry over, a slow swing under heavier tails, a fixed offset per
 scenario and run, requests correlated in running order): held out from the rule once, looked
-at since. The held-out servers (`--held-out`, benchmarks/compare_heldout_servers.py, with
-courses through a whole session where it has some) are written before the rule they judge
-and reported apart from the family, never tuned on.
+at since; and the servers of benchmarks/compare_deployment_courses.py, last in MODELS (two
+replicas taken in turn, a node lottery, compaction about every other run, thermal build-up, a
+neighbour tenant, rare bad runs, a spread that drifts, a restart whenever the configuration
+changes, and all of these at once), written as held-out servers for the Welch run test, run
+against it once and design models since. The held-out servers (`--held-out`,
+benchmarks/compare_heldout_servers.py, with courses through a whole session where it has
+some) are written before the rule they judge and reported apart from the family, never tuned
+on.
 """
 
 from __future__ import annotations
@@ -90,6 +95,10 @@ import analysis.compare  # noqa: E402
 from analysis.compare import BETTER, REQUEST_KEYS, UNCLEAR, WORSE, compare_table, verdict  # noqa: E402
 from analysis.metrics.base import paired_cluster_bootstrap_diff_ci  # noqa: E402
 from analysis.metrics.quality import PAIRED_KEYS  # noqa: E402
+from benchmarks.compare_deployment_courses import COURSES as DEPLOYMENT_COURSES  # noqa: E402
+from benchmarks.compare_deployment_courses import MODELS as DEPLOYMENT_MODELS  # noqa: E402
+from benchmarks.compare_deployment_courses import REQUESTS as DEPLOYMENT_REQUESTS  # noqa: E402
+from benchmarks.compare_deployment_courses import SESSIONS as DEPLOYMENT_SESSIONS  # noqa: E402
 from benchmarks.compare_drift_courses import COURSES as DRIFT_COURSES  # noqa: E402
 from benchmarks.compare_drift_courses import MODELS as DRIFT_MODELS  # noqa: E402
 from benchmarks.compare_drift_courses import REQUESTS as DRIFT_REQUESTS  # noqa: E402
@@ -129,10 +138,14 @@ MODELS: dict[str, dict] = {
     "run offsets+all": {"heavy": True, "spread": True, "trial_sd": 0.3, "counts": True,
                         "p_slow": 0.05, "wave_sd": 0.3, "session": "run offsets"},
     "session drift+drift": {"wave_sd": 0.3, "rho": 0.8, "session": "session drift"},
+    # Last: a model's draws are seeded by its place here (_cell), and these nine keep the
+    # places they had as held-out servers.
+    **DEPLOYMENT_MODELS,  # replicas in turn, node lottery, compaction, ... everything at once
 }
-COURSES = DRIFT_COURSES | HELD_OUT_COURSES
-REQUESTS = DRIFT_REQUESTS | HELD_OUT_REQUESTS
-SESSIONS = DESIGN_SESSIONS | HELD_OUT_SESSIONS  # courses through a whole session of runs
+COURSES = DRIFT_COURSES | DEPLOYMENT_COURSES | HELD_OUT_COURSES
+REQUESTS = DRIFT_REQUESTS | DEPLOYMENT_REQUESTS | HELD_OUT_REQUESTS
+# Courses through a whole session of runs.
+SESSIONS = DESIGN_SESSIONS | DEPLOYMENT_SESSIONS | HELD_OUT_SESSIONS
 SLOWER = 1.5  # the slowdown whose detection is printed
 RUN_NS = 10 ** 12  # a run's start after the one before it in a session: after all its trials
 # (scenarios, attempts, concurrency, runs per side). One run per side (the quality half's
@@ -496,6 +509,10 @@ def main() -> None:
         print(f"quality: not simulated at {args.design} (one run per side only)")
     if args.only != "quality":
         family = HELD_OUT if args.held_out else MODELS
+        if not family:
+            sys.exit("compare_small_n: no held-out servers in "
+                     "benchmarks/compare_heldout_servers.py (the last set is in the design "
+                     "family now: benchmarks/compare_deployment_courses.py)")
         names = args.models.split(",") if args.models else list(family)
         latency(args.sims, halves[1], args.seed, {name: family[name] for name in names},
                 not args.no_detection, not args.detection_only, args.confirm, args.worst_cells)

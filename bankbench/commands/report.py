@@ -33,7 +33,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "different datasets, labels or instruction modes (see --allow-mixed). "
                         "Each OTHER is one configuration: a job/sweep, or its runs joined by "
                         "commas; latency verdicts need 5 or more runs per "
-                        "side, run interleaved (A B B A ...).")
+                        "side, run in pairs of one run of each side, each pair's order by a "
+                        "coin flip (A B B A A B ...).")
     p.add_argument("--allow-mixed", action="store_true",
                    help="Compare runs even when their dataset, labels or instruction mode "
                         "differ (the report states the difference; goals vs conversation mode "

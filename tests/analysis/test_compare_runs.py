@@ -15,12 +15,21 @@ from analysis.compare import (
     BACK_TO_BACK,
     CANNOT_TELL,
     FEW_RUNS,
+    NOT_PAIRED,
     ONE_RUN,
+    SAME_ORDER,
     UNCLEAR,
     WORSE,
     compare_table,
 )
-from analysis.metrics.between_runs import effect_p, interleaved, run_t_test
+from analysis.metrics.between_runs import (
+    crossover_effect_p,
+    crossover_test,
+    effect_p,
+    in_pairs,
+    interleaved,
+    run_t_test,
+)
 from analysis.metrics.student_t import t_two_sided
 from bankbench.cli import main
 from tests.support import quality_jobs
@@ -63,6 +72,42 @@ def test_interleaved_runs_and_runs_back_to_back():
     assert not order("aabb") and not order("aaabbb") and not order("aaab")
     assert interleaved(np.zeros(2), np.zeros(2)) is None  # no start times
     assert interleaved(np.array([0.0, np.nan]), np.array([1.0, 2.0])) is None
+
+
+def _starts(order: str) -> tuple[np.ndarray, np.ndarray]:
+    return tuple(np.array([i for i, s in enumerate(order) if s == side], float) for side in "ab")
+
+
+def test_runs_fall_into_pairs_of_one_run_of_each_side():
+    pairs = in_pairs(*_starts("abbaab"))
+    # indices into (a runs..., b runs...): a1 a2 a3 are 0 1 2, b1 b2 b3 are 3 4 5
+    assert pairs.tolist() == [[0, 3], [4, 1], [2, 5]]
+    assert in_pairs(*_starts("aabbab")) is None  # a pair of two a runs
+    assert in_pairs(*_starts("abbab")) is None  # an odd run out
+    assert in_pairs(np.array([0.0, np.nan]), np.array([1.0, 2.0])) is None
+
+
+def test_the_crossover_test_on_a_known_answer():
+    """Three pairs b-first, two a-first. Per pair, first minus second log figure: b-first
+    0.5, 0.7, 0.6 (mean 0.6), a-first -0.1, 0.1 (mean 0): the side difference is (0.6 - 0) / 2
+    = 0.3, the place effect (0.6 + 0) / 2; pooled variance of the differences (0.02 + 0.02) /
+    3, so se = sqrt(0.04 / 3 * (1/3 + 1/2)) / 2, 3 degrees of freedom."""
+    order = "baabbaabba"  # pairs: ba ab ba ab ba
+    first_minus_second = {0: 0.5, 1: -0.1, 2: 0.7, 3: 0.1, 4: 0.6}
+    logs = np.zeros(10)
+    for pair, w in first_minus_second.items():
+        logs[2 * pair] = w  # second run of each pair at 0
+    a = np.exp([logs[i] for i, s in enumerate(order) if s == "a"])
+    b = np.exp([logs[i] for i, s in enumerate(order) if s == "b"])
+    figures, pairs = np.concatenate([a, b]), in_pairs(*_starts(order))
+    se = math.sqrt(0.04 / 3 * (1 / 3 + 1 / 2)) / 2
+    p, lean = crossover_test(figures, pairs, 5)
+    assert p == pytest.approx(t_two_sided(0.3 / se, 3)) and lean == 1.0
+    assert crossover_effect_p(figures, pairs, 5, 1.5) == pytest.approx(
+        t_two_sided(math.log(1.5) / se, 3))
+    # every pair in one order: place and side cannot be told apart
+    same = in_pairs(*_starts("ab" * 5))
+    assert np.isnan(crossover_test(np.exp(np.arange(10.0) / 10), same, 5)[0])
 
 
 def _side(name: str, runs: int, offsets: list[float], positions: list[int], slower: float = 1.0,
@@ -132,6 +177,38 @@ def test_one_run_a_side_or_runs_back_to_back_get_no_latency_verdict():
     assert back.at["ttft_ms_p50", "power_note"] == f"cannot tell: {BACK_TO_BACK}"
     # a share keeps its own test over the sides' pooled trials
     assert back.at["error_rate", "verdict"] == UNCLEAR
+
+
+def test_runs_slower_in_their_pair_s_second_place_are_not_a_difference():
+    """A server whose second run of each pair is 1.6x slower (a compaction every other run,
+    two replicas in turn). Every pair a then b: side b got every slow run, which Welch's t over
+    the runs calls worse; the rule says it cannot tell a run's place from its side. Pairs in
+    both orders: no difference; and a real 1.5x slowdown of b on that server is still called."""
+    place = [1.0, 1.6] * 5
+    alike = "ab" * 5
+    a_at, b_at = ([i for i, s in enumerate(alike) if s == side] for side in "ab")
+    rows = _compare(_side("a", 5, [place[i] for i in a_at], a_at, seed=11),
+                    _side("b", 5, [place[i] for i in b_at], b_at, seed=12))
+    assert rows.at["ttft_ms_p50", "verdict"] == CANNOT_TELL
+    assert rows.at["ttft_ms_p50", "power_note"] == f"cannot tell: {SAME_ORDER}"
+    assert run_t_test(*(np.array([place[i] for i in at]) for at in (a_at, b_at)))[0] < 1e-6
+    offsets = [p * s for p, s in zip(place, [1.0, 1.02, 0.98, 1.01, 0.99] * 2, strict=True)]
+    a = [offsets[i] for i in A_FIRST]
+    b = [offsets[i] for i in B_FIRST]
+    same = _compare(_side("a", 5, a, A_FIRST, seed=13), _side("b", 5, b, B_FIRST, seed=14))
+    assert same.at["ttft_ms_p50", "verdict"] in (UNCLEAR, CANNOT_TELL)
+    slower = _compare(_side("a", 5, a, A_FIRST, seed=13),
+                      _side("b", 5, b, B_FIRST, slower=1.5, seed=14))
+    assert slower.at["ttft_ms_p50", "verdict"] == WORSE
+
+
+def test_runs_not_in_pairs_get_no_latency_verdict():
+    """a a b b a b b a a b: interleaved on the whole, but its first pair is two a runs."""
+    order = "aabbabbaab"
+    a_at, b_at = ([i for i, s in enumerate(order) if s == side] for side in "ab")
+    rows = _compare(_side("a", 5, STEADY, a_at, seed=15),
+                    _side("b", 5, STEADY, b_at, slower=1.5, seed=16))
+    assert rows.at["ttft_ms_p50", "power_note"] == f"cannot tell: {NOT_PAIRED}"
 
 
 def _job(job_dir, start_s: int, slower: float, seed: int):
