@@ -8,6 +8,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
+from jupyter_client.manager import KernelManager
 from nbclient import NotebookClient
 from nbclient.exceptions import CellExecutionError
 
@@ -24,14 +25,26 @@ DEMO = {"compare_runs": 'BASELINE = OTHER = "demo"', "example": 'JOB = "demo"',
 
 
 def _run(path: Path, parameters: str | None = None, *, cwd: Path = ROOT,
-         start_dir: Path | None = None) -> nbformat.NotebookNode:
+         start_dir: Path | None = None, kernel: KernelManager | None = None
+         ) -> nbformat.NotebookNode:
     """Run the notebook in a kernel whose working directory is `cwd`, as Jupyter runs it in
     the notebook's folder; `start_dir` is where the user started Jupyter (the $PWD the kernel
-    inherits)."""
+    inherits). `kernel`: a running kernel (started in ROOT) to run it in, its namespace
+    cleared first, instead of a fresh one."""
     nb = nbformat.read(path, as_version=4)
     if parameters is not None:
         cell = next(c for c in nb.cells if c.cell_type == "code")
         cell.source += "\n" + parameters  # override the defaults of the parameters cell
+    if kernel is not None:
+        assert cwd == ROOT and start_dir is None
+        nb.cells.insert(0, nbformat.v4.new_code_cell("%reset -f"))
+        client = NotebookClient(nb, km=kernel, timeout=CELL_TIMEOUT_S)
+        try:
+            client.execute()
+        finally:
+            if client.kc is not None:
+                client.kc.stop_channels()
+        return nb
     client = NotebookClient(nb, timeout=CELL_TIMEOUT_S, kernel_name="python3",
                             resources={"metadata": {"path": str(cwd)}})
     if start_dir is not None:
@@ -92,16 +105,28 @@ def _outputs(nb: nbformat.NotebookNode) -> str:
                    for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", []))
 
 
+@pytest.fixture(scope="module")
+def kernel() -> KernelManager:
+    """One kernel for the refusals (each clears its namespace first): a refusal is the
+    parameters cell and the cell that reads them, where a fresh kernel per run cost its
+    start and imports (8 runs, ~2.6 CPU-s each)."""
+    manager = KernelManager(kernel_name="python3")
+    manager.start_kernel(cwd=str(ROOT))
+    yield manager
+    manager.shutdown_kernel(now=True)
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
-def test_notebook_refuses_a_missing_path_instead_of_inventing_data(path: Path, tmp_path: Path):
+def test_notebook_refuses_a_missing_path_instead_of_inventing_data(path: Path, tmp_path: Path,
+                                                                   kernel: KernelManager):
     missing = str(tmp_path / "no-such-sweep")
     params = DEMO[path.stem].replace('"demo"', repr(missing))
     with pytest.raises(CellExecutionError) as caught:
-        _run(path, params)
+        _run(path, params, kernel=kernel)
     assert "no such directory" in str(caught.value) and str(missing) in str(caught.value)
     with pytest.raises(CellExecutionError) as caught:  # nothing given: say what to set
-        _run(path)
+        _run(path, kernel=kernel)
     assert '"demo"' in str(caught.value) or "'demo'" in str(caught.value)
 
 
