@@ -21,6 +21,7 @@ import pytest
 from analysis.judge.prompt import DEFAULT_VERSION
 from contracts.judge import JUDGE_DIR, JudgeRecord, record_name
 from tests.support.built_tasks import CHEAP_LABELS
+from tests.support.cli import bankbench_here
 
 pytestmark = [pytest.mark.dynamo, pytest.mark.harbor, pytest.mark.slow,
               pytest.mark.timeout(900)]
@@ -63,6 +64,18 @@ def _cli(*args: str, timeout: int = 300) -> subprocess.CompletedProcess:
                           capture_output=True, text=True, timeout=timeout)
 
 
+@pytest.fixture(autouse=True)
+def judge_key(monkeypatch):
+    """The key the in-process `judge` and `report` runs read (`_here`)."""
+    monkeypatch.setenv("BANKBENCH_TEST_JUDGE_KEY", SECRET)
+
+
+def _here(*args: str) -> subprocess.CompletedProcess:
+    """`bankbench judge` / `report` in this process: what they print, write and return is the
+    command's, without a CLI start-up each (9 of them here, ~1-3 CPU-s apiece)."""
+    return bankbench_here(*args, cwd=REPO)
+
+
 @pytest.fixture(scope="module")
 def stack(tmp_path_factory):
     from bankbench.serve import api, replay
@@ -99,7 +112,7 @@ def _rewards(job: Path) -> dict[str, str]:
 
 
 def _judge(job: Path, stack, *extra: str) -> subprocess.CompletedProcess:
-    return _cli("judge", str(job), "--base-url", stack.base_url, "--model", stack.model,
+    return _here("judge", str(job), "--base-url", stack.base_url, "--model", stack.model,
                 "--api-key-env", "BANKBENCH_TEST_JUDGE_KEY", "--nvext-annotation", ANNOTATION,
                 *extra)
 
@@ -138,7 +151,7 @@ def test_a_judged_job_keeps_its_rewards_and_reports_the_judge(stack, oracle_job,
     assert forced.returncode == 0, forced.stderr
     assert "judged 3 trial(s) (2 ok, 1 unparseable); 0 already judged" in forced.stderr
 
-    report = _cli("report", str(job), "--no-plots")
+    report = _here("report", str(job), "--no-plots")
     assert report.returncode == 0, report.stderr
     text = (job.parent / "oracle-report" / "report.md").read_text()
     assert "## Judge metrics" in text and stack.model in text and DEFAULT_VERSION in text
@@ -152,12 +165,12 @@ def test_a_judge_pass_whose_verdicts_are_mostly_unusable_fails_loudly(stack, ora
                                                                       tmp_path):
     job = shutil.copytree(oracle_job, tmp_path / "oracle")
     # every trial gets banking-002's answers: prose, no verdict JSON
-    done = _cli("judge", str(job), "--base-url", stack.base_url, "--model", stack.model,
-                "--nvext-annotation", "output_replay_id:banking-002:{sample}")
+    done = _here("judge", str(job), "--base-url", stack.base_url, "--model", stack.model,
+                 "--nvext-annotation", "output_replay_id:banking-002:{sample}")
     assert done.returncode == 1, done.stderr
     assert "judged 3 trial(s) (3 unparseable)" in done.stderr
     assert "WARNING: 3 of 3 verdicts have no usable answer" in done.stderr
-    report = _cli("report", str(job), "--no-plots")
+    report = _here("report", str(job), "--no-plots")
     assert report.returncode == 0, report.stderr
     text = (job.parent / "oracle-report" / "report.md").read_text()
     section = text.split("## Judge metrics", 1)[1]
