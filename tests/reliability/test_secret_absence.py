@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.built_tasks import CHEAP_LABELS
-from tests.support.cli import bankbench
+from tests.support.cli import bankbench, bankbench_here
 from tests.support.fault_proxy import FaultProxy, FaultSchedule
 
 pytestmark = [pytest.mark.dynamo, pytest.mark.harbor, pytest.mark.slow]
@@ -108,9 +108,9 @@ def test_key_is_absent_from_sweep_job_logs_and_report(stack, tmp_path):
 
 def test_sweep_refuses_a_model_the_server_does_not_serve(stack, tmp_path):
     # (here for the live server this module already runs; the other URL doors are in
-    # test_doors.py)
-    done = bankbench("sweep", "--base-url", stack.base_url, "--model", "no-such-model",
-                     "--levels", "1", "--out", str(tmp_path), "--name", "s")
+    # test_doors.py). In this process: what the refusal says and returns is the command's.
+    done = bankbench_here("sweep", "--base-url", stack.base_url, "--model", "no-such-model",
+                          "--levels", "1", "--out", str(tmp_path), "--name", "s")
     assert done.returncode == 1
     lines = [ln for ln in done.stderr.splitlines() if ln.strip()]
     assert len(lines) == 1 and "'no-such-model' is not served" in lines[0]

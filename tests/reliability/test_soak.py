@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from benchmarks.soak import problems, run_soak
-from tests.support.cli import bankbench
+from tests.support.cli import bankbench_here
 
 pytestmark = [pytest.mark.dynamo, pytest.mark.harbor, pytest.mark.slow]
 
@@ -56,7 +56,7 @@ def test_infra_failures_are_named_and_excluded_from_quality(soak):
 
 def _report_table(job: Path) -> Path:
     out = job.parent / "report"
-    done = bankbench("report", str(job), "--out", str(out), "--no-plots")
+    done = bankbench_here("report", str(job), "--out", str(out), "--no-plots")  # in process
     assert done.returncode == 0, done.stderr[-2000:]
     report = (out / "report.md").read_text()
     assert "infra failed" in report
