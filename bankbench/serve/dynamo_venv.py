@@ -126,7 +126,8 @@ def ensure_dynamo_venv(progress: bool = True) -> Path:
     with file_lock(venv.parent / f"{venv.name}.lock"):
         if (venv / _DONE_MARKER).exists() and python.exists():
             if not (venv / _BYTECODE_MARKER).exists():  # made before its bytecode was
-                _compile(python, venv)
+                compile_packages(python, venv)
+                (venv / _BYTECODE_MARKER).write_text("compileall\n")
             return python
         say = (lambda m: print(f"bankbench: {m}", file=sys.stderr, flush=True)) if progress else (
             lambda m: None
@@ -153,12 +154,11 @@ def ensure_dynamo_venv(progress: bool = True) -> Path:
         return python
 
 
-def _compile(python: Path, venv: Path) -> None:
-    """Compile a finished venv's packages once (compileall's own errors, e.g. a package's
-    Python 2 test files, are left as uv and pip leave them: those modules are never imported)."""
+def compile_packages(python: Path, venv: Path) -> None:
+    """Compile a finished venv's packages with its own `python` (compileall's own errors, e.g.
+    a package's Python 2 test files, are left as uv and pip leave them: never imported)."""
     subprocess.run([str(python), "-m", "compileall", "-q", "-j", "0", str(venv / "lib")],
                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=_pip_env())
-    (venv / _BYTECODE_MARKER).write_text("compileall\n")
 
 
 def installed_versions(python: Path, names: tuple[str, ...] = ("ai-dynamo",)) -> dict[str, str]:
