@@ -17,7 +17,8 @@ each pair AB or BA by a coin flip, each run's requests stamped with its place in
 one summary row per run, and `compare_table(..., sides=...)` maps each run to its side.
 Designs: the offline sample five times per side (the fewest runs a latency verdict is given
 on, `MIN_RUNS`) with one and with three attempts, 50 scenarios at concurrency 4 five times per
-side, and the offline sample three times per side. Three runs a side, and one pair of runs
+side, the offline sample three times per side, and eight times per side (`14x1 c1 8+8`: what
+more pairs buy). Three runs a side, and one pair of runs
 (`--design "14x3 c1"` and the quality half's other designs), get no latency verdict: false
 calls 0 and "cannot tell" 1.0 are what they show.
 The family of servers the rule is judged on, written down before the rule was tuned to it
@@ -158,11 +159,12 @@ DESIGNS = ((14, 1, 1, 1), (10, 1, 1, 1), (14, 3, 4, 1), (50, 1, 4, 1), (14, 3, 1
            (50, 1, 1, 1))
 # Several runs per side, run as a session (the latency half's designs): the offline sample
 # five times on each side (MIN_RUNS, the fewest a latency verdict is given on), with one and
-# with three attempts, 50 scenarios at concurrency 4; and the offline sample three times on
-# each side, which gets no latency verdict (shown so).
+# with three attempts, 50 scenarios at concurrency 4; the offline sample three times on
+# each side, which gets no latency verdict (shown so); and eight times on each side (what
+# more pairs buy: power).
 # Seeds of the confirming draws: no screening cell's (100 x model + design + 0 or 7) reaches it.
 CONFIRM_OFFSET = 5_000
-SESSION_DESIGNS = ((14, 1, 1, 5), (14, 3, 1, 5), (50, 1, 4, 5), (14, 1, 1, 3))
+SESSION_DESIGNS = ((14, 1, 1, 5), (14, 3, 1, 5), (50, 1, 4, 5), (14, 1, 1, 3), (14, 1, 1, 8))
 
 
 def _waves(rng: np.random.Generator, n: int, model: dict, side: str = "a",
