@@ -1,6 +1,8 @@
-"""Latency verdicts judged on whole runs: several runs per side (5 or more), interleaved,
-compared by a two-sample t over the runs' own figures; fewer runs on a side, or runs back to
-back, say they cannot tell; `bankbench report a1,a2 --compare b1,b2` groups runs into sides."""
+"""Latency verdicts judged on whole runs: several runs per side (5 or more), run in pairs of
+one run of each side, compared by Welch's t over the runs' own figures and the crossover's test
+over the pairs, both to call it; fewer runs on a side, runs back to back or not in pairs, or
+every pair in one order, say they cannot tell; `bankbench report a1,a2 --compare b1,b2` groups
+runs into sides."""
 
 from __future__ import annotations
 
