@@ -82,10 +82,11 @@ def _welch(diff: float, b: np.ndarray, o: np.ndarray) -> tuple[float, int]:
     """(p, degrees of freedom) of a difference `diff` of mean log figures by Welch's t."""
     vb, vo = b.var(ddof=1) / len(b), o.var(ddof=1) / len(o)
     if vb + vo == 0:
-        return (1.0 if diff == 0 else 0.0), len(b) + len(o) - 2
-    df = (vb + vo) ** 2 / (vb ** 2 / (len(b) - 1) + vo ** 2 / (len(o) - 1))
-    df = max(1, math.floor(df + 1e-9))  # rounded down: the conservative side
-    return t_two_sided(diff / math.sqrt(vb + vo), df), df
+        df = len(b) + len(o) - 2
+    else:
+        df = (vb + vo) ** 2 / (vb ** 2 / (len(b) - 1) + vo ** 2 / (len(o) - 1))
+        df = max(1, math.floor(df + 1e-9))  # rounded down: the conservative side
+    return _t(diff, math.sqrt(vb + vo), df), df
 
 
 def interleaved(base_starts: np.ndarray, other_starts: np.ndarray) -> bool | None:
@@ -155,6 +156,8 @@ def _crossover(figures: np.ndarray, pairs: np.ndarray, n_base: int
 
 
 def _t(diff: float, se: float, df: int) -> float:
+    """Two-sided p of `diff` with standard error `se` on Student's t; with no spread at all,
+    1 when there is no difference and 0 when there is one."""
     if se == 0:
         return 1.0 if diff == 0 else 0.0
     return t_two_sided(diff / se, df)
