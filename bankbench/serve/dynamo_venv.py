@@ -47,7 +47,7 @@ _DONE_MARKER = ".bankbench-complete"
 # Written once the venv's packages are compiled to bytecode: where bytecode is not written at
 # run time (PYTHONDONTWRITEBYTECODE) a frontend and a mocker compiled Dynamo's modules from
 # source at every start (~1.1 CPU-s of a stack's ~3.7 to ready, measured on the 2-core host).
-_BYTECODE_MARKER = ".bankbench-bytecode"
+BYTECODE_MARKER = ".bankbench-bytecode"
 
 
 class DynamoVenvError(RuntimeError):
@@ -121,13 +121,11 @@ def ensure_dynamo_venv(progress: bool = True) -> Path:
     """
     venv = dynamo_venv_dir()
     python = _venv_python(venv)
-    if all(p.exists() for p in (venv / _DONE_MARKER, venv / _BYTECODE_MARKER, python)):
+    if all(p.exists() for p in (venv / _DONE_MARKER, venv / BYTECODE_MARKER, python)):
         return python
     with file_lock(venv.parent / f"{venv.name}.lock"):
         if (venv / _DONE_MARKER).exists() and python.exists():
-            if not (venv / _BYTECODE_MARKER).exists():  # made before its bytecode was
-                compile_packages(python, venv)
-                (venv / _BYTECODE_MARKER).write_text("compileall\n")
+            compile_once(python, venv)  # made before its bytecode was
             return python
         say = (lambda m: print(f"bankbench: {m}", file=sys.stderr, flush=True)) if progress else (
             lambda m: None
@@ -149,16 +147,20 @@ def ensure_dynamo_venv(progress: bool = True) -> Path:
         _run([*pip, *DYNAMO_DEPS], log)
         _run([str(python), "-c", "import dynamo.frontend, dynamo.mocker, gguf, tokenizers"], log)
         (venv / _DONE_MARKER).write_text(DYNAMO_VERSION + "\n")
-        (venv / _BYTECODE_MARKER).write_text(tool + "\n")  # uv and pip both compiled it
+        (venv / BYTECODE_MARKER).write_text(tool + "\n")  # uv and pip both compiled it
         say(f"Dynamo venv ready in {time.monotonic() - started:.0f} s")
         return python
 
 
-def compile_packages(python: Path, venv: Path) -> None:
-    """Compile a finished venv's packages with its own `python` (compileall's own errors, e.g.
-    a package's Python 2 test files, are left as uv and pip leave them: never imported)."""
+def compile_once(python: Path, venv: Path) -> None:
+    """Compile a finished venv's packages with its own `python`, unless its BYTECODE_MARKER
+    says they are (call under the venv's lock). compileall's own errors, e.g. a package's
+    Python 2 test files, are left as uv and pip leave them: never imported."""
+    if (venv / BYTECODE_MARKER).exists():
+        return
     subprocess.run([str(python), "-m", "compileall", "-q", "-j", "0", str(venv / "lib")],
                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=_pip_env())
+    (venv / BYTECODE_MARKER).write_text("compileall\n")
 
 
 def installed_versions(python: Path, names: tuple[str, ...] = ("ai-dynamo",)) -> dict[str, str]:

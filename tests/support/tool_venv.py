@@ -10,13 +10,10 @@ import sys
 from pathlib import Path
 
 from bankbench.paths import cache_dir
-from bankbench.serve.dynamo_venv import compile_packages
+from bankbench.serve.dynamo_venv import BYTECODE_MARKER, compile_once
 from bankbench.serve.locking import file_lock
 
 _DONE = ".bankbench-complete"
-# Its packages compiled: a tool started with bytecode not written at run time compiled its
-# imports from source at every start (nel's 1.7-2.1 -> 0.8-1.1 CPU-s, 2-core host).
-_BYTECODE = ".bankbench-bytecode"
 
 
 def tool_python(name: str, pins: list[str]) -> Path:
@@ -26,9 +23,10 @@ def tool_python(name: str, pins: list[str]) -> Path:
     python = venv / "bin" / "python"
     with file_lock(venv.parent / f"{venv.name}.lock"):
         if (venv / _DONE).exists() and python.exists():
-            if not (venv / _BYTECODE).exists():  # made before its bytecode was
-                compile_packages(python, venv)
-                (venv / _BYTECODE).write_text("compileall\n")
+            # Its packages compiled: a tool started with bytecode not written at run time
+            # compiled its imports from source at every start (nel's 1.7-2.1 -> 0.8-1.1 CPU-s,
+            # 2-core host). A venv made before its bytecode was is compiled once.
+            compile_once(python, venv)
             return python
         shutil.rmtree(venv, ignore_errors=True)
         base = getattr(sys, "_base_executable", None) or sys.executable
@@ -45,5 +43,5 @@ def tool_python(name: str, pins: list[str]) -> Path:
             if done.returncode != 0:
                 raise RuntimeError(f"{' '.join(step[:3])} failed: {done.stderr[-2000:]}")
         (venv / _DONE).write_text(" ".join(pins) + "\n")
-        (venv / _BYTECODE).write_text("installer\n")  # uv and pip both compiled it
+        (venv / BYTECODE_MARKER).write_text("installer\n")  # uv and pip both compiled it
         return python
