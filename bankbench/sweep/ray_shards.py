@@ -45,7 +45,6 @@ def connect(address: str) -> None:
 def _run_shard(cmd: list[str], job: str, log: str) -> dict[str, Any]:
     """Inside the Ray task: run the shard's Harbor to its end where Ray placed it, recording
     the host, node and pid in its shard.json first."""
-    import signal
     import socket
 
     import ray
@@ -55,14 +54,9 @@ def _run_shard(cmd: list[str], job: str, log: str) -> dict[str, Any]:
     from bankbench.sweep.session import now
     from bankbench.sweep.shards import read_record, write_record
 
-    # Ray starts its workers with SIGINT blocked, and a child inherits the mask: Harbor would
-    # ignore the SIGINT that asks it to stop cleanly and be killed 20 s later by the next step
-    # of the ladder. Unblocked in this thread only while Harbor is forked.
-    blocked = signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
-    try:
-        proc = procs.spawn(cmd, Path(log), env=harbor_env(), die_with_parent=True)
-    finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
+    # Ray starts its workers with SIGINT blocked; spawn unblocks it in Harbor (procs._stoppable),
+    # which would otherwise ignore the SIGINT that asks it to stop cleanly.
+    proc = procs.spawn(cmd, Path(log), env=harbor_env(), die_with_parent=True)
     record = read_record(Path(job))
     host, node = socket.gethostname(), ray.get_runtime_context().get_node_id()
     if record is not None:
