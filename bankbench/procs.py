@@ -148,21 +148,45 @@ def stop_group(pgid: int, ladder: Ladder = TERM_THEN_KILL, started: float | None
     """
     if not is_same_process(pgid, started):
         return
+    stop_groups([pgid], ladder)
+
+
+def stop_groups(pgids: Sequence[int], ladder: Ladder = TERM_THEN_KILL) -> None:
+    """`stop_group` for several groups at once: each rung goes to every group still alive and
+    they share its wait, so stopping N groups takes one ladder, not N of them."""
+    left = list(pgids)
     for sig, wait_s in ladder:
-        _reap(pgid)
-        if not group_alive(pgid):
+        left = _live_groups(left)
+        if not left:
             break
-        try:
-            os.killpg(pgid, sig)
-        except ProcessLookupError:
-            break
+        for pgid in left:
+            try:
+                os.killpg(pgid, sig)
+            except ProcessLookupError:
+                pass
         deadline = time.monotonic() + wait_s
         while time.monotonic() < deadline:
-            _reap(pgid)
-            if not group_alive(pgid):
+            left = _live_groups(left)
+            if not left:
                 break
             time.sleep(0.1)
-    _reap(pgid)
+    for pgid in pgids:
+        _reap(pgid)
+
+
+def _live_groups(pgids: list[int]) -> list[int]:
+    """Those of `pgids` that still have a live member (ours reaped first)."""
+    for pgid in pgids:
+        _reap(pgid)
+    wanted, live = set(pgids), set()
+    for p in psutil.process_iter():
+        try:
+            pgid = os.getpgid(p.pid)
+        except (ProcessLookupError, PermissionError):
+            continue
+        if pgid in wanted and pgid not in live and _running(p):
+            live.add(pgid)
+    return [pgid for pgid in pgids if pgid in live]
 
 
 def _reap(pid: int) -> None:
