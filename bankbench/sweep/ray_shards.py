@@ -81,16 +81,10 @@ def _run_shard(cmd: list[str], job: str, log: str) -> dict[str, Any]:
     cancelled: list[int] = []
     previous = _take_sigint(cancelled)
     try:
-        # Ray starts its workers with SIGINT blocked, and a child inherits the mask: Harbor
-        # would ignore the SIGINT that asks it to stop cleanly and be killed 20 s later by the
-        # next step of the ladder. Unblocked in this thread only while Harbor is forked. (An
-        # ignored SIGINT would pass to Harbor the same way; the task's handler, set above, is
-        # reset to the default on exec.)
-        blocked = signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
-        try:
-            proc = procs.spawn(cmd, Path(log), env=harbor_env(), die_with_parent=True)
-        finally:
-            signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
+        # Ray starts its workers with SIGINT blocked (and, on a node started with it ignored,
+        # ignored); spawn gives Harbor both stop signals back (procs._stoppable), as Harbor
+        # would otherwise ignore the SIGINT that asks it to stop cleanly.
+        proc = procs.spawn(cmd, Path(log), env=harbor_env(), die_with_parent=True)
         try:
             record = read_record(Path(job))
             host, node = socket.gethostname(), ray.get_runtime_context().get_node_id()
