@@ -29,6 +29,21 @@ _children: dict[int, subprocess.Popen] = {}
 _finished: dict[int, int] = {}
 
 
+# The signals a ladder stops a child with before SIGKILL.
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
+def _stoppable() -> None:
+    """In the child: the stop signals at their default disposition and not blocked, whatever
+    this process had. Both are inherited through exec: a parent started with SIGINT ignored (a
+    shell's background job `cmd &`, nohup-like launchers, CI runners) or blocked (a Ray worker)
+    would hand that on, and a child that ignores SIGINT (Python then keeps it ignored: no
+    KeyboardInterrupt) only stops at the ladder's next rung, after the first one's wait."""
+    for sig in STOP_SIGNALS:
+        signal.signal(sig, signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)
+
+
 def _die_with_parent() -> None:
     """In the child: get SIGTERM when the parent dies (even by SIGKILL), so no orphan keeps
     writing into directories the parent's next run will use."""
@@ -39,15 +54,21 @@ def _die_with_parent() -> None:
         pass
 
 
+def _stoppable_dying_with_parent() -> None:
+    _stoppable()
+    _die_with_parent()
+
+
 def spawn(cmd: list[str], log_path: Path, *, env: dict[str, str] | None = None,
           cwd: Path | None = None, die_with_parent: bool = False) -> subprocess.Popen:
-    """Start `cmd` as leader of a new session, output appended to `log_path`."""
+    """Start `cmd` as leader of a new session, output appended to `log_path`; it gets the stop
+    signals as a stop (`_stoppable`)."""
     log_path.parent.mkdir(parents=True, exist_ok=True)
     with log_path.open("ab") as log:
         proc = subprocess.Popen(
             cmd, env=env, cwd=cwd, stdin=subprocess.DEVNULL, stdout=log,
             stderr=subprocess.STDOUT, start_new_session=True,
-            preexec_fn=_die_with_parent if die_with_parent else None,
+            preexec_fn=_stoppable_dying_with_parent if die_with_parent else _stoppable,
         )
     _children[proc.pid] = proc
     _finished.pop(proc.pid, None)
@@ -127,21 +148,45 @@ def stop_group(pgid: int, ladder: Ladder = TERM_THEN_KILL, started: float | None
     """
     if not is_same_process(pgid, started):
         return
+    stop_groups([pgid], ladder)
+
+
+def stop_groups(pgids: Sequence[int], ladder: Ladder = TERM_THEN_KILL) -> None:
+    """`stop_group` for several groups at once: each rung goes to every group still alive and
+    they share its wait, so stopping N groups takes one ladder, not N of them."""
+    left = list(pgids)
     for sig, wait_s in ladder:
-        _reap(pgid)
-        if not group_alive(pgid):
+        left = _live_groups(left)
+        if not left:
             break
-        try:
-            os.killpg(pgid, sig)
-        except ProcessLookupError:
-            break
+        for pgid in left:
+            try:
+                os.killpg(pgid, sig)
+            except ProcessLookupError:
+                pass
         deadline = time.monotonic() + wait_s
         while time.monotonic() < deadline:
-            _reap(pgid)
-            if not group_alive(pgid):
+            left = _live_groups(left)
+            if not left:
                 break
             time.sleep(0.1)
-    _reap(pgid)
+    for pgid in pgids:
+        _reap(pgid)
+
+
+def _live_groups(pgids: list[int]) -> list[int]:
+    """Those of `pgids` that still have a live member (ours reaped first)."""
+    for pgid in pgids:
+        _reap(pgid)
+    wanted, live = set(pgids), set()
+    for p in psutil.process_iter():
+        try:
+            pgid = os.getpgid(p.pid)
+        except (ProcessLookupError, PermissionError):
+            continue
+        if pgid in wanted and pgid not in live and _running(p):
+            live.add(pgid)
+    return [pgid for pgid in pgids if pgid in live]
 
 
 def _reap(pid: int) -> None:

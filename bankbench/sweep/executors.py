@@ -103,8 +103,7 @@ def run_local(launches: list[Launch], pacer: Pacer, *, poll_s: float = 2.0) -> l
                 raise harbor_job.JobAborted(reason)
             pacer.report()
     except (KeyboardInterrupt, harbor_job.JobAborted):
-        for _, proc in running:
-            harbor_job.stop_process_group(proc)
+        harbor_job.stop_process_groups([proc for _, proc in running])
         raise
     pacer.report(final=True)
     return [Outcome(launch.shard, proc.returncode) for launch, proc in running]

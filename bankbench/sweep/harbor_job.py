@@ -259,8 +259,15 @@ HARBOR_STOP_LADDER: procs.Ladder = (
 
 def stop_process_group(proc: subprocess.Popen) -> None:
     """Stop Harbor's whole process group: SIGINT, then SIGTERM, then SIGKILL."""
-    procs.stop_group(proc.pid, HARBOR_STOP_LADDER)
-    proc.poll()
+    stop_process_groups([proc])
+
+
+def stop_process_groups(harbors: list[subprocess.Popen]) -> None:
+    """Stop several Harbors' process groups together (a level's shards): one ladder for all,
+    each rung's wait shared, not one ladder after another."""
+    procs.stop_groups([proc.pid for proc in harbors], HARBOR_STOP_LADDER)
+    for proc in harbors:
+        proc.poll()
 
 
 def tail(path: Path, lines: int = 20) -> str:

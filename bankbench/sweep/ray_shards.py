@@ -42,9 +42,32 @@ def connect(address: str) -> None:
                                            "LITELLM_LOCAL_MODEL_COST_MAP": "True"}})
 
 
+def _take_sigint(cancelled: list[int]) -> Any:
+    """In the Ray task: a SIGINT handler of the task's own for its run, which records the cancel
+    in `cancelled`; the handler it replaced, or None where it cannot be set (not the main
+    thread).
+
+    Ray cancels a running task (`ray.cancel(force=False)`) with `_thread.interrupt_main()`,
+    which does nothing while SIGINT is ignored, and a worker ignores it wherever its node was
+    started by a script's background job (a CI runner, `nohup ray start ... &`): the
+    disposition passes through `ray start`, the raylet and exec to every worker, and Python
+    keeps an ignored SIGINT. Recorded rather than raised: a KeyboardInterrupt lands wherever
+    the task is, between Harbor's start and its record or in the middle of Harbor's stop."""
+    import signal
+
+    def on_cancel(signum: int, frame: object) -> None:
+        cancelled.append(signum)
+
+    try:
+        return signal.signal(signal.SIGINT, on_cancel)
+    except ValueError:
+        return None
+
+
 def _run_shard(cmd: list[str], job: str, log: str) -> dict[str, Any]:
     """Inside the Ray task: run the shard's Harbor to its end where Ray placed it, recording
-    the host, node and pid in its shard.json first."""
+    the host, node and pid in its shard.json first; cancelled, stop Harbor's process group
+    (SIGINT first) and end as Ray's cancelled task."""
     import signal
     import socket
 
@@ -55,33 +78,37 @@ def _run_shard(cmd: list[str], job: str, log: str) -> dict[str, Any]:
     from bankbench.sweep.session import now
     from bankbench.sweep.shards import read_record, write_record
 
-    # Ray starts its workers with SIGINT blocked, and a child inherits the mask: Harbor would
-    # ignore the SIGINT that asks it to stop cleanly and be killed 20 s later by the next step
-    # of the ladder. Unblocked in this thread only while Harbor is forked.
-    blocked = signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+    cancelled: list[int] = []
+    previous = _take_sigint(cancelled)
     try:
+        # Ray starts its workers with SIGINT blocked (and, on a node started with it ignored,
+        # ignored); spawn gives Harbor both stop signals back (procs._stoppable), as Harbor
+        # would otherwise ignore the SIGINT that asks it to stop cleanly.
         proc = procs.spawn(cmd, Path(log), env=harbor_env(), die_with_parent=True)
+        try:
+            record = read_record(Path(job))
+            host, node = socket.gethostname(), ray.get_runtime_context().get_node_id()
+            if record is not None:
+                record.host, record.node, record.pid = host, node, proc.pid
+                record.state, record.started_at = "running", now()
+                write_record(Path(job), record)
+            # Polled, not proc.wait(): a cancel reaches this thread only between Python
+            # instructions, never inside a blocking wait.
+            while (code := proc.poll()) is None and not cancelled:
+                time.sleep(0.5)
+            if cancelled:
+                raise KeyboardInterrupt
+        except BaseException:  # the task cancelled: take Harbor's whole group with it
+            stop_process_group(proc)
+            raise
     finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
-    record = read_record(Path(job))
-    host, node = socket.gethostname(), ray.get_runtime_context().get_node_id()
-    if record is not None:
-        record.host, record.node, record.pid = host, node, proc.pid
-        record.state, record.started_at = "running", now()
-        write_record(Path(job), record)
-    try:
-        # Polled, not proc.wait(): Ray's cancel raises KeyboardInterrupt in this thread only
-        # between Python instructions, never inside a blocking wait.
-        while (code := proc.poll()) is None:
-            time.sleep(0.5)
-    except BaseException:  # the task cancelled: take Harbor's whole group with it
-        stop_process_group(proc)
-        raise
+        if previous is not None:
+            signal.signal(signal.SIGINT, previous)
     return {"code": code, "host": host, "node": node, "pid": proc.pid}
 
 
 def run_ray(launches: list[Launch], pacer: Pacer, *, address: str, poll_s: float = 2.0,
-            cancel_wait_s: float = 60.0) -> list[Outcome]:
+            cancel_wait_s: float = 60.0, recancel_s: float = 5.0) -> list[Outcome]:
     """Run every launch as a Ray task, all submitted together, and wait for all of them
     while the pacer watches the server: a dead server (JobAborted) or Ctrl-C cancels every
     task still running (each stops its Harbor's process group) before raising."""
@@ -110,13 +137,22 @@ def run_ray(launches: list[Launch], pacer: Pacer, *, address: str, poll_s: float
                 raise harbor_job.JobAborted(reason)
             pacer.report()
     except (KeyboardInterrupt, harbor_job.JobAborted):
-        for ref in pending:
-            ray.cancel(ref, force=False)  # KeyboardInterrupt inside the task: Harbor stopped
-        # Return only once the tasks have stopped their Harbor, as the local executor does.
-        ray.wait(list(pending), num_returns=len(pending), timeout=cancel_wait_s)
+        _cancel(ray, list(pending), cancel_wait_s, recancel_s)
         raise
     pacer.report(final=True)
     return [outcomes[i] for i in sorted(outcomes)]
+
+
+def _cancel(ray: Any, refs: list[Any], wait_s: float, recancel_s: float) -> None:
+    """Cancel every task in `refs` and return once all have ended (each stops its Harbor
+    first), as the local executor returns once its shards have stopped, or after `wait_s`.
+    The cancel is sent again every `recancel_s` to the tasks still running: one that lands
+    before the task has taken SIGINT (its first instructions) is lost, and Ray sends it once."""
+    deadline = time.monotonic() + wait_s
+    while refs and (left := deadline - time.monotonic()) > 0:
+        for ref in refs:
+            ray.cancel(ref, force=False)
+        _, refs = ray.wait(refs, num_returns=len(refs), timeout=min(recancel_s, left))
 
 
 def _outcome(ray: Any, ref: Any, launch: Launch) -> Outcome:

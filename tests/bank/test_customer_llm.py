@@ -14,7 +14,6 @@ import json
 import os
 import shutil
 import subprocess
-import threading
 import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -25,6 +24,7 @@ import pytest
 from contracts.conversation import SayReply
 from contracts.llm_calls import USER_SIMULATOR_ROLE, LLMCallRecord
 from tests.support.bank_harness import BANK_SCRIPT, FIXTURES, Bank, import_task_modules, write_brief
+from tests.support.threaded_http import serve_in_thread
 
 KEY = "sk-test-never-on-disk-7781"
 GOALS = ["Find out how much money is in my checking account",
@@ -61,7 +61,7 @@ class FakeChatServer:
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        serve_in_thread(self.server)
 
     def answer(self, content: str, status: int = 200, delay: float = 0.0) -> None:
         body = {"id": "x", "object": "chat.completion", "model": "sim",

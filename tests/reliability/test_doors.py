@@ -9,7 +9,6 @@ import shutil
 import socket
 import subprocess
 import sys
-import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -21,6 +20,7 @@ from contracts.reward import REWARD_KEYS
 from tests.support.built_tasks import copy_tasks
 from tests.support.cli import assert_one_line_error, bankbench, bankbench_here, closed_port
 from tests.support.taskdata import sample_rows, write_hub_layout
+from tests.support.threaded_http import serve_in_thread
 
 
 @pytest.fixture(scope="module")
@@ -194,7 +194,7 @@ class _NotAnAPI(BaseHTTPRequestHandler):
 
 def test_sweep_at_a_wrong_path_says_so(tmp_path):
     server = ThreadingHTTPServer(("127.0.0.1", 0), _NotAnAPI)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
+    serve_in_thread(server)
     try:
         url = f"http://127.0.0.1:{server.server_address[1]}/api"
         done = _sweep_at(url, tmp_path)
@@ -228,7 +228,7 @@ def test_sweep_at_a_silent_server_gives_up_after_one_bounded_request(tmp_path):
 
 def test_check_without_v1_asks_for_the_api_root():
     server = ThreadingHTTPServer(("127.0.0.1", 0), _NotAnAPI)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
+    serve_in_thread(server)
     try:
         url = f"http://127.0.0.1:{server.server_address[1]}"
         done = bankbench("check", "--base-url", url, "--model", "m", timeout=60)
@@ -427,7 +427,7 @@ def test_a_second_sweep_on_the_same_server_is_warned(sample_tasks_all, tmp_path)
     tasks = copy_tasks(sample_tasks_all, tmp_path / "tasks", ["banking-000"])
     server = ThreadingHTTPServer(("127.0.0.1", 0), _ModelsOnly)
     server.daemon_threads = True
-    threading.Thread(target=server.serve_forever, daemon=True).start()
+    serve_in_thread(server)
     url = f"http://127.0.0.1:{server.server_address[1]}/v1"
     first = second = None
     try:

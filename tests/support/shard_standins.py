@@ -17,7 +17,8 @@ def stand_in_launches(config: SweepConfig, sweep_dir: Path, level_n: int,
     """The level's planned shards, each with a stand-in command in place of Harbor: a Python
     process that sleeps for `seconds` and, stopped by SIGINT (the first step of Harbor's stop),
     leaves SIGINT_MARK in its shard's job folder, as Harbor given SIGINT writes what it can
-    (READY_MARK there once it listens for it). Python, not a shell: like Harbor it keeps the
+    (READY_MARK there once it listens for it, reading "SIGINT ignored" where it inherited an
+    ignored SIGINT, which Harbor would keep). Python, not a shell: like Harbor it keeps the
     signal mask it inherits, where a shell clears it."""
     planned = level.plan(config, sweep_dir, sweep_dir / "tasks", level_n)
     for shard in planned:
@@ -32,8 +33,8 @@ import signal, sys, time
 def stop(*_):
     open({sigint!r}, "w").close()
     sys.exit(130)
-signal.signal(signal.SIGINT, stop)
-open({ready!r}, "w").close()
+ignored = signal.signal(signal.SIGINT, stop) == signal.SIG_IGN
+open({ready!r}, "w").write("SIGINT ignored" if ignored else "")
 time.sleep({seconds})
 """
 

@@ -34,6 +34,35 @@ def test_ladder_escalates_when_a_member_ignores_the_first_signal(tmp_path):
     assert procs.exit_code(pid) == -signal.SIGKILL
 
 
+def _sig_set(pid: int, field: str) -> set[int]:
+    """The signals in a /proc status mask (SigIgn, SigBlk) of a process."""
+    line = next(ln for ln in open(f"/proc/{pid}/status") if ln.startswith(field + ":"))
+    mask = int(line.split()[1], 16)
+    return {n for n in range(1, 65) if mask >> (n - 1) & 1}
+
+
+def test_a_child_is_stopped_by_sigint_though_this_process_ignores_and_blocks_it(tmp_path):
+    """Started from a process that ignores SIGINT (a shell's background job) and blocks the
+    stop signals (a Ray worker), a child still gets them as a stop: the ladder's first rung
+    ends it, not the next one after the first one's whole wait."""
+    stops = {signal.SIGINT, signal.SIGTERM}
+    old = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    blocked = signal.pthread_sigmask(signal.SIG_BLOCK, stops)
+    try:
+        proc = procs.spawn(["sleep", "300"], tmp_path / "s.log")
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
+        signal.signal(signal.SIGINT, old)
+    try:
+        # Popen returns once the child has exec'd: these are sleep's own dispositions.
+        assert not stops & (_sig_set(proc.pid, "SigIgn") | _sig_set(proc.pid, "SigBlk"))
+        procs.stop_group(proc.pid, ((signal.SIGINT, 60.0),))
+        assert not procs.group_alive(proc.pid)
+        assert procs.exit_code(proc.pid) == -signal.SIGINT
+    finally:
+        procs.stop_group(proc.pid, ((signal.SIGKILL, 5.0),))
+
+
 def test_the_whole_group_stops_not_just_the_leader(tmp_path):
     log = tmp_path / "g.log"
     pid = procs.start(["sh", "-c", "sleep 300 & sleep 300 & echo ready; wait"],

@@ -20,7 +20,13 @@ def _config(**fields) -> SweepConfig:
     return SweepConfig.model_validate({"levels": [1], "profile": "cpu-mocker", **fields})
 
 
-def test_a_new_mocker_sweep_is_scripted_with_the_oracle_calls(sample_tasks_all, tmp_path):
+# A trace is tokenized with the mock model's tokenizer, from the model folder the Dynamo venv
+# builds out of the GGUF (`smollm2.model_dir`): tests that write one ask for the venv
+# (`dynamo_python`), which puts them in the slow tier with the other tests that need it, where
+# the venv is made before they start. On a machine without it, the fast tier would download the
+# GGUF and build the venv for them (~30 s).
+def test_a_new_mocker_sweep_is_scripted_with_the_oracle_calls(sample_tasks_all, tmp_path,
+                                                              dynamo_python):
     config = scripted_sweep_config(_config(), tmp_path, sample_tasks_all)
     assert config.agent_kwargs["nvext_annotations"] == SCRIPT_ANNOTATION
     trace = config.server_options["replay_trace"]
@@ -51,7 +57,8 @@ def test_nothing_is_scripted_where_the_user_said_otherwise(sample_tasks_all, tmp
     assert not list(tmp_path.glob("*.jsonl"))
 
 
-def test_a_resume_is_scripted_only_if_the_sweep_began_so(sample_tasks_all, tmp_path):
+def test_a_resume_is_scripted_only_if_the_sweep_began_so(sample_tasks_all, tmp_path,
+                                                         dynamo_python):
     # a sweep begun before scripting (no trace in its folder) resumes as it was stored
     assert scripted_sweep_config(_config(), tmp_path) == _config()
     began = scripted_sweep_config(_config(), tmp_path, sample_tasks_all)

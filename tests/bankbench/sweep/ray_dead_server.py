@@ -21,8 +21,8 @@ from tests.support.shard_standins import (
 
 
 def stop_on_dead_server(out: Path, address: str) -> dict:
-    """What the stop did: the message raised, the shards' pids, whether they are gone, and how
-    long the level ran."""
+    """What the stop did: the message raised, the shards' pids, whether they are gone, how
+    long the level ran and how long its stop took (from the watch's report to the raise)."""
     import ray
 
     config = SweepConfig(base_url="http://127.0.0.1:1/v1", model="m", shards=2, ray=address)
@@ -31,11 +31,13 @@ def stop_on_dead_server(out: Path, address: str) -> dict:
     # The server "dies" once both shards' processes run (Ray may take a while to start a
     # worker on a loaded machine), so the check is that every running shard is stopped.
     both_running = time.monotonic() + 120
+    gone_at: list[float] = []
 
     def watch() -> str | None:
         pids = [(shards.read_record(ln.shard.job) or ln.shard.record).pid for ln in launches]
         ready = [(ln.shard.job / READY_MARK).exists() for ln in launches]
         if all(pids) and all(ready) or time.monotonic() > both_running:
+            gone_at.append(time.monotonic())
             return "the server at 127.0.0.1:1 stopped answering"
         return None
 
@@ -45,8 +47,12 @@ def stop_on_dead_server(out: Path, address: str) -> dict:
         run_ray(launches, pacer, address=address, poll_s=0.2)
     except harbor_job.JobAborted as exc:
         raised = str(exc)
-    seconds = time.monotonic() - t0
+    end = time.monotonic()
+    seconds, stop_seconds = end - t0, end - gone_at[0] if gone_at else None
     pids = [shards.read_record(ln.shard.job).pid for ln in launches]
     ray.shutdown()
     return {"raised": raised, "pids": pids, "stopped": stopped(pids), "seconds": seconds,
-            "sigint": [(ln.shard.job / SIGINT_MARK).exists() for ln in launches]}
+            "stop_seconds": stop_seconds,
+            "sigint": [(ln.shard.job / SIGINT_MARK).exists() for ln in launches],
+            "sigint_ignored": [(ln.shard.job / READY_MARK).read_text() == "SIGINT ignored"
+                               for ln in launches]}

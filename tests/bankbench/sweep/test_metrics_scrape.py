@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from bankbench.sweep.server_checks import Scraper
+from tests.support.threaded_http import serve_in_thread
 
 
 class _NoMetrics(BaseHTTPRequestHandler):
@@ -21,7 +21,7 @@ class _NoMetrics(BaseHTTPRequestHandler):
 
 def test_missing_metrics_is_named_once_per_sweep(tmp_path, capsys):
     server = ThreadingHTTPServer(("127.0.0.1", 0), _NoMetrics)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
+    serve_in_thread(server)
     try:
         url = f"http://127.0.0.1:{server.server_address[1]}/v1"
         scrape = Scraper(url)

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import json
+import signal
+import sys
 from pathlib import Path
 
 import pytest
 
-from bankbench.sweep import executors, harbor_job, level, shards
+from bankbench.sweep import executors, harbor_job, level, shards, stop
 from bankbench.sweep.harbor_job import JobState
 from contracts.sweep import ShardRecord, SweepConfig, level_jobs
 from tests.support.built_tasks import empty_tasks
@@ -121,6 +123,55 @@ def test_a_dead_server_stops_every_shard_of_the_level(tmp_path):
     pacer = executors.Pacer(dying_server(), None, watch_every_s=0.1)
     with pytest.raises(harbor_job.JobAborted, match="stopped answering"):
         executors.run_local(launches, pacer, poll_s=0.05)
+    assert stopped([shards.read_record(ln.shard.job).pid for ln in launches])
+
+
+# A shard that, given SIGINT, finishes only once every shard of its level has been given it
+# (as Harbor given SIGINT writes its results, never mind the others), and notes a SIGTERM.
+_WAITS_FOR_THE_OTHERS = """
+import os, signal, sys, time
+marks, me, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
+def mark(kind):
+    open(os.path.join(marks, me + "." + kind), "w").close()
+def on_int(*_):
+    mark("int")
+    while sum(f.endswith(".int") for f in os.listdir(marks)) < n:
+        time.sleep(0.02)
+    sys.exit(130)
+def on_term(*_):
+    mark("term")
+    sys.exit(143)
+signal.signal(signal.SIGINT, on_int)
+signal.signal(signal.SIGTERM, on_term)
+mark("ready")
+time.sleep(600)
+"""
+
+
+def test_the_shards_of_a_level_are_stopped_together(tmp_path, monkeypatch):
+    """Ctrl-C gives every shard its SIGINT before any shard's SIGINT wait is over: shards that
+    each finish only once all have been asked all end on SIGINT. Stopped one after another,
+    the first would wait out its SIGINT rung for the others and get SIGTERM."""
+    n = 3
+    config = SweepConfig(base_url="http://127.0.0.1:1/v1", model="m", shards=n)
+    empty_tasks(tmp_path, n)
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    planned = level.plan(config, tmp_path, tmp_path / "tasks", n)
+    launches = [executors.Launch(s, [sys.executable, "-I", "-S", "-c", _WAITS_FOR_THE_OTHERS,
+                                     str(marks), str(i), str(n)])
+                for i, s in enumerate(planned)]
+
+    def progress() -> None:  # Ctrl-C once every shard listens for it
+        if len(list(marks.glob("*.ready"))) == n:
+            stop._asked["signal"] = signal.SIGINT
+
+    monkeypatch.setattr(stop, "_asked", {})
+    with pytest.raises(KeyboardInterrupt):
+        executors.run_local(launches, executors.Pacer(None, progress, report_every_s=0),
+                            poll_s=0.05)
+    assert sorted(p.name for p in marks.glob("*.int")) == [f"{i}.int" for i in range(n)]
+    assert not list(marks.glob("*.term"))
     assert stopped([shards.read_record(ln.shard.job).pid for ln in launches])
 
 
