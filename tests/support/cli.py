@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import io
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -33,6 +34,9 @@ def bankbench_here(*args: str, cwd: Path | None = None) -> subprocess.CompletedP
     from bankbench.cli import main
 
     out, err = io.StringIO(), io.StringIO()
+    # A sweep or capacity command installs its stop handlers (bankbench.sweep.stop); left in
+    # place they would change how this process and the children of later tests take SIGINT.
+    handlers = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
     with (contextlib.redirect_stdout(out), contextlib.redirect_stderr(err),
           contextlib.chdir(cwd) if cwd is not None else contextlib.nullcontext()):
         try:
@@ -43,6 +47,9 @@ def bankbench_here(*args: str, cwd: Path | None = None) -> subprocess.CompletedP
                 print(code, file=sys.stderr)
                 code = 1
             code = code or 0
+        finally:
+            for sig, handler in handlers.items():
+                signal.signal(sig, handler)
     return subprocess.CompletedProcess(["bankbench", *args], code, out.getvalue(),
                                        err.getvalue())
 
