@@ -23,6 +23,20 @@ every request that was in flight together with more than K requests (itself incl
 call arrives as cut-off text the client cannot parse and `finish_reason` is "length"
 (`proxy.degraded` counts them). Such replies are buffered whole before they are sent.
 
+With `FaultSchedule(degrade_above=K, stays_degraded=True)` load breaks the server for good
+instead: the first time more than K agent sessions are open together (a session open from its
+first request, by `x-dynamo-session-id`, until its final one, `x-dynamo-session-final: true`)
+or, where more, more than K requests are in flight, the replies of the requests in flight and
+of every request after them are degraded, whatever load each meets (`proxy.overloaded_at` is
+the index of the request that took it above K). Load above K then decides whether and from
+when replies are degraded, not which ones: which requests overlap exactly depends on the host's
+timing (the client's overhead between requests and between sessions against the reply time), so
+the share of replies degraded at a load just above K, and every figure on the decisions made
+from them, changes from host to host; sessions overlap far longer than their requests. A
+session that never sends its final request stays open. The proxy serves one search and sees
+its levels in the order the search runs them: any level after the one that crossed K is
+degraded whatever its own load.
+
 With `FaultSchedule(integrity="<class>", integrity_above=K)` it breaks tool calls the way that
 tool-call integrity class names (tests/support/tool_call_faults.py · corrupt): every reply that
 carries a tool call and was in flight together with more than K requests (with probability
@@ -78,6 +92,9 @@ class FaultSchedule:
     # this many requests (itself included) gets its reply degraded as an overloaded server
     # might: its tool call arrives as unparsed, cut-off text and finish_reason is "length".
     degrade_above: int | None = None
+    # With degrade_above: the first time more than degrade_above agent sessions are open (or
+    # requests in flight) together, every reply from then on is degraded (module docstring).
+    stays_degraded: bool = False
     # Per-session script choice (see the module docstring): (prefix, k, in_flight) -> prefix.
     rescript: Callable[[str, int, int], str] | None = None
     # Tool-call integrity faults under load: replies with a call that were in flight together
@@ -122,6 +139,8 @@ class FaultProxy:
         self.requests: list[tuple[dict[str, str], bytes]] = []  # (headers, body) per POST
         self._open: list[list[int]] = []  # per request in flight: the most seen with it
         self.degraded = 0
+        self.overloaded_at: int | None = None  # stays_degraded: the request that broke it
+        self._sessions_open: set[str] = set()  # stays_degraded: first request seen, not final
         self.corrupted = 0
         self.rescripted = 0
         self._rng = random.Random(schedule.seed)
@@ -183,11 +202,27 @@ class FaultProxy:
         self._open.append(peak)
         for other in self._open:
             other[0] = max(other[0], len(self._open))
+        if self.schedule.stays_degraded:
+            self._note_load(request)
         try:
             return await self._forward(request, body, fault,
                                        peak if self.schedule.judged else None)
         finally:  # by identity: another request's peak may be an equal list
             self._open[:] = [p for p in self._open if p is not peak]
+
+    def _note_load(self, request: web.Request) -> None:
+        """Sessions open and requests in flight as this request arrives (it is counted among
+        the latter): the first time either is above degrade_above, the server breaks."""
+        session = request.headers.get("x-dynamo-session-id")
+        if session is not None:
+            if request.headers.get("x-dynamo-session-final", "").lower() == "true":
+                self._sessions_open.discard(session)
+            else:
+                self._sessions_open.add(session)
+        limit = self.schedule.degrade_above
+        load = max(len(self._sessions_open), len(self._open))
+        if limit is not None and self.overloaded_at is None and load > limit:
+            self.overloaded_at = len(self.seen) - 1
 
     def _session_down(self, request: web.Request) -> bool:
         session = request.headers.get("x-dynamo-session-id")
@@ -278,7 +313,8 @@ class FaultProxy:
         body = await upstream.read()
         schedule = self.schedule
         limit = schedule.degrade_above
-        if limit is not None and peak[0] > limit and upstream.status == 200:
+        if (limit is not None and (peak[0] > limit or self.overloaded_at is not None)
+                and upstream.status == 200):
             self.degraded += 1
             body = _degrade(body)
         if (schedule.integrity is not None and peak[0] > schedule.integrity_above
