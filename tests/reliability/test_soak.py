@@ -1,6 +1,7 @@
 """A small soak (benchmarks/soak.py at 40 trials, -n 8): real harbor, agent, LocalEnvironment and
-Dynamo frontend + mocker, behind the fault-injecting test proxy (~10 % faults plus an outage of
-whole agent sessions).
+Dynamo frontend + one mocker worker (what is soaked is the client, the harness and the analysis:
+a second worker only costs the machine), behind the fault-injecting test proxy (~10 % faults plus
+an outage of whole agent sessions).
 Every trial is accounted for, every fault is a counted retry or a named failure, infra failures
 stay out of TSQ, and the API key never reaches the job directory."""
 
@@ -22,7 +23,7 @@ TRIALS, CONCURRENCY, OUTAGE = 40, 8, 3
 @pytest.fixture(scope="module")
 def soak(tmp_path_factory: pytest.TempPathFactory):
     work = tmp_path_factory.mktemp("soak")
-    return run_soak(work, trials=TRIALS, concurrency=CONCURRENCY, outage=OUTAGE,
+    return run_soak(work, trials=TRIALS, concurrency=CONCURRENCY, outage=OUTAGE, workers=1,
                     log=lambda line: None)
 
 
