@@ -252,7 +252,9 @@ async def test_agent_timeout_while_waiting_on_the_server(sample_tasks, scripted_
 
     config = tomllib.loads((sample_tasks / "banking-000/task.toml").read_text())
     multiplier = 3.0 / config["agent"]["timeout_sec"]
-    async with FaultProxy(scripted_stack.base_url, FaultSchedule(["stall"], stall_s=8)) as proxy:
+    # The stall outlasts the 3 s agent timeout by 3 s (it starts after the agent does); the
+    # proxy's exit waits it out, so a longer one is only time spent waiting.
+    async with FaultProxy(scripted_stack.base_url, FaultSchedule(["stall"], stall_s=6)) as proxy:
         slow = SimpleNamespace(base_url=proxy.base_url, model=scripted_stack.model)
         job = await asyncio.to_thread(
             run_job, sample_tasks, slow, tmp_path, "timeout", ["banking-000"], "n-",
