@@ -26,7 +26,7 @@ import pytest
 from analysis.files import read_llm_calls
 from analysis.router_decisions import join_llm_calls
 from tests.support.built_tasks import CHEAP_LABELS
-from tests.support.cli import HARBOR_ENV, bankbench
+from tests.support.cli import HARBOR_ENV, bankbench_here
 from tests.support.interrupted_sweep import finished
 from tests.support.router_policy import POLICY
 
@@ -70,7 +70,7 @@ def resumed(tmp_path_factory) -> Resumed:
     first_done = finished(sweep / f"r-{ROUTERS[0]}" / f"c{LEVEL}")
     proc.kill()
     proc.wait()
-    done = bankbench("sweep", "--resume", str(sweep), "--no-plots", timeout=600)
+    done = bankbench_here("sweep", "--resume", str(sweep), "--no-plots")  # read by what it writes
     return Resumed(sweep, before, first_done, done)
 
 
