@@ -110,8 +110,12 @@ class IntentForger(HostileAgent):
             f"chmod 666 {log}; truncate -s 0 {log}; ln -sf /tmp/mine {log}",
             # The bank's own code run by hand, aimed at the real log or any other.
             f"cd /app && BANK_INTENTS={log} python3 mockbank.py call x '{{}}'",
-            f"mkdir -p /tmp/run && BANK_SOCKET=/tmp/run/bank.sock BANK_INTENTS={log} "
-            f"/app/bank call x '{{}}'",
+            # ... through a service of its own, which it starts first (a socket nobody serves
+            # would only keep the client waiting for the service to come up).
+            f"mkdir -p /tmp/run && cd /app && (BANK_INTENTS={log} timeout 5 python3 bankd.py "
+            f"--socket /tmp/run/bank.sock >/tmp/run/bankd.log 2>&1 &) && "
+            f"BANK_SOCKET=/tmp/run/bank.sock BANK_INTENTS={log} /app/bank call x '{{}}'; "
+            f"rc=$?; cat /tmp/run/bankd.log; exit $rc",
             # Stand in for the service.
             "rm -f /run/bank/bank.sock; cd /app && "
             "timeout 2 python3 bankd.py --socket /run/bank/bank.sock",
