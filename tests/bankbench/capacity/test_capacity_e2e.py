@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.cli import HARBOR_ENV, bankbench
+from tests.support.cli import HARBOR_ENV, bankbench_here
 from tests.support.scripted_decisions import REPLAY_AK, turns
 
 pytestmark = [pytest.mark.dynamo, pytest.mark.harbor, pytest.mark.slow]
@@ -74,7 +74,7 @@ def test_search_prints_a_level_and_a_resumed_search_reuses_finished_levels(tmp_p
     first = _steps(sweep)
     assert [s["level"] for s in first] in ([], [1])  # c1 judged only if it beat the kill
 
-    done = bankbench("capacity", "--resume", str(sweep), "--no-plots", timeout=600)
+    done = bankbench_here("capacity", "--resume", str(sweep), "--no-plots")  # what it prints
     out = done.stdout
     assert done.returncode == 0, out[-3000:] + done.stderr[-3000:]
     assert "level 2: already complete, skipped" in out

@@ -29,7 +29,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.built_tasks import CHEAP_LABELS
-from tests.support.cli import HARBOR_ENV, bankbench
+from tests.support.cli import HARBOR_ENV, bankbench_here
 
 pytestmark = [pytest.mark.dynamo, pytest.mark.harbor, pytest.mark.slow]
 
@@ -73,10 +73,10 @@ def _headings(sweep: Path) -> list[str]:
 
 def test_two_shards_of_two_run_a_level_of_four_like_one_process(tmp_path, server):
     common = ("--levels", "4", "--limit", "4")
-    one = bankbench(*_sweep_args(server, tmp_path, "one", *common), timeout=900)
+    # both sweeps in this process: the test reads what they write and print
+    one = bankbench_here(*_sweep_args(server, tmp_path, "one", *common))
     assert one.returncode == 0, one.stdout[-3000:] + one.stderr[-3000:]
-    two = bankbench(*_sweep_args(server, tmp_path, "two", *common, "--shards", "2"),
-                    timeout=900)
+    two = bankbench_here(*_sweep_args(server, tmp_path, "two", *common, "--shards", "2"))
     assert two.returncode == 0, two.stdout[-3000:] + two.stderr[-3000:]
 
     single, sharded = tmp_path / "one", tmp_path / "two"
@@ -141,7 +141,7 @@ def test_a_killed_shard_loses_only_its_unfinished_trials_and_resume_completes_th
     kept = {p.parent.name for p in (level / "s0").glob("*/result.json")}
     assert len(kept) == 3
 
-    done = bankbench("sweep", "--resume", str(tmp_path / "k"), "--no-plots", timeout=900)
+    done = bankbench_here("sweep", "--resume", str(tmp_path / "k"), "--no-plots")
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     assert "shard 0: already complete" in done.stdout
     assert {p.parent.name for p in (level / "s0").glob("*/result.json")} == kept

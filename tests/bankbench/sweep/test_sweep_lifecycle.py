@@ -26,7 +26,6 @@ from tests.support.built_tasks import CHEAP_LABELS
 from tests.support.cli import (
     HARBOR_ENV,
     assert_one_line_error,
-    bankbench,
     bankbench_here,
     wait_for,
 )
@@ -113,16 +112,12 @@ def test_bad_options_are_one_line_before_anything_slow_and_leave_no_directory(tm
         assert not (out / "x").exists()
 
 
-def _refusals_while_it_runs(first: subprocess.Popen, state, out: Path, sweep: Path,
-                            monkeypatch: pytest.MonkeyPatch) -> None:
+def _refusals_while_it_runs(first: subprocess.Popen, state, out: Path, sweep: Path) -> None:
     """A resume and a second sweep of the same name, aimed at a live sweep, are refused at once.
     The sweep is held still (SIGSTOP: alive, its claim on the sweep kept) while they run, so
     a quick sweep on an idle machine cannot end before they are tested. They run in this
     process (the claim is the sweep process's, a pid this one is not): what they say and
     their exit code are the command's, without two CLI start-ups while the sweep stands."""
-    from bankbench.commands import sweep as sweep_cmd
-
-    monkeypatch.setattr(sweep_cmd, "_stop_cleanly_on_signals", dict)  # pytest's handlers kept
     first.send_signal(signal.SIGSTOP)
     try:
         resumed = bankbench_here("sweep", "--resume", str(sweep))
@@ -137,8 +132,7 @@ def _refusals_while_it_runs(first: subprocess.Popen, state, out: Path, sweep: Pa
     assert "choose another --name" in again.stderr
 
 
-def test_a_server_that_dies_stops_the_sweep_which_resumes_on_a_new_port(tmp_path, stack,
-                                                                       monkeypatch):
+def test_a_server_that_dies_stops_the_sweep_which_resumes_on_a_new_port(tmp_path, stack):
     """One sweep's life: refusals while it runs, its server lost mid-level, the stop, and the
     resume on another port that completes every level with each task once (nothing merged).
     The server it comes back to is the module's (another stack, another port)."""
@@ -152,7 +146,7 @@ def test_a_server_that_dies_stops_the_sweep_which_resumes_on_a_new_port(tmp_path
         proc = _start(_sweep_args(old, out, "--levels", "1,2", "--name", "s"), log)
         sweep = out / "s"
         wait_for(lambda: (sweep / "sweep.json").exists(), proc, log, timeout=240)
-        _refusals_while_it_runs(proc, old, out, sweep, monkeypatch)
+        _refusals_while_it_runs(proc, old, out, sweep)
         wait_for(lambda: len(_finished(sweep / "c1")) >= 1, proc, log, timeout=240)
     finally:
         api.down(old)
@@ -175,8 +169,9 @@ def test_a_server_that_dies_stops_the_sweep_which_resumes_on_a_new_port(tmp_path
 
     new = stack  # back, at another port
     assert new.base_url != old.base_url
-    done = bankbench("sweep", "--resume", str(sweep), "--base-url", new.base_url, "--no-plots",
-                     timeout=600)
+    # in this process: read by what it prints and writes
+    done = bankbench_here("sweep", "--resume", str(sweep), "--base-url", new.base_url,
+                          "--no-plots")
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     assert f"resuming against {new.base_url}" in done.stdout
     manifest = json.loads((sweep / "sweep.json").read_text())
