@@ -55,6 +55,7 @@ def stack(tmp_path_factory):
 def job(stack, tmp_path_factory) -> Path:
     banking = {
         "import_path": "agents.banking:BankingAgent", "model_name": f"openai/{stack.model}",
+        "skip_model_parsing": True,  # as a sweep runs it: no LiteLLM import in Harbor
         "kwargs": {"base_url": stack.base_url, "api_key_env": KEY_ENV,
                    "nvext_annotations": f"output_replay_id:{PREFIX}{{scenario_id}}:"
                                         "{request_index}",

@@ -28,6 +28,7 @@ from harbor.models.trial.result import TrialResult
 from analysis.export.writer import FAMILIES, INDEX_FILE, export_nemo
 from bankbench.serve.replay import oracle_calls as task_calls
 from bankbench.serve.replay import tool_call_text as tc
+from bankbench.sweep.harbor_job import SKIP_PROVIDER_MAPPING
 from tests.analysis.export.ragas_venv import ragas_read_back
 from tests.support.built_tasks import build_sample
 from tests.support.export_cases import CASES, case_job
@@ -93,7 +94,8 @@ def agent_job(tmp_path_factory) -> tuple[Path, dict[str, list[tuple[str, dict]]]
         cmd = [str(Path(sys.executable).parent / "harbor"), "run", "-p", str(tasks), "-n", "2",
                "--agent", "agents.banking:BankingAgent", "-m", f"openai/{stack.model}",
                "--env", "environments.local:LocalEnvironment", "-o", str(root / "jobs"),
-               "--job-name", "agent", "--ak", f"base_url={stack.base_url}",
+               "--job-name", "agent", SKIP_PROVIDER_MAPPING,  # as a sweep runs it
+               "--ak", f"base_url={stack.base_url}",
                "--ak", "self_eval=true", "--ak", "max_retries=2",
                "--ak", f"nvext_annotations=output_replay_id:{PREFIX}{{scenario_id}}:"
                        "{request_index}"]
