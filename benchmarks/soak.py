@@ -9,7 +9,7 @@ malformed SSE event. Its error bodies quote the request's Authorization header, 
 key is set, so the run also shows whether a key can reach the job directory.
 
     .venv/bin/python benchmarks/soak.py                       # 200 trials at -n 32
-    .venv/bin/python benchmarks/soak.py --trials 40 -n 8      # the size the test suite runs
+    .venv/bin/python benchmarks/soak.py --trials 30 -n 8      # the size the test suite runs
 
 An outage takes whole agent sessions (default one trial in 20, spread over the run): every
 request of those sessions, retries included, gets a 503, so exactly those trials exhaust their

@@ -1,4 +1,4 @@
-"""A small soak (benchmarks/soak.py at 40 trials, -n 8): real harbor, agent, LocalEnvironment and
+"""A small soak (benchmarks/soak.py at 30 trials, -n 8): real harbor, agent, LocalEnvironment and
 Dynamo frontend + one mocker worker (what is soaked is the client, the harness and the analysis:
 a second worker only costs the machine), behind the fault-injecting test proxy (~10 % faults plus
 an outage of whole agent sessions).
@@ -17,7 +17,7 @@ from tests.support.cli import bankbench_here
 
 pytestmark = [pytest.mark.dynamo, pytest.mark.harbor, pytest.mark.slow]
 
-TRIALS, CONCURRENCY, OUTAGE = 40, 8, 3
+TRIALS, CONCURRENCY, OUTAGE = 30, 8, 3
 
 
 @pytest.fixture(scope="module")
