@@ -206,6 +206,15 @@ def wait_ready(state: ServerState, expected_workers: int, timeout_s: float,
             time.sleep(0.3)
 
 
+PORT_TRIES = 3
+
+
+def port_taken(exc: ServeError) -> bool:
+    """Whether a start failed because a component found its port taken."""
+    text = f"{exc.cause}\n{exc.log_tail}".lower()
+    return "already in use" in text or "address in use" in text
+
+
 def check_port(port: int | None) -> int:
     """The frontend port to use: `port` if free on loopback, a free one when None."""
     if port is None:
@@ -245,16 +254,25 @@ class LocalProfile:
         from bankbench.serve.smollm2 import ModelFilesError
 
         opts = validate_options(self.options_model, req.options, self.name)
-        port = check_port(req.port)
-        state = ServerState(
-            profile=self.name, base_url=f"http://127.0.0.1:{port}/v1",
-            model=req.model or self.default_model, router=req.router or "round-robin",
-            workers=req.workers or 1, state_dir=state_dir, options=opts.model_dump(mode="json"),
-        )
-        try:
-            return self.launch(state, port, opts)
-        except (DynamoVenvError, ModelFilesError) as exc:
-            raise ServeError(f"{self.name}: {str(exc).splitlines()[0]}") from None
+        for attempt in range(1, PORT_TRIES + 1):
+            port = check_port(req.port)
+            state = ServerState(
+                profile=self.name, base_url=f"http://127.0.0.1:{port}/v1",
+                model=req.model or self.default_model, router=req.router or "round-robin",
+                workers=req.workers or 1, state_dir=state_dir,
+                options=opts.model_dump(mode="json"),
+            )
+            try:
+                return self.launch(state, port, opts)
+            except (DynamoVenvError, ModelFilesError) as exc:
+                raise ServeError(f"{self.name}: {str(exc).splitlines()[0]}") from None
+            except ServeError as exc:
+                # A port picked free can be taken before the frontend binds it (another
+                # program's pick in between; test runs and shards start stacks side by side):
+                # the launch cleaned up, so pick again. A port the user named is theirs.
+                if req.port is not None or attempt == PORT_TRIES or not port_taken(exc):
+                    raise
+        raise AssertionError("unreachable")
 
     def dry_run(self, req: StartRequest, state_dir: Path) -> str:
         raise ServeError(f"--dry-run prints container commands; {self.name} starts local "

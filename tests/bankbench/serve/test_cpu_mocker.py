@@ -168,6 +168,48 @@ def test_busy_port_is_refused_before_anything_starts(tmp_path):
     assert not (tmp_path / "s" / "state.json").exists()
 
 
+def test_a_picked_port_taken_before_the_frontend_binds_it_is_picked_again(
+        tmp_path, dynamo_python, monkeypatch):
+    """The port the stack picks is free when picked; another program may take it before the
+    frontend binds it. The frontend then exits ("already in use"): the start picks again."""
+    import socket
+
+    from bankbench import procs
+
+    with socket.socket() as taker:
+        taker.bind(("127.0.0.1", 0))
+        taker.listen()
+        taken = taker.getsockname()[1]
+        picks = iter([taken])
+        real = procs.free_port
+        monkeypatch.setattr(procs, "free_port", lambda *a: next(picks, None) or real(*a))
+        state = api.up("cpu-mocker", options={"speedup_ratio": 1000}, state_dir=tmp_path / "s")
+        try:
+            assert f":{taken}/" not in state.base_url
+            assert httpx.get(f"{state.base_url}/models", timeout=5).status_code == 200
+            pids = [c.pid for c in state.components]
+        finally:
+            api.down(state)
+    assert not any(group_alive(p) for p in pids)
+
+
+def test_a_port_the_user_named_taken_at_bind_is_not_swapped(tmp_path, dynamo_python,
+                                                            monkeypatch):
+    """A named port passes the busy check and is taken before the bind: the error stands."""
+    import socket
+
+    from bankbench import procs
+
+    with socket.socket() as taker:
+        taker.bind(("127.0.0.1", 0))
+        taker.listen()
+        port = taker.getsockname()[1]
+        monkeypatch.setattr(procs, "port_is_free", lambda *a: True)
+        with pytest.raises(ServeError, match="already in use"):
+            api.up("cpu-mocker", port=port, options={"speedup_ratio": 1000},
+                   state_dir=tmp_path / "s")
+
+
 def test_component_dying_during_start_is_reported_and_cleaned_up(tmp_path, dynamo_python):
     with pytest.raises(ServeError) as err:
         api.up("cpu-mocker", options={"mocker_args": "--no-such-flag"},
