@@ -61,7 +61,8 @@ discrete null model.
 
 `--confirm N`: the largest of ~200 cells of 60 compares overstates its own rate (a rule at
 0.03 everywhere shows ~0.08 somewhere), so the worst cells (`--worst-cells`, 8) are run again
-on N fresh draws and the worst case is reported from those.
+on N fresh draws and the worst case is reported from those. Every cell tied with the K-th on
+the screen's rate is run again too (the screen cannot tell them apart), so K is a floor.
 
 The design family also has the drifting servers of benchmarks/compare_drift_courses.py (a
 step change, a slow swing, heavy bursts, one run drifting, a random walk, step + bursts, a
@@ -408,6 +409,19 @@ def latency(sims: int, designs, seed: int = 0, models: dict[str, dict] = MODELS,
           f"{least[0]:.3f} ({least[1]})", flush=True)
 
 
+def confirm_cells(every: list[tuple[float, str, tuple]], worst_cells: int
+                  ) -> tuple[list[tuple[float, str, tuple]], int]:
+    """The cells `--confirm` runs again: the `worst_cells` of the highest screen rate, then
+    every cell tied with the last of them (the screen cannot order those, so a cut among them
+    would follow the order of the table alone); and how many of them are such ties."""
+    ranked = sorted(every, key=lambda cell: -cell[0])
+    worst = ranked[:max(worst_cells, 0)]
+    if not worst:
+        return [], 0
+    tied = [cell for cell in ranked[len(worst):] if cell[0] == worst[-1][0]]
+    return worst + tied, len(tied)
+
+
 def _identical(sims: int, designs, seed: int, models: dict[str, dict], confirm: int = 0,
                worst_cells: int = 8) -> None:
     print(f"\nlatency, identical runs, {sims} simulated compares per cell: share calling any "
@@ -423,20 +437,17 @@ def _identical(sims: int, designs, seed: int, models: dict[str, dict], confirm: 
     # The largest of many noisy cells overstates its own rate (with ~200 cells of 60
     # compares, a rule at 0.03 everywhere shows 0.08 somewhere): the worst cells are chosen
     # on the table above and measured again on fresh draws, whose rate is not so chosen.
-    print(f"screen's worst cell: {worst[0]:.3f} ({worst[1]}); the {worst_cells} worst cells "
-          f"again, {confirm} fresh compares each:")
+    chosen, ties = confirm_cells(every, worst_cells)
+    which = (f"the {len(chosen) - ties} worst and {ties} tied with the last of them at "
+             f"{chosen[-1][0]:.3f}" if ties else f"the {len(chosen)} worst")
+    print(f"screen's worst cell: {worst[0]:.3f} ({worst[1]}); re-running {len(chosen)} "
+          f"cell{'s' * (len(chosen) != 1)}: "
+          f"{which}, {confirm} fresh compares each:")
     confirmed = []
-    ranked = sorted(every, key=lambda cell: -cell[0])
-    for _, name, design in ranked[:worst_cells]:
+    for _, name, design in chosen:
         hits, _ = _cell(confirm, design, seed, name, models[name], CONFIRM_OFFSET, None, hit)
         confirmed.append((hits, f"{name} at {label(design)}"))
         print(f"  {name + ' at ' + label(design):<48} {rate(hits, confirm)}", flush=True)
-    # Cells the screen ranks as high as the last one run again are as likely to be the worst.
-    tied = [f"{name} at {label(design)}" for share, name, design in ranked[worst_cells:]
-            if ranked[:worst_cells] and share == ranked[worst_cells - 1][0]]
-    if tied:
-        print(f"  not run again though tied at the cut ({ranked[worst_cells - 1][0]:.3f}): "
-              + ", ".join(tied), flush=True)
     hits, where = max(confirmed)
     print(f"false-difference rate of latency rows, worst case over the family (confirmed on "
           f"{confirm} fresh compares): {rate(hits, confirm)} ({where})", flush=True)
@@ -490,7 +501,8 @@ def main() -> None:
                          "and report the worst case from those (the screen's largest cell "
                          "overstates its rate)")
     ap.add_argument("--worst-cells", type=int, default=8, metavar="K",
-                    help="how many of the worst cells --confirm re-runs (default 8)")
+                    help="how many of the worst cells --confirm re-runs (default 8); every "
+                         "cell tied with the K-th on the screen's rate is re-run too")
     args = ap.parse_args()
     # A request row's verdict comes from its sign-flip test; the pooled percentile's bootstrap
     # interval beside it is shown, not judged, so fewer resamples change no verdict here.
