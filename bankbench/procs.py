@@ -106,16 +106,22 @@ def is_alive(pid: int) -> bool:
         return False
 
 
-def group_members(pgid: int) -> list[psutil.Process]:
-    """Live (non-zombie) processes in process group `pgid`."""
-    out = []
+def _members_of(pgids: Sequence[int]) -> dict[int, list[psutil.Process]]:
+    """Live (non-zombie) processes of each of the process groups `pgids`, in one scan."""
+    out: dict[int, list[psutil.Process]] = {pgid: [] for pgid in pgids}
     for p in psutil.process_iter():
         try:
-            if os.getpgid(p.pid) == pgid and _running(p):
-                out.append(p)
+            pgid = os.getpgid(p.pid)
         except (ProcessLookupError, PermissionError):
             continue
+        if pgid in out and _running(p):
+            out[pgid].append(p)
     return out
+
+
+def group_members(pgid: int) -> list[psutil.Process]:
+    """Live (non-zombie) processes in process group `pgid`."""
+    return _members_of([pgid])[pgid]
 
 
 def group_alive(pgid: int) -> bool:
@@ -178,15 +184,8 @@ def _live_groups(pgids: list[int]) -> list[int]:
     """Those of `pgids` that still have a live member (ours reaped first)."""
     for pgid in pgids:
         _reap(pgid)
-    wanted, live = set(pgids), set()
-    for p in psutil.process_iter():
-        try:
-            pgid = os.getpgid(p.pid)
-        except (ProcessLookupError, PermissionError):
-            continue
-        if pgid in wanted and pgid not in live and _running(p):
-            live.add(pgid)
-    return [pgid for pgid in pgids if pgid in live]
+    members = _members_of(pgids)
+    return [pgid for pgid in pgids if members[pgid]]
 
 
 def _reap(pid: int) -> None:
